@@ -1,0 +1,164 @@
+//! The collector: merges the workers' snapshots at lap boundaries into lap
+//! figures and run totals, and shows each lap to the caller as it closes.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use loadrig_metrics::Snapshot;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::{EngineConfig, Outcome};
+
+/// How long after a lap boundary the collector waits for the workers'
+/// snapshots of that lap; later ones count in the next lap.
+const GRACE: Duration = Duration::from_millis(20);
+
+/// What a worker hands over: its snapshots since its last report.
+pub(crate) struct Report {
+    pub worker: usize,
+    /// [warm-up, measured].
+    pub snaps: [Snapshot; 2],
+    /// Operations started and not completed.
+    pub pending: u64,
+    /// The worker is done; this is its final report.
+    pub last: bool,
+}
+
+/// A lap as it closes, for live output.
+#[derive(Debug)]
+pub struct LapView<'a> {
+    /// Since the start of the load (warm-up included).
+    pub elapsed: Duration,
+    /// Length of this lap (shorter for the last one).
+    pub length: Duration,
+    pub warmup: bool,
+    /// What completed in this lap (warm-up and measured together).
+    pub lap: &'a Snapshot,
+    /// Measured totals so far.
+    pub total: &'a Snapshot,
+    /// Measured time so far.
+    pub measured: Duration,
+    pub pending: u64,
+}
+
+/// A lap as kept for the report: counts and the latency histogram of all
+/// kinds, so laps of several runs merge by wall clock.
+#[derive(Debug, Clone)]
+pub struct Lap {
+    pub elapsed: Duration,
+    pub length: Duration,
+    /// Wall clock at the end of the lap, in milliseconds since the epoch.
+    pub unix_ms: u64,
+    pub warmup: bool,
+    pub ok: u64,
+    pub errors: u64,
+    pub pending: u64,
+    /// Latency of all kinds in this lap, HdrHistogram V2 encoding.
+    pub latency: Vec<u8>,
+}
+
+pub(crate) async fn collect(
+    cfg: &EngineConfig,
+    mut rx: UnboundedReceiver<Report>,
+    start: Instant,
+    mut on_lap: impl FnMut(&LapView<'_>),
+) -> Outcome {
+    let blank = || Snapshot::new(cfg.kinds, cfg.domains);
+    let measure_start = start + cfg.warmup;
+    let mut warmup = blank();
+    let mut measured = blank();
+    let mut lap = blank();
+    let mut pending = vec![0u64; cfg.load.connections as usize];
+    let mut live = pending.len();
+    let mut laps = Laps {
+        start,
+        measure_start,
+        last: start,
+        kept: Vec::new(),
+    };
+    let mut ticks = tokio::time::interval_at(start + cfg.interval + GRACE, cfg.interval);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
+
+    while live > 0 {
+        tokio::select! {
+            msg = rx.recv() => {
+                let Some(r) = msg else { break };
+                warmup.merge(&r.snaps[0]);
+                measured.merge(&r.snaps[1]);
+                lap.merge(&r.snaps[0]);
+                lap.merge(&r.snaps[1]);
+                if let Some(p) = pending.get_mut(r.worker) {
+                    *p = if r.last { 0 } else { r.pending };
+                }
+                if r.last {
+                    live -= 1;
+                }
+            }
+            at = ticks.tick() => {
+                let boundary = at - GRACE;
+                laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+            }
+        }
+    }
+    let end = Instant::now();
+    if lap.ops() > 0 || laps.kept.is_empty() {
+        laps.close(end, &mut lap, &measured, 0, &mut on_lap);
+    }
+    Outcome {
+        warmup,
+        measured,
+        elapsed: end.saturating_duration_since(measure_start),
+        laps: laps.kept,
+        interrupted: false,
+    }
+}
+
+/// Lap boundaries and the laps kept for the report.
+struct Laps {
+    start: Instant,
+    measure_start: Instant,
+    /// End of the previous lap.
+    last: Instant,
+    kept: Vec<Lap>,
+}
+
+impl Laps {
+    /// Close the lap ending at `end`: show it, keep it, and empty `lap`.
+    fn close(
+        &mut self,
+        end: Instant,
+        lap: &mut Snapshot,
+        measured: &Snapshot,
+        pending: u64,
+        on_lap: &mut impl FnMut(&LapView<'_>),
+    ) {
+        let view = LapView {
+            elapsed: end.saturating_duration_since(self.start),
+            length: end.saturating_duration_since(self.last),
+            warmup: end <= self.measure_start,
+            lap,
+            total: measured,
+            measured: end.saturating_duration_since(self.measure_start),
+            pending,
+        };
+        on_lap(&view);
+        self.kept.push(Lap {
+            elapsed: view.elapsed,
+            length: view.length,
+            unix_ms: unix_ms(),
+            warmup: view.warmup,
+            ok: lap.ok_ops(),
+            errors: lap.errors(),
+            pending,
+            latency: lap.latency_all().encode(),
+        });
+        self.last = end;
+        lap.reset();
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

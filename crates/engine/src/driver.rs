@@ -1,0 +1,53 @@
+//! The contract between the engine and a target's connection.
+
+use std::future::Future;
+
+use loadrig_metrics::OpError;
+
+/// Identifies an operation in flight on one driver: `0..depth`.
+pub type Tag = u32;
+
+/// What a driver reports back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The operation sent under `tag` finished; `Ok` carries an optional
+    /// domain counter to bump (the workload's own outcome, e.g. "accepted
+    /// for contestant 3").
+    Done {
+        tag: Tag,
+        result: Result<Option<u16>, OpError>,
+    },
+    /// The connection failed: every operation in flight on it is lost and
+    /// the engine will call [`Driver::reconnect`].
+    Broken(OpError),
+}
+
+/// One connection to a target, speaking one workload. The engine owns one
+/// driver per worker and is generic over it, so the hot path is statically
+/// dispatched.
+///
+/// A driver may keep up to its depth of operations in flight (pipelining);
+/// call-style drivers keep one.
+pub trait Driver: Send + 'static {
+    /// The kind of operation `index` (an index into the workload's kinds).
+    /// Pure: the same index always has the same kind.
+    fn kind_of(&self, index: u64) -> usize;
+
+    /// Queue operation `index` under `tag` and return its kind. Must not
+    /// block: sending may be buffered until the next [`Driver::recv`].
+    /// The operation is a pure function of the run's seed and `index`.
+    fn send(&mut self, index: u64, tag: Tag) -> usize;
+
+    /// Flush what was queued and wait for the next event. Only called
+    /// while operations are in flight. Must be cancel safe: the engine
+    /// drops this future to serve a timer, and calls again.
+    fn recv(&mut self) -> impl Future<Output = Event> + Send;
+
+    /// Re-establish the connection after [`Event::Broken`] or a timeout.
+    fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
+
+    /// Bytes sent and received since the last call.
+    fn take_bytes(&mut self) -> (u64, u64) {
+        (0, 0)
+    }
+}

@@ -1,0 +1,337 @@
+//! Sources of start tokens: the one thing that differs between the load
+//! models. A [`Source`] hands the worker loop the next operation index and
+//! its intended start time, or says what to wait for. Closed loop, open
+//! loop and bursts are variants of one enum, matched in one place, so
+//! there is one worker loop, not one per mode.
+
+use std::time::Duration;
+
+use loadrig_spec::{Arrival, Pacing};
+use tokio::time::Instant;
+
+use crate::rng::Rng;
+
+/// An operation allowed to start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Token {
+    pub index: u64,
+    /// When the operation should start; latency is measured from here.
+    pub intended: Instant,
+}
+
+/// What the worker should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    Token(Token),
+    /// Nothing is due before this instant.
+    At(Instant),
+    /// Nothing starts until an operation completes.
+    Completion,
+    /// This phase issues nothing more.
+    Done,
+}
+
+/// The operation indices of one worker: `first, first + stride, ...` below `end`.
+#[derive(Debug, Clone)]
+pub(crate) struct Indices {
+    next: u64,
+    stride: u64,
+    end: u64,
+}
+
+impl Indices {
+    pub fn new(first: u64, stride: u64, end: u64) -> Self {
+        Indices {
+            next: first,
+            stride: stride.max(1),
+            end,
+        }
+    }
+
+    fn peek(&self) -> Option<u64> {
+        (self.next < self.end).then_some(self.next)
+    }
+
+    fn advance(&mut self) {
+        self.next = self.next.saturating_add(self.stride);
+    }
+
+    /// Indices not yet taken.
+    pub fn remaining(&self) -> u64 {
+        if self.next >= self.end {
+            0
+        } else {
+            (self.end - 1 - self.next) / self.stride + 1
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Pace {
+    Steady {
+        max_outstanding: usize,
+    },
+    Rate {
+        /// Mean seconds between this worker's operations.
+        period: f64,
+        poisson: Option<Rng>,
+        next: Instant,
+    },
+    Burst {
+        size: u32,
+        delay: Duration,
+        limit: usize,
+        /// Operations of the current burst still to issue.
+        left: u32,
+        /// When the current burst started (its operations' intended start).
+        at: Instant,
+        sleeping_until: Option<Instant>,
+    },
+}
+
+/// Start tokens for one worker in one phase.
+#[derive(Debug, Clone)]
+pub(crate) struct Source {
+    pace: Pace,
+    indices: Indices,
+    /// No operation starts at or after this instant (duration stop).
+    deadline: Option<Instant>,
+    finished: bool,
+}
+
+/// How this worker's share of the load is sized.
+pub(crate) struct Share {
+    /// Callers this worker serves.
+    pub callers: u32,
+    pub pipeline: u32,
+    /// This worker's position among all workers of all shards, and their number.
+    pub global: u64,
+    pub total: u64,
+}
+
+impl Source {
+    pub fn new(
+        pacing: &Pacing,
+        share: &Share,
+        indices: Indices,
+        origin: Instant,
+        deadline: Option<Instant>,
+        seed: u64,
+    ) -> Source {
+        let callers = share.callers.max(1) as usize;
+        let pace = match *pacing {
+            Pacing::Steady => Pace::Steady {
+                max_outstanding: callers * share.pipeline.max(1) as usize,
+            },
+            Pacing::Rate { rate, arrival } => {
+                // The total rate is split evenly; worker g starts g/rate
+                // after the origin so the merged schedule interleaves.
+                let period = share.total as f64 / rate;
+                let offset = Duration::from_secs_f64(share.global as f64 / rate);
+                let poisson = (arrival == Arrival::Poisson)
+                    .then(|| Rng::stream(seed, 0x5041_4345 ^ share.global));
+                Pace::Rate {
+                    period,
+                    poisson,
+                    next: origin + offset,
+                }
+            }
+            Pacing::Burst {
+                size,
+                delay_ms,
+                limit,
+            } => Pace::Burst {
+                size: size.saturating_mul(callers as u32),
+                delay: Duration::from_secs_f64(delay_ms / 1e3),
+                limit: limit as usize * callers,
+                left: size.saturating_mul(callers as u32),
+                at: origin,
+                sleeping_until: None,
+            },
+        };
+        let mut s = Source {
+            pace,
+            indices,
+            deadline,
+            finished: false,
+        };
+        if let Pace::Rate {
+            poisson: Some(rng),
+            next,
+            period,
+        } = &mut s.pace
+        {
+            *next += exp_gap(rng, *period);
+        }
+        s
+    }
+
+    /// The next step, given the time and the operations this worker has
+    /// started but not completed (in flight, queued or held).
+    pub fn next(&mut self, now: Instant, outstanding: usize) -> Next {
+        if self.finished {
+            return Next::Done;
+        }
+        let Some(index) = self.indices.peek() else {
+            return self.finish();
+        };
+        let intended = match &mut self.pace {
+            Pace::Steady { max_outstanding } => {
+                if outstanding >= *max_outstanding {
+                    return Next::Completion;
+                }
+                if self.deadline.is_some_and(|d| now >= d) {
+                    return self.finish();
+                }
+                now
+            }
+            Pace::Rate {
+                period,
+                poisson,
+                next,
+            } => {
+                let due = *next;
+                if self.deadline.is_some_and(|d| due >= d) {
+                    return self.finish();
+                }
+                if due > now {
+                    return Next::At(due);
+                }
+                *next = match poisson {
+                    Some(rng) => due + exp_gap(rng, *period),
+                    None => due + Duration::from_secs_f64(*period),
+                };
+                due
+            }
+            Pace::Burst {
+                size,
+                delay,
+                limit,
+                left,
+                at,
+                sleeping_until,
+            } => {
+                if let Some(until) = *sleeping_until {
+                    if now < until {
+                        return Next::At(until);
+                    }
+                    *sleeping_until = None;
+                    *left = *size;
+                    *at = until;
+                }
+                if *left == 0 {
+                    if outstanding > *limit {
+                        return Next::Completion;
+                    }
+                    let until = now + *delay;
+                    *sleeping_until = Some(until);
+                    return Next::At(until);
+                }
+                if self.deadline.is_some_and(|d| *at >= d) {
+                    return self.finish();
+                }
+                *left -= 1;
+                *at
+            }
+        };
+        self.indices.advance();
+        Next::Token(Token { index, intended })
+    }
+
+    fn finish(&mut self) -> Next {
+        self.finished = true;
+        Next::Done
+    }
+
+    /// Stop issuing (Ctrl-C, give-up).
+    pub fn stop(&mut self) {
+        self.finished = true;
+    }
+
+    /// Operations of this phase that will not be issued.
+    pub fn remaining(&self) -> u64 {
+        self.indices.remaining()
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.finished
+    }
+}
+
+/// An exponential gap with the given mean, for Poisson arrivals.
+fn exp_gap(rng: &mut Rng, mean: f64) -> Duration {
+    // 1 - unit() is in (0, 1], so the logarithm is finite.
+    Duration::from_secs_f64(-(1.0 - rng.unit()).ln() * mean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn share() -> Share {
+        Share {
+            callers: 1,
+            pipeline: 1,
+            global: 0,
+            total: 1,
+        }
+    }
+
+    #[test]
+    fn steady_waits_for_completion_at_its_window() {
+        let now = Instant::now();
+        let mut s = Source::new(&Pacing::Steady, &share(), Indices::new(0, 1, 3), now, None, 1);
+        assert!(matches!(s.next(now, 0), Next::Token(Token { index: 0, .. })));
+        assert_eq!(s.next(now, 1), Next::Completion);
+        assert!(matches!(s.next(now, 0), Next::Token(Token { index: 1, .. })));
+        assert!(matches!(s.next(now, 0), Next::Token(Token { index: 2, .. })));
+        assert_eq!(s.next(now, 0), Next::Done);
+    }
+
+    #[test]
+    fn rate_schedules_evenly_and_stops_at_the_deadline() {
+        let t0 = Instant::now();
+        let pacing = Pacing::Rate {
+            rate: 100.0,
+            arrival: Arrival::Regular,
+        };
+        let end = t0 + Duration::from_secs(1);
+        let mut s = Source::new(&pacing, &share(), Indices::new(0, 1, u64::MAX), t0, Some(end), 1);
+        let mut n = 0;
+        let mut now = t0;
+        loop {
+            match s.next(now, 0) {
+                Next::Token(t) => {
+                    let want = t0 + Duration::from_secs_f64(n as f64 / 100.0);
+                    let diff = if t.intended > want { t.intended - want } else { want - t.intended };
+                    assert!(diff < Duration::from_micros(1), "op {n}");
+                    n += 1;
+                }
+                Next::At(t) => now = t,
+                Next::Done => break,
+                Next::Completion => unreachable!(),
+            }
+        }
+        assert_eq!(n, 100);
+    }
+
+    #[test]
+    fn bursts_wait_for_the_limit_then_sleep() {
+        let t0 = Instant::now();
+        let pacing = Pacing::Burst {
+            size: 3,
+            delay_ms: 1.0,
+            limit: 1,
+        };
+        let mut s = Source::new(&pacing, &share(), Indices::new(0, 1, 100), t0, None, 1);
+        for i in 0..3 {
+            assert!(matches!(s.next(t0, i), Next::Token(_)));
+        }
+        assert_eq!(s.next(t0, 3), Next::Completion);
+        assert_eq!(s.next(t0, 2), Next::Completion);
+        assert_eq!(s.next(t0, 1), Next::At(t0 + Duration::from_millis(1)));
+        assert_eq!(s.next(t0, 1), Next::At(t0 + Duration::from_millis(1)));
+        let t1 = t0 + Duration::from_millis(1);
+        assert!(matches!(s.next(t1, 1), Next::Token(Token { intended, .. }) if intended == t1));
+    }
+}

@@ -1,0 +1,423 @@
+//! The worker loop: the one place operations start and complete.
+//!
+//! A worker owns one driver (one connection), its share of the callers and
+//! of the operation indices, and its own snapshots. Each turn it serves
+//! held and queued operations, asks its [`Source`] for start tokens while
+//! slots are free, and then waits for whichever comes first: a completion,
+//! the next intended start, or housekeeping (laps, timeouts, Ctrl-C).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use loadrig_metrics::{ErrorKind, OpError, Snapshot};
+use loadrig_spec::{Dispatch, Stop};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::time::Instant;
+
+use crate::collect::Report;
+use crate::pace::{Indices, Next, Share, Source, Token};
+use crate::{Driver, EngineConfig, Event, Tag, WARMUP_INDEX_BASE};
+
+/// Housekeeping runs at least this often (stop flag, timeouts).
+const CHECK_EVERY: Duration = Duration::from_millis(100);
+/// Tokens one turn may admit before the loop yields (fairness, and no spin
+/// when every token fails at once, e.g. a full queue).
+const ADMIT_BUDGET: u32 = 256;
+/// Completions between voluntary yields, for drivers that are always ready.
+const YIELD_EVERY: u32 = 64;
+const WARMUP: usize = 0;
+const MEASURED: usize = 1;
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    intended: Instant,
+    sent: Instant,
+    kind: usize,
+    phase: usize,
+    busy: bool,
+}
+
+pub(crate) struct Worker<D> {
+    driver: D,
+    id: usize,
+    slots: Vec<Slot>,
+    free: Vec<Tag>,
+    inflight: usize,
+    /// Managed mode: operations waiting for a slot (bounded).
+    queue: VecDeque<(Token, usize)>,
+    queue_cap: usize,
+    managed: bool,
+    /// Direct mode: the one operation waiting for a slot.
+    held: Option<(Token, usize)>,
+    source: Source,
+    phase: usize,
+    /// The measured phase's source, made when the warm-up ends.
+    main: Option<Source>,
+    snaps: [Snapshot; 2],
+    shape: (usize, usize),
+    max_lag: Duration,
+    timeout: Duration,
+    interval: Duration,
+    start: Instant,
+    next_lap: Instant,
+    next_check: Instant,
+    stop: Arc<AtomicBool>,
+    stopping: bool,
+    connected: bool,
+    down_since: Option<Instant>,
+    backoff: Duration,
+    since_yield: u32,
+    tx: UnboundedSender<Report>,
+}
+
+impl<D: Driver> Worker<D> {
+    pub fn new(
+        cfg: &EngineConfig,
+        id: usize,
+        driver: D,
+        start: Instant,
+        stop: Arc<AtomicBool>,
+        tx: UnboundedSender<Report>,
+    ) -> Self {
+        let load = &cfg.load;
+        let k = id as u32;
+        let callers = load.callers_on(k);
+        let total = u64::from(load.connections) * u64::from(load.shard.count);
+        let share = Share {
+            callers,
+            pipeline: load.pipeline,
+            global: u64::from(load.shard.index) * u64::from(load.connections) + u64::from(k),
+            total,
+        };
+        let (depth, queue_cap, managed) = match load.dispatch {
+            Dispatch::Direct => ((callers * load.pipeline) as usize, 0, false),
+            Dispatch::Managed { queue, slots } => {
+                let n = load.connections;
+                let q = queue / n + u32::from(k < queue % n);
+                (slots as usize, q as usize, true)
+            }
+        };
+        let measure_start = start + cfg.warmup;
+        let (end, deadline) = match load.stop {
+            Stop::Count(n) => (n, None),
+            Stop::Seconds(s) => (WARMUP_INDEX_BASE, Some(measure_start + Duration::from_secs_f64(s))),
+        };
+        let main = Source::new(
+            &load.pacing,
+            &share,
+            Indices::new(share.global, total, end),
+            measure_start,
+            deadline,
+            cfg.seed,
+        );
+        let (source, phase, main) = if cfg.warmup.is_zero() {
+            (main, MEASURED, None)
+        } else {
+            let warm = Source::new(
+                &load.pacing,
+                &share,
+                Indices::new(WARMUP_INDEX_BASE + share.global, total, u64::MAX),
+                start,
+                Some(measure_start),
+                cfg.seed ^ WARMUP_INDEX_BASE,
+            );
+            (warm, WARMUP, Some(main))
+        };
+        let idle = Slot {
+            intended: start,
+            sent: start,
+            kind: 0,
+            phase: MEASURED,
+            busy: false,
+        };
+        Worker {
+            driver,
+            id,
+            slots: vec![idle; depth.max(1)],
+            free: (0..depth.max(1) as Tag).rev().collect(),
+            inflight: 0,
+            queue: VecDeque::with_capacity(queue_cap.min(1 << 16)),
+            queue_cap,
+            managed,
+            held: None,
+            source,
+            phase,
+            main,
+            snaps: [
+                Snapshot::new(cfg.kinds, cfg.domains),
+                Snapshot::new(cfg.kinds, cfg.domains),
+            ],
+            shape: (cfg.kinds, cfg.domains),
+            max_lag: Duration::from_secs_f64(load.max_lag_secs),
+            timeout: cfg.timeout,
+            interval: cfg.interval,
+            start,
+            next_lap: start + cfg.interval,
+            next_check: start,
+            stop,
+            stopping: false,
+            connected: true,
+            down_since: None,
+            backoff: Duration::from_millis(50),
+            since_yield: 0,
+            tx,
+        }
+    }
+
+    pub async fn run(mut self) {
+        let sleep = tokio::time::sleep_until(self.start);
+        tokio::pin!(sleep);
+        (&mut sleep).await;
+        let mut armed = self.start;
+        loop {
+            let now = Instant::now();
+            if now >= self.next_check {
+                self.housekeeping(now);
+            }
+            if !self.connected {
+                self.reconnect().await;
+                continue;
+            }
+            let due = self.admit(now);
+            if self.finished() {
+                break;
+            }
+            let wake = due.map_or(self.next_check, |d| d.min(self.next_check));
+            if wake <= now {
+                tokio::task::yield_now().await;
+                continue;
+            }
+            if wake != armed {
+                sleep.as_mut().reset(wake);
+                armed = wake;
+            }
+            tokio::select! {
+                biased;
+                ev = self.driver.recv(), if self.inflight > 0 => {
+                    self.complete(ev, Instant::now());
+                    self.since_yield += 1;
+                    if self.since_yield >= YIELD_EVERY {
+                        self.since_yield = 0;
+                        tokio::task::yield_now().await;
+                    }
+                }
+                () = &mut sleep => {}
+            }
+        }
+        self.report(true);
+    }
+
+    fn outstanding(&self) -> usize {
+        self.inflight + self.queue.len() + usize::from(self.held.is_some())
+    }
+
+    fn finished(&self) -> bool {
+        self.phase == MEASURED && self.source.is_done() && self.outstanding() == 0
+    }
+
+    /// Start what may start now; return when the source next has something.
+    fn admit(&mut self, now: Instant) -> Option<Instant> {
+        let mut budget = ADMIT_BUDGET;
+        loop {
+            if !self.free.is_empty() {
+                if let Some((tok, phase)) = self.held.take().or_else(|| self.queue.pop_front()) {
+                    self.start_op(tok, phase, now);
+                    continue;
+                }
+            } else if self.held.is_some() {
+                return None;
+            }
+            if budget == 0 {
+                return Some(now);
+            }
+            budget -= 1;
+            match self.source.next(now, self.outstanding()) {
+                Next::Token(tok) => self.offer(tok, now),
+                Next::At(t) => return Some(t),
+                Next::Completion => return None,
+                Next::Done => match self.main.take() {
+                    Some(main) if !self.stopping => {
+                        self.source = main;
+                        self.phase = MEASURED;
+                    }
+                    _ => {
+                        self.phase = MEASURED;
+                        return None;
+                    }
+                },
+            }
+        }
+    }
+
+    /// A token from the source: start it, queue it, hold it, or count why
+    /// not. Lateness is judged when it starts (see `start_op`).
+    fn offer(&mut self, tok: Token, now: Instant) {
+        let phase = self.phase;
+        if !self.free.is_empty() {
+            self.start_op(tok, phase, now);
+        } else if !self.managed {
+            self.held = Some((tok, phase));
+        } else if self.queue.len() < self.queue_cap {
+            self.queue.push_back((tok, phase));
+        } else {
+            let kind = self.driver.kind_of(tok.index);
+            self.snaps[phase].failed(kind, OpError::new(ErrorKind::QueueFull), None);
+        }
+    }
+
+    fn start_op(&mut self, tok: Token, phase: usize, now: Instant) {
+        let Some(tag) = self.free.pop() else { return };
+        if now.saturating_duration_since(tok.intended) > self.max_lag {
+            self.free.push(tag);
+            let kind = self.driver.kind_of(tok.index);
+            self.snaps[phase].failed(kind, OpError::new(ErrorKind::Dropped), None);
+            return;
+        }
+        let kind = self.driver.send(tok.index, tag);
+        self.slots[tag as usize] = Slot {
+            intended: tok.intended,
+            sent: now,
+            kind,
+            phase,
+            busy: true,
+        };
+        self.inflight += 1;
+    }
+
+    fn complete(&mut self, ev: Event, now: Instant) {
+        match ev {
+            Event::Done { tag, result } => {
+                let Some(slot) = self.slots.get_mut(tag as usize).filter(|s| s.busy) else {
+                    // A driver answered a tag it was not given: count it
+                    // as a protocol error rather than trust it.
+                    self.snaps[self.phase].failed(0, OpError::new(ErrorKind::Protocol), None);
+                    return;
+                };
+                slot.busy = false;
+                let s = *slot;
+                self.free.push(tag);
+                self.inflight -= 1;
+                let timing = (now - s.intended, now - s.sent);
+                match result {
+                    Ok(domain) => self.snaps[s.phase].ok(s.kind, timing.0, timing.1, domain),
+                    Err(e) => self.snaps[s.phase].failed(s.kind, e, Some(timing)),
+                }
+            }
+            Event::Broken(e) => self.fail_in_flight(e, now),
+        }
+    }
+
+    /// The connection is gone: everything in flight on it failed.
+    fn fail_in_flight(&mut self, e: OpError, now: Instant) {
+        for (tag, slot) in self.slots.iter_mut().enumerate() {
+            if slot.busy {
+                slot.busy = false;
+                let timing = (now - slot.intended, now - slot.sent);
+                self.snaps[slot.phase].failed(slot.kind, e, Some(timing));
+                self.free.push(tag as Tag);
+            }
+        }
+        self.inflight = 0;
+        self.connected = false;
+        self.down_since.get_or_insert(now);
+    }
+
+    async fn reconnect(&mut self) {
+        let now = Instant::now();
+        let down_for = now.saturating_duration_since(self.down_since.unwrap_or(now));
+        if self.stopping || down_for > self.timeout {
+            self.give_up();
+            return;
+        }
+        match tokio::time::timeout(self.timeout, self.driver.reconnect()).await {
+            Ok(Ok(())) => {
+                self.connected = true;
+                self.down_since = None;
+                self.backoff = Duration::from_millis(50);
+                self.snaps[self.phase].reconnects += 1;
+            }
+            _ => {
+                self.snaps[self.phase].connect_failures += 1;
+                tokio::time::sleep(self.backoff).await;
+                self.backoff = (self.backoff * 2).min(Duration::from_secs(1));
+                let now = Instant::now();
+                if now >= self.next_check {
+                    self.housekeeping(now);
+                }
+            }
+        }
+    }
+
+    /// The target stayed unreachable: what this worker was still to issue
+    /// fails as connect errors, so the counts still add up to `-n`.
+    fn give_up(&mut self) {
+        let conn = OpError::new(ErrorKind::Connect);
+        let waiting: Vec<(Token, usize)> = self.held.take().into_iter().chain(self.queue.drain(..)).collect();
+        for (tok, phase) in waiting {
+            let kind = self.driver.kind_of(tok.index);
+            self.snaps[phase].failed(kind, conn, None);
+        }
+        if !self.stopping {
+            let left = self.main.as_ref().unwrap_or(&self.source).remaining();
+            if let Some(k) = self.snaps[MEASURED].kinds.first_mut() {
+                k.errors.by_kind[ErrorKind::Connect.index()] += left;
+            }
+        }
+        self.source.stop();
+        self.main = None;
+        self.phase = MEASURED;
+        self.stopping = true;
+        self.connected = true; // nothing is in flight; let the loop finish
+    }
+
+    fn housekeeping(&mut self, now: Instant) {
+        if !self.stopping && self.stop.load(Ordering::Relaxed) {
+            // Ctrl-C: start nothing more; what is in flight may finish.
+            self.stopping = true;
+            self.source.stop();
+            self.main = None;
+            self.held = None;
+            self.queue.clear();
+        }
+        if self.inflight > 0 {
+            let oldest = self
+                .slots
+                .iter()
+                .filter(|s| s.busy)
+                .map(|s| s.sent)
+                .min()
+                .unwrap_or(now);
+            if now.saturating_duration_since(oldest) > self.timeout {
+                self.fail_in_flight(OpError::new(ErrorKind::Timeout), now);
+            }
+        }
+        if now >= self.next_lap {
+            self.report(false);
+            while self.next_lap <= now {
+                self.next_lap += self.interval;
+            }
+        }
+        self.next_check = (now + CHECK_EVERY).min(self.next_lap);
+    }
+
+    fn report(&mut self, last: bool) {
+        let (sent, received) = self.driver.take_bytes();
+        self.snaps[self.phase].bytes_sent += sent;
+        self.snaps[self.phase].bytes_received += received;
+        let fresh = || Snapshot::new(self.shape.0, self.shape.1);
+        let snaps = [
+            std::mem::replace(&mut self.snaps[WARMUP], fresh()),
+            std::mem::replace(&mut self.snaps[MEASURED], fresh()),
+        ];
+        // The collector outlives every worker; if it is gone the run is
+        // over and there is no one left to tell.
+        let _ = self.tx.send(Report {
+            worker: self.id,
+            snaps,
+            pending: self.outstanding() as u64,
+            last,
+        });
+    }
+}

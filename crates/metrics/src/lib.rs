@@ -1,0 +1,15 @@
+//! Measurements that merge: one HDR histogram pair (latency, service time)
+//! per operation kind, ok and error counts by a closed set of kinds, domain
+//! counts, bytes. A worker owns one [`Snapshot`] and hands it over at each
+//! interval; snapshots add up exactly, so percentiles are always recomputed
+//! from merged histograms and never averaged.
+
+mod error;
+mod histo;
+mod rusage;
+mod snapshot;
+
+pub use error::{ErrorKind, OpError};
+pub use histo::Histo;
+pub use rusage::{ProcessUsage, Usage};
+pub use snapshot::{ErrorCounts, KindStats, Snapshot};

@@ -1,0 +1,92 @@
+//! The load generator's own cost: CPU time (user + system) and peak
+//! resident memory of this process, from getrusage(2).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// CPU used by this process since it started, and its peak memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessUsage {
+    pub user: Duration,
+    pub system: Duration,
+    /// Peak resident set size in bytes.
+    pub max_rss_bytes: u64,
+}
+
+/// CPU and memory used over a span of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// User plus system CPU time spent in the span.
+    pub cpu: Duration,
+    pub user: Duration,
+    pub system: Duration,
+    /// Peak resident set size of the process at the end of the span.
+    pub max_rss_bytes: u64,
+}
+
+impl ProcessUsage {
+    /// Read getrusage(RUSAGE_SELF) (or RUSAGE_CHILDREN with `children`).
+    pub fn now() -> ProcessUsage {
+        Self::read(libc::RUSAGE_SELF)
+    }
+
+    /// What finished child processes used (for runs that spawn peers).
+    pub fn children() -> ProcessUsage {
+        Self::read(libc::RUSAGE_CHILDREN)
+    }
+
+    #[allow(unsafe_code)]
+    fn read(who: libc::c_int) -> ProcessUsage {
+        // SAFETY: getrusage only writes into the struct we hand it, and an
+        // all-zero rusage is a valid value of that plain C struct.
+        let ru = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            if libc::getrusage(who, &mut ru) != 0 {
+                return ProcessUsage::default();
+            }
+            ru
+        };
+        let tv = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec.max(0) as u64)
+                + Duration::from_micros(t.tv_usec.max(0) as u64)
+        };
+        ProcessUsage {
+            user: tv(ru.ru_utime),
+            system: tv(ru.ru_stime),
+            // Linux reports ru_maxrss in kilobytes.
+            max_rss_bytes: (ru.ru_maxrss.max(0) as u64) * 1024,
+        }
+    }
+
+    /// What was used between `start` and `self`.
+    pub fn since(&self, start: &ProcessUsage) -> Usage {
+        let user = self.user.saturating_sub(start.user);
+        let system = self.system.saturating_sub(start.system);
+        Usage {
+            cpu: user + system,
+            user,
+            system,
+            max_rss_bytes: self.max_rss_bytes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_moves_forward_when_we_spin() {
+        let a = ProcessUsage::now();
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(30) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let u = ProcessUsage::now().since(&a);
+        assert!(u.cpu >= Duration::from_millis(10), "{u:?}");
+        assert!(u.max_rss_bytes > 0);
+    }
+}

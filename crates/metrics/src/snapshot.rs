@@ -1,0 +1,231 @@
+//! A worker's measurements over one span (an interval, a phase, a run).
+//! A worker records into its own snapshot with plain field updates, and
+//! snapshots merge by addition, so the hot path shares nothing.
+
+use std::time::Duration;
+
+use crate::{ErrorKind, Histo, OpError};
+
+/// Error counts of one operation kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorCounts {
+    /// Indexed by [`ErrorKind::index`].
+    pub by_kind: [u64; ErrorKind::ALL.len()],
+    /// Server errors by class; a handful of entries, so a linear scan.
+    pub server_classes: Vec<(&'static str, u64)>,
+}
+
+impl ErrorCounts {
+    #[inline]
+    pub fn count(&mut self, e: OpError) {
+        self.by_kind[e.kind.index()] += 1;
+        if e.kind == ErrorKind::Server {
+            match self.server_classes.iter_mut().find(|(c, _)| *c == e.class) {
+                Some((_, n)) => *n += 1,
+                None => self.server_classes.push((e.class, 1)),
+            }
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.by_kind.iter().sum()
+    }
+
+    pub fn get(&self, k: ErrorKind) -> u64 {
+        self.by_kind[k.index()]
+    }
+
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        for (a, b) in self.by_kind.iter_mut().zip(other.by_kind) {
+            *a += b;
+        }
+        for &(class, n) in &other.server_classes {
+            match self.server_classes.iter_mut().find(|(c, _)| *c == class) {
+                Some((_, m)) => *m += n,
+                None => self.server_classes.push((class, n)),
+            }
+        }
+    }
+}
+
+/// Measurements of one operation kind.
+#[derive(Debug, Clone, Default)]
+pub struct KindStats {
+    /// Completion minus intended start (coordinated omission corrected).
+    pub latency: Histo,
+    /// Completion minus actual send.
+    pub service: Histo,
+    pub ok: u64,
+    pub errors: ErrorCounts,
+}
+
+impl KindStats {
+    pub fn count(&self) -> u64 {
+        self.ok + self.errors.total()
+    }
+
+    pub fn merge(&mut self, o: &KindStats) {
+        self.latency.add(&o.latency);
+        self.service.add(&o.service);
+        self.ok += o.ok;
+        self.errors.merge(&o.errors);
+    }
+}
+
+/// Everything measured over a span, for a fixed set of operation kinds and
+/// domain counters (their names live with the workload).
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub kinds: Vec<KindStats>,
+    /// Workload-defined counters (voter: accepted per contestant, invalid,
+    /// over limit), indexed as the workload names them.
+    pub domains: Vec<u64>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Connections re-established after a failure.
+    pub reconnects: u64,
+    /// Connection attempts that failed.
+    pub connect_failures: u64,
+}
+
+impl Snapshot {
+    pub fn new(kinds: usize, domains: usize) -> Self {
+        Snapshot {
+            kinds: vec![KindStats::default(); kinds],
+            domains: vec![0; domains],
+            ..Snapshot::default()
+        }
+    }
+
+    /// A successful operation of kind `kind`, with an optional domain count.
+    #[inline]
+    pub fn ok(&mut self, kind: usize, latency: Duration, service: Duration, domain: Option<u16>) {
+        if let Some(k) = self.kinds.get_mut(kind) {
+            k.ok += 1;
+            k.latency.record(latency);
+            k.service.record(service);
+        }
+        if let Some(d) = domain.and_then(|d| self.domains.get_mut(usize::from(d))) {
+            *d += 1;
+        }
+    }
+
+    /// A failed operation. Its latency is recorded too when it was sent, so
+    /// slow failures show; operations that never started (queue_full,
+    /// dropped) have no timing.
+    #[inline]
+    pub fn failed(&mut self, kind: usize, err: OpError, timing: Option<(Duration, Duration)>) {
+        if let Some(k) = self.kinds.get_mut(kind) {
+            k.errors.count(err);
+            if let Some((latency, service)) = timing {
+                k.latency.record(latency);
+                k.service.record(service);
+            }
+        }
+    }
+
+    pub fn ops(&self) -> u64 {
+        self.kinds.iter().map(KindStats::count).sum()
+    }
+
+    pub fn ok_ops(&self) -> u64 {
+        self.kinds.iter().map(|k| k.ok).sum()
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.kinds.iter().map(|k| k.errors.total()).sum()
+    }
+
+    /// Latency of all kinds together.
+    pub fn latency_all(&self) -> Histo {
+        let mut h = Histo::new();
+        for k in &self.kinds {
+            h.add(&k.latency);
+        }
+        h
+    }
+
+    /// Add `other` into `self`. Shapes grow to fit, so snapshots from
+    /// different sources merge.
+    pub fn merge(&mut self, other: &Snapshot) {
+        if self.kinds.len() < other.kinds.len() {
+            self.kinds.resize_with(other.kinds.len(), KindStats::default);
+        }
+        for (a, b) in self.kinds.iter_mut().zip(&other.kinds) {
+            a.merge(b);
+        }
+        if self.domains.len() < other.domains.len() {
+            self.domains.resize(other.domains.len(), 0);
+        }
+        for (a, b) in self.domains.iter_mut().zip(&other.domains) {
+            *a += b;
+        }
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.reconnects += other.reconnects;
+        self.connect_failures += other.connect_failures;
+    }
+
+    /// Zero every count, keeping allocations for reuse.
+    pub fn reset(&mut self) {
+        for k in &mut self.kinds {
+            k.latency.reset();
+            k.service.reset();
+            k.ok = 0;
+            k.errors = ErrorCounts::default();
+        }
+        self.domains.iter_mut().for_each(|d| *d = 0);
+        self.bytes_sent = 0;
+        self.bytes_received = 0;
+        self.reconnects = 0;
+        self.connect_failures = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny deterministic generator, so the test needs no crate.
+    fn lcg(state: &mut u64) -> u64 {
+        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *state >> 33
+    }
+
+    #[test]
+    fn merging_workers_equals_recording_everything_in_one() {
+        let mut one = Snapshot::new(2, 3);
+        let mut workers: Vec<Snapshot> = (0..7).map(|_| Snapshot::new(2, 3)).collect();
+        let mut s = 42;
+        for i in 0..50_000u64 {
+            let lat = Duration::from_nanos(lcg(&mut s) % 50_000_000 + 1);
+            let svc = lat / 2;
+            let kind = (i % 2) as usize;
+            let w = &mut workers[(lcg(&mut s) % 7) as usize];
+            if i % 97 == 0 {
+                let e = OpError::server("40001");
+                one.failed(kind, e, Some((lat, svc)));
+                w.failed(kind, e, Some((lat, svc)));
+            } else {
+                let d = Some((i % 3) as u16);
+                one.ok(kind, lat, svc, d);
+                w.ok(kind, lat, svc, d);
+            }
+        }
+        let mut merged = Snapshot::new(2, 3);
+        for w in &workers {
+            merged.merge(w);
+        }
+        assert_eq!(merged.ops(), one.ops());
+        assert_eq!(merged.domains, one.domains);
+        for (a, b) in merged.kinds.iter().zip(&one.kinds) {
+            assert_eq!(a.errors, b.errors);
+            assert_eq!(a.ok, b.ok);
+            for p in [0.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+                assert_eq!(a.latency.percentile(p), b.latency.percentile(p));
+                assert_eq!(a.service.percentile(p), b.service.percentile(p));
+            }
+            assert_eq!(a.latency.inner(), b.latency.inner());
+        }
+    }
+}

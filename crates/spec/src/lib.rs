@@ -1,0 +1,89 @@
+//! The run specification: the validated, serialisable description of one
+//! run. Flags become a [`RunSpec`] (checked here, without I/O); the plan
+//! turns it into connections; every report stores it, so a report says
+//! exactly what produced it.
+
+mod load;
+mod workload;
+
+use serde::{Deserialize, Serialize};
+
+pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
+pub use workload::{HelloSpec, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES};
+
+/// A flag or value that does not make sense. Always names the flag, so the
+/// binary can print one clear line and exit 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{flag}: {message}")]
+pub struct SpecError {
+    pub flag: &'static str,
+    pub message: String,
+}
+
+impl SpecError {
+    pub fn new(flag: &'static str, message: impl Into<String>) -> Self {
+        SpecError {
+            flag,
+            message: message.into(),
+        }
+    }
+}
+
+/// Everything that determines a run. Two runs with equal specs against
+/// equal targets issue the same operations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub workload: WorkloadSpec,
+    /// The target as given, with any password masked.
+    pub target: String,
+    pub load: LoadSpec,
+    /// Every operation is a pure function of (seed, operation index).
+    pub seed: u64,
+    /// Seconds of load before measuring (run, not counted).
+    pub warmup_secs: f64,
+    /// Seconds between lap lines.
+    pub interval_secs: f64,
+    /// Runtime threads driving the load.
+    pub threads: usize,
+    /// Seconds an operation may stay unanswered before it fails as a timeout.
+    pub timeout_secs: f64,
+    /// Fail the run (exit 1) when errors exceed this fraction of operations.
+    pub max_error_rate: Option<f64>,
+    /// Check the target's data after the run.
+    pub verify: bool,
+    /// Keep the schema and data after the run.
+    pub keep: bool,
+}
+
+impl RunSpec {
+    /// Cross-field checks that no single flag can make.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        self.load.validate()?;
+        self.workload.validate()?;
+        positive("--interval", self.interval_secs)?;
+        positive("--timeout", self.timeout_secs)?;
+        if !(self.warmup_secs >= 0.0 && self.warmup_secs.is_finite()) {
+            return Err(SpecError::new("--warmup", "must be zero or more seconds"));
+        }
+        if self.threads == 0 {
+            return Err(SpecError::new("--threads", "must be at least 1"));
+        }
+        if let Some(r) = self.max_error_rate {
+            if !(0.0..=1.0).contains(&r) {
+                return Err(SpecError::new(
+                    "--max-error-rate",
+                    "must be a fraction between 0 and 1",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn positive(flag: &'static str, v: f64) -> Result<(), SpecError> {
+    if v > 0.0 && v.is_finite() {
+        Ok(())
+    } else {
+        Err(SpecError::new(flag, "must be greater than 0"))
+    }
+}

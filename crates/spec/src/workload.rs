@@ -1,0 +1,89 @@
+//! Workload parameters, validated. The definitions of what each workload
+//! does live in the workloads crate; these are only its knobs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::SpecError;
+
+/// The Voter's contestants, numbered 1..=N in this order.
+pub const CONTESTANT_NAMES: [&str; 12] = [
+    "Edwina Burnam",
+    "Tabatha Gehling",
+    "Kelly Clauss",
+    "Jessie Alloway",
+    "Alana Bregman",
+    "Jessie Eichman",
+    "Allie Rogalski",
+    "Nita Coster",
+    "Kurt Walser",
+    "Ericka Dieter",
+    "Loraine Nygren",
+    "Tania Mattioli",
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "snake_case")]
+pub enum WorkloadSpec {
+    Voter(VoterSpec),
+    Hello(HelloSpec),
+}
+
+impl WorkloadSpec {
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Voter(_) => "voter",
+            WorkloadSpec::Hello(_) => "hello",
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), SpecError> {
+        match self {
+            WorkloadSpec::Voter(v) => v.validate(),
+            WorkloadSpec::Hello(h) => h.validate(),
+        }
+    }
+}
+
+/// Which caller generator produces the votes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VoterGenerator {
+    /// VoltDB's Voter client: skewed contestants, 1% invalid votes.
+    Voltdb,
+    /// The Erlvolt bench: contestant uniform 1..=6, no invalid votes.
+    Erlvolt,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VoterSpec {
+    pub contestants: u8,
+    pub max_votes: u32,
+    pub generator: VoterGenerator,
+}
+
+impl VoterSpec {
+    fn validate(&self) -> Result<(), SpecError> {
+        if !(1..=12).contains(&self.contestants) {
+            return Err(SpecError::new("--contestants", "must be between 1 and 12"));
+        }
+        if self.max_votes == 0 {
+            return Err(SpecError::new("--max-votes", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelloSpec {
+    /// Fraction of operations that insert a new dialect (the rest select).
+    pub insert_ratio: f64,
+}
+
+impl HelloSpec {
+    fn validate(&self) -> Result<(), SpecError> {
+        if !(0.0..=1.0).contains(&self.insert_ratio) {
+            return Err(SpecError::new("--insert-ratio", "must be between 0 and 1"));
+        }
+        Ok(())
+    }
+}
