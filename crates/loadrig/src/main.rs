@@ -1,0 +1,120 @@
+//! The `loadrig` binary: flags -> run spec -> plan -> engine -> report ->
+//! printers. This file is the one exit point: it prints an error as one
+//! line and picks the exit code (engine.md section 7).
+
+mod exit;
+mod flags;
+mod plan;
+mod print;
+mod run;
+mod verify;
+
+use clap::Parser;
+use loadrig_report::Report;
+use loadrig_spec::RunSpec;
+
+use flags::{Cli, Command, Workload};
+
+fn main() {
+    let code = match Cli::try_parse() {
+        Ok(cli) => match execute(cli) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {}", one_line(&e));
+                exit::code_of(&e)
+            }
+        },
+        Err(e) => match e.kind() {
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                print!("{e}");
+                exit::OK
+            }
+            _ => {
+                // clap's message, first line only: the usage text it adds
+                // is one `--help` away.
+                let text = e.to_string();
+                eprintln!("{}", text.lines().next().unwrap_or("error: bad usage"));
+                exit::USAGE
+            }
+        },
+    };
+    std::process::exit(code);
+}
+
+/// The error and its causes on one line.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ")
+}
+
+fn execute(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Targets => {
+            print_targets();
+            Ok(exit::OK)
+        }
+        Command::Workloads => {
+            print_workloads();
+            Ok(exit::OK)
+        }
+        Command::Run { workload } => {
+            let (args, workload) = match workload {
+                Workload::Voter { run, voter } => (run, voter.spec()),
+                Workload::Hello { run, hello } => (run, hello.spec()),
+            };
+            let spec = args.spec(workload)?;
+            let opts = run::Options {
+                quiet: args.quiet,
+                csv: args.csv,
+                out: args.out.clone(),
+            };
+            let target = plan::open(&spec, args.target.as_deref())?;
+            runtime(&spec)?.block_on(plan::run(&spec, target, &opts))
+        }
+        Command::Verify(v) => {
+            let report = Report::read(&v.report)?;
+            let url = v.target.clone().unwrap_or_else(|| report.spec.target.clone());
+            let target = plan::open(&report.spec, Some(&url))?;
+            runtime(&report.spec)?.block_on(plan::verify(&report, target))
+        }
+    }
+}
+
+fn runtime(spec: &RunSpec) -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(spec.threads)
+        .enable_all()
+        .build()?)
+}
+
+fn print_targets() {
+    println!("{:<8} {:<10} {:<14} about", "target", "schemes", "workloads");
+    for d in loadrig_targets::TARGETS {
+        println!(
+            "{:<8} {:<10} {:<14} {}",
+            d.name,
+            d.schemes.join(","),
+            d.workloads.join(","),
+            d.about
+        );
+        println!("{:<34} e.g. {}", "", d.example);
+    }
+}
+
+fn print_workloads() {
+    println!("{:<8} {:<16} about", "workload", "targets");
+    for (name, about) in loadrig_targets::WORKLOADS {
+        let targets: Vec<&str> = loadrig_targets::TARGETS
+            .iter()
+            .filter(|d| d.workloads.contains(name))
+            .map(|d| d.name)
+            .collect();
+        println!("{:<8} {:<16} {about}", name, targets.join(","));
+    }
+}

@@ -1,0 +1,65 @@
+//! The plan: turn a run spec and a `--target` into a concrete
+//! (workload, target) pair. This is the one place that matches on both;
+//! from here on everything is generic over [`Bench`] and statically
+//! dispatched.
+
+use loadrig_spec::{RunSpec, WorkloadSpec};
+use loadrig_targets::Target;
+use loadrig_workloads::hello::HelloBench;
+use loadrig_workloads::voter::VoterBench;
+use loadrig_workloads::TargetError;
+
+/// Call `$body` with `$bench` bound to the Bench for this workload and
+/// target; each arm is its own monomorphised copy of the run.
+macro_rules! with_bench {
+    ($spec:expr, $target:expr, |$bench:ident| $body:expr) => {{
+        let seed = $spec.seed;
+        match (&$spec.workload, $target) {
+            #[cfg(feature = "sqlite")]
+            (WorkloadSpec::Voter(v), Target::Sqlite(t)) => {
+                let $bench = VoterBench { backend: t, spec: v.clone(), seed };
+                $body
+            }
+            (WorkloadSpec::Voter(v), Target::Null(t)) => {
+                let $bench = VoterBench { backend: t, spec: v.clone(), seed };
+                $body
+            }
+            #[cfg(feature = "sqlite")]
+            (WorkloadSpec::Hello(h), Target::Sqlite(t)) => {
+                let $bench = HelloBench { backend: t, spec: h.clone(), seed };
+                $body
+            }
+            (WorkloadSpec::Hello(h), Target::Null(t)) => {
+                let $bench = HelloBench { backend: t, spec: h.clone(), seed };
+                $body
+            }
+        }
+    }};
+}
+
+/// Open the target a spec names, checking it can run the workload.
+pub fn open(spec: &RunSpec, url: Option<&str>) -> anyhow::Result<Target> {
+    let target = Target::open(url)?;
+    let d = target.descriptor();
+    if !d.workloads.contains(&spec.workload.name()) {
+        return Err(TargetError::Unsupported(format!(
+            "--target: {} cannot run {} (it runs {})",
+            d.name,
+            spec.workload.name(),
+            d.workloads.join(", ")
+        ))
+        .into());
+    }
+    Ok(target)
+}
+
+/// Run the spec against the target; returns the exit code.
+pub async fn run(spec: &RunSpec, target: Target, opts: &crate::run::Options) -> anyhow::Result<i32> {
+    with_bench!(spec, target, |bench| crate::run::drive(bench, spec, opts).await)
+}
+
+/// Verify a kept database against a report; returns the exit code.
+pub async fn verify(report: &loadrig_report::Report, target: Target) -> anyhow::Result<i32> {
+    let spec = &report.spec;
+    with_bench!(spec, target, |bench| crate::verify::check(bench, report).await)
+}

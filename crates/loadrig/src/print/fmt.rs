@@ -1,0 +1,71 @@
+//! Number formats shared by every printer.
+
+use std::time::Duration;
+
+/// Three significant digits, without trailing noise: 1.23, 12.3, 123.
+pub fn sig3(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return "0".to_string();
+    }
+    let decimals = (2 - v.abs().log10().floor() as i32).clamp(0, 3) as usize;
+    format!("{v:.decimals$}")
+}
+
+/// A duration with a unit that suits it: 850ns, 12.3us, 1.25ms, 2.50s.
+pub fn dur(d: Duration) -> String {
+    let ns = d.as_nanos() as f64;
+    if ns < 1e3 {
+        format!("{ns:.0}ns")
+    } else if ns < 1e6 {
+        format!("{}us", sig3(ns / 1e3))
+    } else if ns < 1e9 {
+        format!("{}ms", sig3(ns / 1e6))
+    } else {
+        format!("{}s", sig3(ns / 1e9))
+    }
+}
+
+/// Seconds as given: 10, 0.5, 2.25.
+pub fn secs(s: f64) -> String {
+    let t = format!("{s:.3}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Operations per second over a span (0 for an empty span).
+pub fn rate(ops: u64, over: Duration) -> f64 {
+    let s = over.as_secs_f64();
+    if s > 0.0 {
+        ops as f64 / s
+    } else {
+        0.0
+    }
+}
+
+pub fn bytes(b: u64) -> String {
+    let mib = b as f64 / (1024.0 * 1024.0);
+    if mib >= 1024.0 {
+        format!("{} GiB", sig3(mib / 1024.0))
+    } else {
+        format!("{} MiB", sig3(mib))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(dur(Duration::from_nanos(850)), "850ns");
+        assert_eq!(dur(Duration::from_nanos(12_340)), "12.3us");
+        assert_eq!(dur(Duration::from_micros(1_250)), "1.25ms");
+        assert_eq!(dur(Duration::from_millis(2_500)), "2.50s");
+        assert_eq!(dur(Duration::from_micros(290)), "290us");
+    }
+
+    #[test]
+    fn secs_trim() {
+        assert_eq!(secs(10.0), "10");
+        assert_eq!(secs(0.5), "0.5");
+    }
+}

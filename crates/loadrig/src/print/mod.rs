@@ -1,0 +1,314 @@
+//! Live output and summaries: the header, phases, lap lines (or a progress
+//! bar), the results, the per-kind latency table and the overall line.
+//! Human output goes to standard output, or to standard error when the
+//! machine-readable CSV takes standard output.
+
+pub mod csv;
+mod fmt;
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use loadrig_engine::LapView;
+use loadrig_metrics::{ErrorKind, Snapshot};
+use loadrig_report::Report;
+use loadrig_spec::{Dispatch, Pacing, RunSpec, Stop};
+use loadrig_workloads::{group, Results};
+
+pub use fmt::{dur, rate};
+
+/// Where human-readable output goes, and how.
+pub struct Printer {
+    out: Box<dyn Write>,
+    quiet: bool,
+    /// A progress bar on standard error (quiet, on a terminal).
+    bar: bool,
+    total_ops: Option<u64>,
+    total_secs: Option<f64>,
+}
+
+impl Printer {
+    pub fn new(spec: &RunSpec, quiet: bool, csv: bool) -> Printer {
+        let out: Box<dyn Write> = if csv {
+            Box::new(std::io::stderr())
+        } else {
+            Box::new(std::io::stdout())
+        };
+        let (total_ops, total_secs) = match spec.load.stop {
+            Stop::Count(n) => (Some(n), None),
+            Stop::Seconds(s) => (None, Some(s)),
+        };
+        Printer {
+            out,
+            quiet,
+            bar: quiet && std::io::stderr().is_terminal(),
+            total_ops,
+            total_secs,
+        }
+    }
+
+    /// Write a line; output that cannot be written is not worth failing a run.
+    pub fn line(&mut self, s: &str) {
+        let _ = writeln!(self.out, "{s}");
+        let _ = self.out.flush();
+    }
+
+    /// A phase as it starts: `connect ... prepare ... run ...` on one line.
+    pub fn phase(&mut self, name: &str) {
+        let _ = write!(self.out, "{name} ... ");
+        let _ = self.out.flush();
+    }
+
+    pub fn end_phases(&mut self) {
+        self.line("");
+    }
+
+    pub fn header(&mut self, spec: &RunSpec) {
+        self.line(&header(spec));
+    }
+
+    pub fn lap(&mut self, l: &LapView<'_>) {
+        if self.bar {
+            self.progress(l);
+        } else if !self.quiet {
+            self.line(&lap_line(l));
+        }
+    }
+
+    fn progress(&mut self, l: &LapView<'_>) {
+        let done = match (self.total_ops, self.total_secs) {
+            (Some(n), _) if n > 0 => l.total.ops() as f64 / n as f64,
+            (_, Some(s)) if s > 0.0 => l.measured.as_secs_f64() / s,
+            _ => 0.0,
+        }
+        .clamp(0.0, 1.0);
+        let width = 30;
+        let filled = (done * width as f64) as usize;
+        let mut err = std::io::stderr();
+        let _ = write!(
+            err,
+            "\r  [{}{}] {:>3.0}%  {}/s ",
+            "#".repeat(filled),
+            ".".repeat(width - filled),
+            done * 100.0,
+            group(rate(l.total.ok_ops(), l.measured) as u64)
+        );
+        let _ = err.flush();
+    }
+
+    pub fn end_laps(&mut self) {
+        if self.bar {
+            let _ = writeln!(std::io::stderr());
+        }
+    }
+
+    pub fn results(&mut self, r: &Results) {
+        for l in &r.lines {
+            self.line(l);
+        }
+        if !r.rows.is_empty() {
+            let widths: Vec<usize> = (0..r.header.len())
+                .map(|i| {
+                    r.rows
+                        .iter()
+                        .map(|row| row.get(i).map_or(0, String::len))
+                        .chain([r.header[i].len()])
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
+            let fmt_row = |row: &[String]| {
+                row.iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        if i == 0 {
+                            format!("{c:<w$}", w = widths[i])
+                        } else {
+                            format!("{c:>w$}", w = widths[i])
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            };
+            self.line(&format!("  {}", fmt_row(&r.header)));
+            for row in &r.rows {
+                self.line(&format!("  {}", fmt_row(row)));
+            }
+        }
+        for l in &r.footer {
+            self.line(l);
+        }
+    }
+
+    /// The per-kind table, then errors by kind, then the overall line.
+    pub fn summary(&mut self, report: &Report, measured: &Snapshot, kinds: &[&str]) {
+        for l in table(measured, kinds, report.measured.elapsed_secs) {
+            self.line(&l);
+        }
+        for l in error_lines(measured, kinds) {
+            self.line(&l);
+        }
+        self.line(&overall(report));
+    }
+}
+
+pub fn header(spec: &RunSpec) -> String {
+    let load = &spec.load;
+    let model = match load.pacing {
+        Pacing::Steady => "steady".to_string(),
+        Pacing::Rate { rate, arrival } => {
+            format!("open loop {}/s {}", group(rate as u64), format!("{arrival:?}").to_lowercase())
+        }
+        Pacing::Burst {
+            size,
+            delay_ms,
+            limit,
+        } => format!("bursts of {size}, {delay_ms} ms apart, limit {limit}"),
+    };
+    let dispatch = match load.dispatch {
+        Dispatch::Direct => "direct".to_string(),
+        Dispatch::Managed { queue, slots } => format!("managed (queue {queue}, {slots} slots)"),
+    };
+    let mut conns = String::new();
+    if load.connections != load.clients {
+        conns = format!(" over {} connections", load.connections);
+    }
+    let pipeline = if load.pipeline > 1 {
+        format!(", pipeline {}", load.pipeline)
+    } else {
+        String::new()
+    };
+    let stop = match load.stop {
+        Stop::Count(n) => format!("{} ops", group(n)),
+        Stop::Seconds(s) => format!("{}s", fmt::secs(s)),
+    };
+    let warmup = if spec.warmup_secs > 0.0 {
+        format!(" after {}s warm-up", fmt::secs(spec.warmup_secs))
+    } else {
+        String::new()
+    };
+    let shard = if load.shard.count > 1 {
+        format!(", shard {}/{}", load.shard.index, load.shard.count)
+    } else {
+        String::new()
+    };
+    format!(
+        "loadrig {}  {} on {}  {model}, {dispatch}, {} clients{conns}{pipeline}, {stop}{warmup}, seed {}{shard}",
+        env!("CARGO_PKG_VERSION"),
+        spec.workload.name(),
+        spec.target,
+        group(u64::from(load.clients)),
+        spec.seed
+    )
+}
+
+pub fn lap_line(l: &LapView<'_>) -> String {
+    let lat = l.lap.latency_all();
+    let (avg, p99, max) = if lat.is_empty() {
+        ("-".to_string(), "-".to_string(), "-".to_string())
+    } else {
+        (dur(lat.mean()), dur(lat.percentile(99.0)), dur(lat.max()))
+    };
+    let total = if l.warmup {
+        "warm-up".to_string()
+    } else {
+        format!("total {}/s", group(rate(l.total.ok_ops(), l.measured) as u64))
+    };
+    format!(
+        "  at {:>7.3}s  lap {}/s  {total}  ok {}  fail {}  pending {}  avg {avg}  p99 {p99}  max {max}",
+        l.elapsed.as_secs_f64(),
+        group(rate(l.lap.ok_ops(), l.length) as u64),
+        group(l.total.ok_ops()),
+        group(l.total.errors()),
+        group(l.pending),
+    )
+}
+
+const COLUMNS: [&str; 11] = [
+    "count", "ok", "errors", "rate/s", "min", "avg", "p50", "p90", "p99", "p99.9", "max",
+];
+
+/// The final latency table: one row for latency, one for service time, per kind.
+pub fn table(s: &Snapshot, kinds: &[&str], elapsed_secs: f64) -> Vec<String> {
+    let name_w = kinds.iter().map(|k| k.len()).max().unwrap_or(4).max(4);
+    let mut lines = vec![format!(
+        "{:<name_w$}  {:<8} {:>10} {:>10} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "kind",
+        "measure",
+        COLUMNS[0],
+        COLUMNS[1],
+        COLUMNS[2],
+        COLUMNS[3],
+        COLUMNS[4],
+        COLUMNS[5],
+        COLUMNS[6],
+        COLUMNS[7],
+        COLUMNS[8],
+        COLUMNS[9],
+        COLUMNS[10]
+    )];
+    let elapsed = Duration::from_secs_f64(elapsed_secs.max(0.0));
+    for (i, k) in s.kinds.iter().enumerate() {
+        let name = kinds.get(i).copied().unwrap_or("?");
+        for (measure, h) in [("latency", &k.latency), ("service", &k.service)] {
+            let cell = |d: Duration| if h.is_empty() { "-".to_string() } else { dur(d) };
+            lines.push(format!(
+                "{:<name_w$}  {:<8} {:>10} {:>10} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+                if measure == "latency" { name } else { "" },
+                measure,
+                group(k.count()),
+                group(k.ok),
+                group(k.errors.total()),
+                group(rate(k.ok, elapsed) as u64),
+                cell(h.min()),
+                cell(h.mean()),
+                cell(h.percentile(50.0)),
+                cell(h.percentile(90.0)),
+                cell(h.percentile(99.0)),
+                cell(h.percentile(99.9)),
+                cell(h.max()),
+            ));
+        }
+    }
+    lines
+}
+
+/// `errors: vote: io 3, server SQLITE_BUSY 2` for kinds that had any.
+pub fn error_lines(s: &Snapshot, kinds: &[&str]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (i, k) in s.kinds.iter().enumerate() {
+        if k.errors.total() == 0 {
+            continue;
+        }
+        let mut parts: Vec<String> = ErrorKind::ALL
+            .iter()
+            .filter(|e| **e != ErrorKind::Server && k.errors.get(**e) > 0)
+            .map(|e| format!("{} {}", e.name(), group(k.errors.get(*e))))
+            .collect();
+        parts.extend(k.errors.server_classes.iter().map(|(c, n)| format!("server {c} {}", group(*n))));
+        lines.push(format!("errors: {}: {}", kinds.get(i).copied().unwrap_or("?"), parts.join(", ")));
+    }
+    if s.reconnects > 0 || s.connect_failures > 0 {
+        lines.push(format!(
+            "connections: {} re-established, {} attempts failed",
+            group(s.reconnects),
+            group(s.connect_failures)
+        ));
+    }
+    lines
+}
+
+pub fn overall(r: &Report) -> String {
+    let m = &r.measured;
+    let fails = if m.ops == 0 { 0.0 } else { 100.0 * m.errors as f64 / m.ops as f64 };
+    let interrupted = if r.interrupted { "  INTERRUPTED" } else { "" };
+    format!(
+        "overall: {}/s  {fails:.2}% fails  {} ops  {:.3}s  client cpu {:.0}% ({} us/op)  peak mem {}{interrupted}",
+        group(m.throughput as u64),
+        group(m.ops),
+        m.elapsed_secs,
+        r.client.cpu_percent,
+        fmt::sig3(r.client.cpu_us_per_op),
+        fmt::bytes(r.client.max_rss_bytes),
+    )
+}

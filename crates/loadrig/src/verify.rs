@@ -1,0 +1,25 @@
+//! `loadrig verify REPORT`: check a kept database against the counts a
+//! report recorded, without re-running anything.
+
+use loadrig_report::Report;
+use loadrig_workloads::Bench;
+
+use crate::exit;
+
+pub async fn check<B: Bench>(mut bench: B, report: &Report) -> anyhow::Result<i32> {
+    let Some(verification) = &report.verification else {
+        anyhow::bail!(loadrig_spec::SpecError::new(
+            "REPORT",
+            "this run recorded no baseline (it ran with --no-verify?)"
+        ));
+    };
+    let mut counted = report.warmup.snapshot().map_err(anyhow::Error::msg)?;
+    counted.merge(&report.measured.snapshot().map_err(anyhow::Error::msg)?);
+    print!("verify ... ");
+    let verdict = bench.verify(&verification.baseline, &counted).await?;
+    println!("{}", verdict.summary);
+    Ok(match verdict.passed {
+        Some(false) => exit::CHECK_FAILED,
+        _ => exit::OK,
+    })
+}

@@ -1,0 +1,298 @@
+//! The report's shape. Changing a field's meaning means a new [`SCHEMA`].
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use loadrig_engine::{Lap, Outcome};
+use loadrig_metrics::{ErrorKind, Histo, KindStats, Snapshot, Usage};
+use loadrig_spec::RunSpec;
+use loadrig_workloads::{Results, Verdict};
+use serde::{Deserialize, Serialize};
+
+/// The schema name and version this code writes and reads.
+pub const SCHEMA: &str = "loadrig.report/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub loadrig_version: String,
+    pub spec: RunSpec,
+    pub environment: Environment,
+    /// Wall clock when the load started, ms since the epoch.
+    pub started_unix_ms: u64,
+    pub interrupted: bool,
+    pub measured: Measured,
+    /// Counts of the warm-up (its writes are in the verification).
+    pub warmup: Measured,
+    pub client: ClientUsage,
+    pub laps: Vec<LapReport>,
+    pub verification: Option<Verification>,
+    pub results: Results,
+    /// The exit code the run ended with, and why.
+    pub exit_code: i32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Environment {
+    pub host: String,
+    pub cores: usize,
+    pub os: String,
+    /// The target as given (password masked).
+    pub target: String,
+    /// As the server reports it.
+    pub server_version: Option<String>,
+    /// What the target promises about durability.
+    pub durability: Option<String>,
+}
+
+/// Everything measured in one phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Measured {
+    pub elapsed_secs: f64,
+    /// Successful operations per second.
+    pub throughput: f64,
+    pub ops: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub kinds: Vec<KindReport>,
+    /// Workload counters by name (voter: accepted.N, invalid, over_limit).
+    pub domains: Vec<(String, u64)>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub reconnects: u64,
+    pub connect_failures: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KindReport {
+    pub name: String,
+    pub count: u64,
+    pub ok: u64,
+    /// Errors by kind name (only kinds that occurred).
+    pub errors: Vec<(String, u64)>,
+    /// Server errors by class.
+    pub server_errors: Vec<(String, u64)>,
+    /// Completion minus intended start.
+    pub latency: HistSummary,
+    /// Completion minus actual send.
+    pub service: HistSummary,
+}
+
+/// Percentiles in microseconds, and the histogram itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistSummary {
+    pub count: u64,
+    pub min_us: f64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p99_9_us: f64,
+    pub max_us: f64,
+    /// HdrHistogram V2 encoding, base64, values in nanoseconds.
+    pub hdr: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientUsage {
+    pub cpu_secs: f64,
+    pub user_secs: f64,
+    pub system_secs: f64,
+    /// Of one core, over the measured time.
+    pub cpu_percent: f64,
+    /// Client CPU per operation (measured operations), microseconds.
+    pub cpu_us_per_op: f64,
+    pub max_rss_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LapReport {
+    pub elapsed_secs: f64,
+    pub length_secs: f64,
+    pub unix_ms: u64,
+    pub warmup: bool,
+    pub ok: u64,
+    pub errors: u64,
+    pub pending: u64,
+    /// Latency of all kinds in the lap: HdrHistogram V2, base64.
+    pub latency_hdr: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Verification {
+    /// What the server held before the run, as the workload recorded it.
+    pub baseline: serde_json::Value,
+    pub verdict: Option<Verdict>,
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_nanos() as f64 / 1e3
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+impl HistSummary {
+    pub fn of(h: &Histo) -> HistSummary {
+        HistSummary {
+            count: h.len(),
+            min_us: us(h.min()),
+            mean_us: us(h.mean()),
+            p50_us: us(h.percentile(50.0)),
+            p90_us: us(h.percentile(90.0)),
+            p99_us: us(h.percentile(99.0)),
+            p99_9_us: us(h.percentile(99.9)),
+            max_us: us(h.max()),
+            hdr: b64(&h.encode()),
+        }
+    }
+
+    /// The histogram back, exactly as recorded.
+    pub fn histogram(&self) -> Result<Histo, String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&self.hdr)
+            .map_err(|e| e.to_string())?;
+        Histo::decode(&bytes).map_err(|e| e.to_string())
+    }
+}
+
+impl Measured {
+    pub fn of(s: &Snapshot, kinds: &[&str], domains: &[String], elapsed: Duration) -> Measured {
+        let secs = elapsed.as_secs_f64();
+        Measured {
+            elapsed_secs: secs,
+            throughput: if secs > 0.0 { s.ok_ops() as f64 / secs } else { 0.0 },
+            ops: s.ops(),
+            ok: s.ok_ops(),
+            errors: s.errors(),
+            kinds: s
+                .kinds
+                .iter()
+                .enumerate()
+                .map(|(i, k)| KindReport::of(kinds.get(i).copied().unwrap_or("?"), k))
+                .collect(),
+            domains: domains.iter().cloned().zip(s.domains.iter().copied()).collect(),
+            bytes_sent: s.bytes_sent,
+            bytes_received: s.bytes_received,
+            reconnects: s.reconnects,
+            connect_failures: s.connect_failures,
+        }
+    }
+
+    /// The snapshot back (histograms exact; server error classes by name
+    /// are not restored, their total is).
+    pub fn snapshot(&self) -> Result<Snapshot, String> {
+        let mut s = Snapshot::new(self.kinds.len(), self.domains.len());
+        for (k, r) in s.kinds.iter_mut().zip(&self.kinds) {
+            k.latency = r.latency.histogram()?;
+            k.service = r.service.histogram()?;
+            k.ok = r.ok;
+            for (name, n) in &r.errors {
+                if let Some(kind) = ErrorKind::ALL.iter().find(|e| e.name() == name) {
+                    k.errors.by_kind[kind.index()] += n;
+                }
+            }
+        }
+        for (d, (_, n)) in s.domains.iter_mut().zip(&self.domains) {
+            *d = *n;
+        }
+        s.bytes_sent = self.bytes_sent;
+        s.bytes_received = self.bytes_received;
+        s.reconnects = self.reconnects;
+        s.connect_failures = self.connect_failures;
+        Ok(s)
+    }
+}
+
+impl KindReport {
+    fn of(name: &str, k: &KindStats) -> KindReport {
+        KindReport {
+            name: name.to_string(),
+            count: k.count(),
+            ok: k.ok,
+            errors: ErrorKind::ALL
+                .iter()
+                .filter(|e| k.errors.get(**e) > 0)
+                .map(|e| (e.name().to_string(), k.errors.get(*e)))
+                .collect(),
+            server_errors: k
+                .errors
+                .server_classes
+                .iter()
+                .map(|(c, n)| (c.to_string(), *n))
+                .collect(),
+            latency: HistSummary::of(&k.latency),
+            service: HistSummary::of(&k.service),
+        }
+    }
+}
+
+impl ClientUsage {
+    pub fn of(u: &Usage, ops: u64, elapsed: Duration) -> ClientUsage {
+        let cpu = u.cpu.as_secs_f64();
+        ClientUsage {
+            cpu_secs: cpu,
+            user_secs: u.user.as_secs_f64(),
+            system_secs: u.system.as_secs_f64(),
+            cpu_percent: if elapsed.is_zero() { 0.0 } else { 100.0 * cpu / elapsed.as_secs_f64() },
+            cpu_us_per_op: if ops == 0 { 0.0 } else { cpu * 1e6 / ops as f64 },
+            max_rss_bytes: u.max_rss_bytes,
+        }
+    }
+}
+
+impl LapReport {
+    pub fn of(l: &Lap) -> LapReport {
+        LapReport {
+            elapsed_secs: l.elapsed.as_secs_f64(),
+            length_secs: l.length.as_secs_f64(),
+            unix_ms: l.unix_ms,
+            warmup: l.warmup,
+            ok: l.ok,
+            errors: l.errors,
+            pending: l.pending,
+            latency_hdr: b64(&l.latency),
+        }
+    }
+}
+
+/// The parts of a finished run the report is built from.
+pub struct RunRecord<'a> {
+    pub spec: &'a RunSpec,
+    pub environment: Environment,
+    pub started_unix_ms: u64,
+    pub kinds: &'a [&'static str],
+    pub domains: &'a [String],
+    pub outcome: &'a Outcome,
+    pub usage: Usage,
+    pub verification: Option<Verification>,
+    pub results: Results,
+    pub exit_code: i32,
+}
+
+impl Report {
+    pub fn build(r: RunRecord<'_>) -> Report {
+        let o = r.outcome;
+        Report {
+            schema: SCHEMA.to_string(),
+            loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
+            spec: r.spec.clone(),
+            environment: r.environment,
+            started_unix_ms: r.started_unix_ms,
+            interrupted: o.interrupted,
+            measured: Measured::of(&o.measured, r.kinds, r.domains, o.elapsed),
+            warmup: Measured::of(
+                &o.warmup,
+                r.kinds,
+                r.domains,
+                Duration::from_secs_f64(r.spec.warmup_secs),
+            ),
+            client: ClientUsage::of(&r.usage, o.measured.ops(), o.elapsed),
+            laps: o.laps.iter().map(LapReport::of).collect(),
+            verification: r.verification,
+            results: r.results,
+            exit_code: r.exit_code,
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The `null` target: every operation completes in process, optionally
+//! after a delay, and nothing is stored. It measures the engine's own cost
+//! and lets the scheduler be tested end to end without a server.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use loadrig_engine::rng::Rng;
+use loadrig_engine::Tag;
+use loadrig_metrics::OpError;
+use loadrig_spec::SpecError;
+use loadrig_workloads::hello::{HelloBackend, HelloConn, HelloOp};
+use loadrig_workloads::voter::{Vote, VoteResult, VoterBackend, VoterConn, VoterCounts};
+use loadrig_workloads::{Reply, TargetError};
+use tokio::time::Instant;
+
+use crate::{parse_duration, query_pairs, Descriptor};
+
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: "null",
+    schemes: &["null"],
+    workloads: &["voter", "hello"],
+    example: "null://?delay=100us  or  null://?delay=50us-200us",
+    about: "completes every operation in process (after an optional delay); stores nothing",
+};
+
+/// How long a null operation takes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NullDelay {
+    None,
+    Fixed(Duration),
+    /// Uniform between the two, drawn per operation.
+    Uniform(Duration, Duration),
+}
+
+#[derive(Debug, Clone)]
+pub struct NullTarget {
+    pub delay: NullDelay,
+}
+
+impl NullTarget {
+    /// Parse what follows `null://`: `?delay=D` or `?delay=A-B`.
+    pub fn parse(rest: &str) -> Result<NullTarget, SpecError> {
+        let query = rest.split_once('?').map_or("", |(_, q)| q);
+        let mut delay = NullDelay::None;
+        for (k, v) in query_pairs(query) {
+            let bad = || SpecError::new("--target", format!("null: bad delay '{v}' (e.g. delay=100us or delay=50us-2ms)"));
+            match k {
+                "delay" => {
+                    delay = match v.split_once('-') {
+                        Some((a, b)) => {
+                            let (a, b) = (parse_duration(a).ok_or_else(bad)?, parse_duration(b).ok_or_else(bad)?);
+                            if a > b {
+                                return Err(bad());
+                            }
+                            NullDelay::Uniform(a, b)
+                        }
+                        None => NullDelay::Fixed(parse_duration(v).ok_or_else(bad)?),
+                    }
+                }
+                other => {
+                    return Err(SpecError::new("--target", format!("null: unknown option '{other}' (only delay)")));
+                }
+            }
+        }
+        Ok(NullTarget { delay })
+    }
+
+    fn conn(&self) -> NullConn {
+        NullConn {
+            delay: self.delay,
+            rng: Rng::stream(0, 0x4e55_4c4c),
+            queue: VecDeque::new(),
+        }
+    }
+}
+
+/// Completions in send order, each due `delay` after its send.
+pub struct NullConn {
+    delay: NullDelay,
+    rng: Rng,
+    queue: VecDeque<(Tag, Option<Instant>)>,
+}
+
+impl NullConn {
+    fn push(&mut self, tag: Tag) {
+        let due = match self.delay {
+            NullDelay::None => None,
+            NullDelay::Fixed(d) => Some(Instant::now() + d),
+            NullDelay::Uniform(a, b) => {
+                let span = (b - a).as_nanos() as u64;
+                Some(Instant::now() + a + Duration::from_nanos(self.rng.below(span.max(1))))
+            }
+        };
+        self.queue.push_back((tag, due));
+    }
+
+    async fn next(&mut self) -> Option<Tag> {
+        let &(tag, due) = self.queue.front()?;
+        if let Some(due) = due {
+            // Cancel safe: the entry leaves the queue only once it is due.
+            tokio::time::sleep_until(due).await;
+        }
+        self.queue.pop_front();
+        Some(tag)
+    }
+}
+
+impl VoterConn for NullConn {
+    fn vote(&mut self, _vote: &Vote, tag: Tag) {
+        self.push(tag);
+    }
+
+    async fn recv(&mut self) -> Reply<VoteResult> {
+        match self.next().await {
+            Some(tag) => Reply::Done {
+                tag,
+                result: Ok(VoteResult::Accepted),
+            },
+            None => Reply::Broken(OpError::new(loadrig_metrics::ErrorKind::Protocol)),
+        }
+    }
+
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        self.queue.clear();
+        Ok(())
+    }
+}
+
+impl HelloConn for NullConn {
+    fn call(&mut self, _op: &HelloOp, tag: Tag) {
+        self.push(tag);
+    }
+
+    async fn recv(&mut self) -> Reply<()> {
+        match self.next().await {
+            Some(tag) => Reply::Done { tag, result: Ok(()) },
+            None => Reply::Broken(OpError::new(loadrig_metrics::ErrorKind::Protocol)),
+        }
+    }
+
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        self.queue.clear();
+        Ok(())
+    }
+}
+
+impl VoterBackend for NullTarget {
+    type Conn = NullConn;
+
+    async fn prepare(&self, _contestants: u8) -> Result<(), TargetError> {
+        Ok(())
+    }
+
+    async fn connect(&self) -> Result<NullConn, TargetError> {
+        Ok(self.conn())
+    }
+
+    async fn counts(&self, _max_votes: u32) -> Result<Option<VoterCounts>, TargetError> {
+        Ok(None)
+    }
+
+    async fn standings(&self) -> Result<Vec<(String, i64)>, TargetError> {
+        Ok(Vec::new())
+    }
+
+    async fn teardown(&self) -> Result<(), TargetError> {
+        Ok(())
+    }
+
+    async fn server_version(&self) -> Option<String> {
+        None
+    }
+
+    fn durability(&self) -> Option<String> {
+        None
+    }
+
+    fn max_depth(&self) -> usize {
+        usize::MAX
+    }
+}
+
+impl HelloBackend for NullTarget {
+    type Conn = NullConn;
+
+    async fn prepare(&self) -> Result<(), TargetError> {
+        Ok(())
+    }
+
+    async fn connect(&self) -> Result<NullConn, TargetError> {
+        Ok(self.conn())
+    }
+
+    async fn rows(&self) -> Result<Option<i64>, TargetError> {
+        Ok(None)
+    }
+
+    async fn teardown(&self) -> Result<(), TargetError> {
+        Ok(())
+    }
+
+    async fn server_version(&self) -> Option<String> {
+        None
+    }
+
+    fn durability(&self) -> Option<String> {
+        None
+    }
+
+    fn max_depth(&self) -> usize {
+        usize::MAX
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_delays() {
+        assert_eq!(NullTarget::parse("").unwrap().delay, NullDelay::None);
+        assert_eq!(
+            NullTarget::parse("?delay=2ms").unwrap().delay,
+            NullDelay::Fixed(Duration::from_millis(2))
+        );
+        assert_eq!(
+            NullTarget::parse("?delay=50us-1ms").unwrap().delay,
+            NullDelay::Uniform(Duration::from_micros(50), Duration::from_millis(1))
+        );
+        assert_eq!(NullTarget::parse("?delay=fast").unwrap_err().flag, "--target");
+        assert!(NullTarget::parse("?delay=2ms-1ms").is_err());
+    }
+}

@@ -1,0 +1,346 @@
+//! VoltDB's Voter: a phone-in contest. One operation is one vote, an atomic
+//! transaction on the server (check the contestant, check the caller's vote
+//! limit, look up the state, insert). The client counts what the server
+//! answered; afterwards the server's tables must agree exactly.
+
+mod area_codes;
+mod generator;
+
+use std::future::Future;
+
+use loadrig_engine::{Driver, Event, Tag};
+use loadrig_metrics::{OpError, Snapshot};
+use loadrig_spec::{VoterSpec, CONTESTANT_NAMES};
+use serde::{Deserialize, Serialize};
+
+pub use area_codes::AREA_CODES;
+pub use generator::CallGenerator;
+
+use crate::{group, group_i, Bench, Check, Reply, Results, TargetError, Verdict};
+
+/// One vote as the Vote procedure receives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vote {
+    pub phone: i64,
+    pub contestant: i32,
+    pub max_votes: i32,
+}
+
+/// The Vote procedure's answer (its return codes 0, 1, 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoteResult {
+    Accepted,
+    InvalidContestant,
+    OverLimit,
+}
+
+impl VoteResult {
+    /// From the procedure's return code; anything else is a protocol error.
+    pub fn from_code(code: i64) -> Option<VoteResult> {
+        match code {
+            0 => Some(VoteResult::Accepted),
+            1 => Some(VoteResult::InvalidContestant),
+            2 => Some(VoteResult::OverLimit),
+            _ => None,
+        }
+    }
+}
+
+/// The state of an area code, "XX" when unknown (step 3 of the procedure).
+pub fn state_of(phone: i64) -> &'static str {
+    let code = phone / 10_000_000;
+    AREA_CODES
+        .iter()
+        .find(|(c, _)| i64::from(*c) == code)
+        .map_or("XX", |(_, s)| s)
+}
+
+/// Domain counters: `invalid`, `over_limit`, then `accepted.N` per contestant.
+const INVALID: u16 = 0;
+const OVER_LIMIT: u16 = 1;
+const ACCEPTED_BASE: u16 = 2;
+
+/// What the server holds for the Voter, counted by the server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoterCounts {
+    pub votes: i64,
+    /// Votes per contestant number 1..=12 (index 0 is contestant 1).
+    pub per_contestant: Vec<i64>,
+    /// Phone numbers holding more than the vote limit.
+    pub phones_over_limit: i64,
+}
+
+/// The Voter capability: what a target must do to run the Voter.
+pub trait VoterBackend {
+    type Conn: VoterConn;
+
+    /// Create schema and procedures and initialise the contestants and
+    /// area codes; idempotent.
+    fn prepare(&self, contestants: u8) -> impl Future<Output = Result<(), TargetError>>;
+    fn connect(&self) -> impl Future<Output = Result<Self::Conn, TargetError>>;
+    /// Server-side counts; `max_votes` is the limit to check phones against.
+    /// `None`: the target keeps no data, so there is nothing to verify.
+    fn counts(&self, max_votes: u32) -> impl Future<Output = Result<Option<VoterCounts>, TargetError>>;
+    /// Votes per contestant name, from the server, most first.
+    fn standings(&self) -> impl Future<Output = Result<Vec<(String, i64)>, TargetError>>;
+    fn teardown(&self) -> impl Future<Output = Result<(), TargetError>>;
+    fn server_version(&self) -> impl Future<Output = Option<String>>;
+    fn durability(&self) -> Option<String>;
+    fn max_depth(&self) -> usize;
+    /// CPU used so far by a database running inside this process.
+    fn embedded_cpu(&self) -> impl Future<Output = Option<std::time::Duration>> {
+        async { None }
+    }
+}
+
+/// One connection able to call Vote, possibly many calls in flight.
+pub trait VoterConn: Send + 'static {
+    /// Queue a call; must not block.
+    fn vote(&mut self, vote: &Vote, tag: Tag);
+    /// The next answer. Cancel safe.
+    fn recv(&mut self) -> impl Future<Output = Reply<VoteResult>> + Send;
+    fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
+    fn take_bytes(&mut self) -> (u64, u64) {
+        (0, 0)
+    }
+}
+
+/// The engine's driver for the Voter over any [`VoterConn`].
+pub struct VoterDriver<C> {
+    conn: C,
+    calls: CallGenerator,
+    /// Contestant of the vote in flight under each tag, to count acceptances.
+    contestant: Vec<u8>,
+}
+
+impl<C: VoterConn> Driver for VoterDriver<C> {
+    fn kind_of(&self, _index: u64) -> usize {
+        0
+    }
+
+    #[inline]
+    fn send(&mut self, index: u64, tag: Tag) -> usize {
+        let vote = self.calls.call(index);
+        let t = tag as usize;
+        if t >= self.contestant.len() {
+            self.contestant.resize(t + 1, 0);
+        }
+        self.contestant[t] = vote.contestant.clamp(0, 255) as u8;
+        self.conn.vote(&vote, tag);
+        0
+    }
+
+    async fn recv(&mut self) -> Event {
+        match self.conn.recv().await {
+            Reply::Broken(e) => Event::Broken(e),
+            Reply::Done { tag, result } => {
+                let result = result.map(|r| {
+                    Some(match r {
+                        VoteResult::InvalidContestant => INVALID,
+                        VoteResult::OverLimit => OVER_LIMIT,
+                        VoteResult::Accepted => {
+                            let c = self.contestant.get(tag as usize).copied().unwrap_or(1);
+                            ACCEPTED_BASE + u16::from(c.max(1)) - 1
+                        }
+                    })
+                });
+                Event::Done { tag, result }
+            }
+        }
+    }
+
+    fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        self.conn.reconnect()
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.conn.take_bytes()
+    }
+}
+
+/// The tallies of a run, from the domain counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tallies {
+    pub accepted: u64,
+    pub per_contestant: Vec<u64>,
+    pub invalid: u64,
+    pub over_limit: u64,
+    pub failed: u64,
+}
+
+impl Tallies {
+    pub fn from(counted: &Snapshot, contestants: u8) -> Tallies {
+        let d = |i: u16| counted.domains.get(usize::from(i)).copied().unwrap_or(0);
+        let per_contestant: Vec<u64> = (0..u16::from(contestants)).map(|c| d(ACCEPTED_BASE + c)).collect();
+        Tallies {
+            accepted: per_contestant.iter().sum(),
+            per_contestant,
+            invalid: d(INVALID),
+            over_limit: d(OVER_LIMIT),
+            failed: counted.errors(),
+        }
+    }
+}
+
+/// The Voter on one backend.
+pub struct VoterBench<B> {
+    pub backend: B,
+    pub spec: VoterSpec,
+    pub seed: u64,
+}
+
+impl<B: VoterBackend> Bench for VoterBench<B> {
+    type Driver = VoterDriver<B::Conn>;
+
+    fn kinds(&self) -> Vec<&'static str> {
+        vec!["vote"]
+    }
+
+    fn domains(&self) -> Vec<String> {
+        let mut d = vec!["invalid".to_string(), "over_limit".to_string()];
+        d.extend((1..=self.spec.contestants).map(|c| format!("accepted.{c}")));
+        d
+    }
+
+    fn max_depth(&self) -> usize {
+        self.backend.max_depth()
+    }
+
+    async fn server_version(&self) -> Option<String> {
+        self.backend.server_version().await
+    }
+
+    fn durability(&self) -> Option<String> {
+        self.backend.durability()
+    }
+
+    async fn embedded_cpu(&self) -> Option<std::time::Duration> {
+        self.backend.embedded_cpu().await
+    }
+
+    async fn prepare(&mut self) -> Result<(), TargetError> {
+        self.backend.prepare(self.spec.contestants).await
+    }
+
+    async fn baseline(&mut self) -> Result<serde_json::Value, TargetError> {
+        let c = self.backend.counts(self.spec.max_votes).await?;
+        Ok(c.map_or(serde_json::Value::Null, |c| serde_json::to_value(c).unwrap_or_default()))
+    }
+
+    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+        Ok(VoterDriver {
+            conn: self.backend.connect().await?,
+            calls: CallGenerator::new(&self.spec, self.seed),
+            contestant: Vec::new(),
+        })
+    }
+
+    async fn verify(&mut self, baseline: &serde_json::Value, counted: &Snapshot) -> Result<Verdict, TargetError> {
+        let Some(after) = self.backend.counts(self.spec.max_votes).await? else {
+            return Ok(Verdict::skipped("the target keeps no data"));
+        };
+        let before: VoterCounts = serde_json::from_value(baseline.clone()).unwrap_or_default();
+        Ok(verdict(&before, &after, &Tallies::from(counted, self.spec.contestants)))
+    }
+
+    async fn results(&mut self, counted: &Snapshot) -> Result<Results, TargetError> {
+        let t = Tallies::from(counted, self.spec.contestants);
+        let standings = self.backend.standings().await?;
+        Ok(results(&t, &standings))
+    }
+
+    async fn finish(&mut self, keep: bool) -> Result<(), TargetError> {
+        if keep {
+            Ok(())
+        } else {
+            self.backend.teardown().await
+        }
+    }
+}
+
+/// Rows added = accepted, per contestant too, and no phone over the limit
+/// that was not over it before.
+pub fn verdict(before: &VoterCounts, after: &VoterCounts, t: &Tallies) -> Verdict {
+    let added = after.votes - before.votes;
+    let mut checks = vec![Check::new("rows added = votes accepted", t.accepted as i64, added)];
+    for (i, &n) in t.per_contestant.iter().enumerate() {
+        let at = |c: &VoterCounts| c.per_contestant.get(i).copied().unwrap_or(0);
+        checks.push(Check::new(
+            format!("votes for {} (#{})", CONTESTANT_NAMES[i], i + 1),
+            n as i64,
+            at(after) - at(before),
+        ));
+    }
+    checks.push(Check::new(
+        "phones over the vote limit",
+        before.phones_over_limit,
+        after.phones_over_limit,
+    ));
+    let sign = if added >= 0 { "+" } else { "" };
+    Verdict::from_checks(
+        checks,
+        format!("{} accepted = {sign}{} rows", group(t.accepted), group_i(added)),
+    )
+}
+
+/// The tallies, the standings table and the winner.
+pub fn results(t: &Tallies, standings: &[(String, i64)]) -> Results {
+    let lines = vec![format!(
+        "votes: accepted {}, rejected invalid contestant {}, rejected over limit {}, failed {}",
+        group(t.accepted),
+        group(t.invalid),
+        group(t.over_limit),
+        group(t.failed)
+    )];
+    let rows = standings
+        .iter()
+        .map(|(name, votes)| vec![name.clone(), group_i(*votes)])
+        .collect();
+    let footer = match standings.first() {
+        Some((name, votes)) => vec![format!("winner: {name} with {} votes", group_i(*votes))],
+        None => vec!["winner: none (no votes)".to_string()],
+    };
+    Results {
+        lines,
+        header: vec!["contestant".to_string(), "votes".to_string()],
+        rows,
+        footer,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_row_fails_the_verdict() {
+        let before = VoterCounts {
+            votes: 10,
+            per_contestant: vec![5, 5],
+            phones_over_limit: 0,
+        };
+        let mut after = VoterCounts {
+            votes: 13,
+            per_contestant: vec![7, 6],
+            phones_over_limit: 0,
+        };
+        let t = Tallies {
+            accepted: 3,
+            per_contestant: vec![2, 1],
+            ..Tallies::default()
+        };
+        assert_eq!(verdict(&before, &after, &t).passed, Some(true));
+        after.votes = 12;
+        after.per_contestant[0] = 6;
+        let v = verdict(&before, &after, &t);
+        assert_eq!(v.passed, Some(false));
+        assert!(v.summary.contains("rows added = votes accepted: expected 3, found 2"), "{}", v.summary);
+    }
+
+    #[test]
+    fn states_come_from_the_area_code() {
+        assert_eq!(state_of(2_025_550_123), "DC");
+        assert_eq!(state_of(9_075_550_123), "AK");
+        assert_eq!(state_of(1_005_550_123), "XX");
+    }
+}
