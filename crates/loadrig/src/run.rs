@@ -35,11 +35,8 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
     let server_version = bench.server_version().await;
     p.phase("prepare");
     bench.prepare().await?;
-    let baseline = if spec.verify {
-        bench.baseline().await?
-    } else {
-        serde_json::Value::Null
-    };
+    // Recorded even with --no-verify, so `loadrig verify REPORT` can check later.
+    let baseline = bench.baseline().await?;
     let mut drivers = Vec::with_capacity(spec.load.connections as usize);
     for _ in 0..spec.load.connections {
         drivers.push(bench.connect().await?);
@@ -132,7 +129,7 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
         domains: &domains,
         outcome: &outcome,
         usage,
-        verification: spec.verify.then(|| Verification {
+        verification: Some(Verification {
             baseline: baseline.clone(),
             verdict: verdict.clone(),
         }),

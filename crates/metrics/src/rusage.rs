@@ -31,6 +31,11 @@ impl ProcessUsage {
         Self::read(libc::RUSAGE_SELF)
     }
 
+    /// What the calling thread used (an embedded database's own thread).
+    pub fn thread() -> ProcessUsage {
+        Self::read(libc::RUSAGE_THREAD)
+    }
+
     /// What finished child processes used (for runs that spawn peers).
     pub fn children() -> ProcessUsage {
         Self::read(libc::RUSAGE_CHILDREN)

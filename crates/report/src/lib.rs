@@ -5,6 +5,7 @@
 //! Summary figures in it are derived for convenience; the histograms are
 //! the truth, and anything that reads reports recomputes from them.
 
+pub mod fmt;
 mod schema;
 
 use std::io::Write;

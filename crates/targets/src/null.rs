@@ -160,8 +160,8 @@ impl VoterBackend for NullTarget {
         Ok(None)
     }
 
-    async fn standings(&self) -> Result<Vec<(String, i64)>, TargetError> {
-        Ok(Vec::new())
+    async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
+        Ok(None)
     }
 
     async fn teardown(&self) -> Result<(), TargetError> {

@@ -4,18 +4,18 @@
 //! machine-readable CSV takes standard output.
 
 pub mod csv;
-mod fmt;
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use loadrig_engine::LapView;
 use loadrig_metrics::{ErrorKind, Snapshot};
+use loadrig_report::fmt;
 use loadrig_report::Report;
 use loadrig_spec::{Dispatch, Pacing, RunSpec, Stop};
 use loadrig_workloads::{group, Results};
 
-pub use fmt::{dur, rate};
+use fmt::{dur, rate};
 
 /// Where human-readable output goes, and how.
 pub struct Printer {

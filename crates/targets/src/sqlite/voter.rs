@@ -145,7 +145,7 @@ impl VoterBackend for SqliteTarget {
         .await
     }
 
-    async fn standings(&self) -> Result<Vec<(String, i64)>, TargetError> {
+    async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
         self.admin(|c| {
             let mut q = c.prepare(
                 "SELECT c.contestant_name, COUNT(v.contestant_number) AS n
@@ -153,7 +153,7 @@ impl VoterBackend for SqliteTarget {
                  GROUP BY c.contestant_number ORDER BY n DESC, c.contestant_number",
             )?;
             let rows = q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect()
+            rows.collect::<rusqlite::Result<Vec<_>>>().map(Some)
         })
         .await
     }

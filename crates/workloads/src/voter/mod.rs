@@ -81,8 +81,9 @@ pub trait VoterBackend {
     /// Server-side counts; `max_votes` is the limit to check phones against.
     /// `None`: the target keeps no data, so there is nothing to verify.
     fn counts(&self, max_votes: u32) -> impl Future<Output = Result<Option<VoterCounts>, TargetError>>;
-    /// Votes per contestant name, from the server, most first.
-    fn standings(&self) -> impl Future<Output = Result<Vec<(String, i64)>, TargetError>>;
+    /// Votes per contestant name, from the server, most first; `None`
+    /// when the target keeps no data.
+    fn standings(&self) -> impl Future<Output = Result<Option<Vec<(String, i64)>>, TargetError>>;
     fn teardown(&self) -> impl Future<Output = Result<(), TargetError>>;
     fn server_version(&self) -> impl Future<Output = Option<String>>;
     fn durability(&self) -> Option<String>;
@@ -246,7 +247,7 @@ impl<B: VoterBackend> Bench for VoterBench<B> {
     async fn results(&mut self, counted: &Snapshot) -> Result<Results, TargetError> {
         let t = Tallies::from(counted, self.spec.contestants);
         let standings = self.backend.standings().await?;
-        Ok(results(&t, &standings))
+        Ok(results(&t, standings.as_deref()))
     }
 
     async fn finish(&mut self, keep: bool) -> Result<(), TargetError> {
@@ -284,7 +285,7 @@ pub fn verdict(before: &VoterCounts, after: &VoterCounts, t: &Tallies) -> Verdic
 }
 
 /// The tallies, the standings table and the winner.
-pub fn results(t: &Tallies, standings: &[(String, i64)]) -> Results {
+pub fn results(t: &Tallies, standings: Option<&[(String, i64)]>) -> Results {
     let lines = vec![format!(
         "votes: accepted {}, rejected invalid contestant {}, rejected over limit {}, failed {}",
         group(t.accepted),
@@ -293,12 +294,14 @@ pub fn results(t: &Tallies, standings: &[(String, i64)]) -> Results {
         group(t.failed)
     )];
     let rows = standings
+        .unwrap_or_default()
         .iter()
         .map(|(name, votes)| vec![name.clone(), group_i(*votes)])
         .collect();
-    let footer = match standings.first() {
-        Some((name, votes)) => vec![format!("winner: {name} with {} votes", group_i(*votes))],
-        None => vec!["winner: none (no votes)".to_string()],
+    let footer = match standings.map(|s| s.first()) {
+        Some(Some((name, votes))) => vec![format!("winner: {name} with {} votes", group_i(*votes))],
+        Some(None) => vec!["winner: none (no votes)".to_string()],
+        None => vec!["standings: none (the target keeps no data)".to_string()],
     };
     Results {
         lines,

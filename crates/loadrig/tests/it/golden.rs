@@ -1,0 +1,150 @@
+//! Golden files for text, CSV and JSON shape. Numbers and durations are
+//! masked (they differ run to run); everything else must match exactly.
+//! `UPDATE_GOLDEN=1 cargo test` rewrites the files after a deliberate change.
+
+use std::path::PathBuf;
+
+use crate::common::{json, loadrig};
+
+fn golden(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", path.display()));
+    if expected != actual {
+        let mut diff = String::new();
+        for (i, (e, a)) in expected.lines().zip(actual.lines()).enumerate() {
+            if e != a {
+                diff.push_str(&format!("line {}:\n  expected: {e}\n  actual:   {a}\n", i + 1));
+            }
+        }
+        let (ne, na) = (expected.lines().count(), actual.lines().count());
+        if ne != na {
+            diff.push_str(&format!("{ne} lines expected, {na} printed\n"));
+        }
+        panic!("{name} differs from its golden file:\n{diff}--- actual\n{actual}");
+    }
+}
+
+/// Mask numbers as `#` and durations as `#t`, and fold runs of spaces.
+fn mask(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            while chars.peek().is_some_and(|n| n.is_ascii_digit() || *n == ',' || *n == '.') {
+                chars.next();
+            }
+            let mut unit = String::new();
+            while let Some(&u) = chars.peek().filter(|u| u.is_ascii_alphabetic()) {
+                unit.push(u);
+                chars.next();
+            }
+            out.push('#');
+            match unit.as_str() {
+                "ns" | "us" | "ms" | "s" => out.push('t'),
+                _ => out.push_str(&unit),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// Every path in a JSON document with its type, arrays by their first element.
+fn shape(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                shape(v, &format!("{path}.{k}"), out);
+            }
+        }
+        Value::Array(a) => match a.first() {
+            Some(first) => shape(first, &format!("{path}[]"), out),
+            None => out.push(format!("{path}: []")),
+        },
+        Value::Null => out.push(format!("{path}: null")),
+        Value::Bool(_) => out.push(format!("{path}: bool")),
+        Value::Number(_) => out.push(format!("{path}: number")),
+        Value::String(_) => out.push(format!("{path}: string")),
+    }
+}
+
+#[test]
+fn targets_and_workloads_listings() {
+    golden("targets.txt", &loadrig(&["targets"]).stdout);
+    golden("workloads.txt", &loadrig(&["workloads"]).stdout);
+}
+
+#[test]
+fn voter_text_output() {
+    let r = loadrig(&["run", "voter", "--target", "null", "-n", "1000", "--interval", "1h", "--seed", "7"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    golden("voter-null.txt", &mask(&r.stdout));
+}
+
+#[test]
+fn voter_sqlite_text_output() {
+    let r = loadrig(&["run", "voter", "-n", "2000", "--interval", "1h", "--clients", "4"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    // The temporary database's name differs every run.
+    let text = mask(&r.stdout);
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("loadrig ") {
+                l.split_whitespace()
+                    .map(|w| if w.starts_with("sqlite://") { "sqlite://TEMP" } else { w })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    golden("voter-sqlite.txt", &text);
+}
+
+#[test]
+fn report_json_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let r = loadrig(&["run", "voter", "-n", "2000", "--out", out.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let mut lines = Vec::new();
+    shape(&json(&out), "", &mut lines);
+    golden("report-shape.txt", &(lines.join("\n") + "\n"));
+}
+
+#[test]
+fn csv_output() {
+    let r = loadrig(&["run", "hello", "--target", "null", "-n", "1000", "--insert-ratio", "0.5", "--csv"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "header and two rows per kind:\n{}", r.stdout);
+    for l in &lines {
+        assert_eq!(l.split(',').count(), 13, "{l}");
+    }
+    // Mask field by field: a CSV's commas are not thousands separators.
+    let masked: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            l.split(',')
+                .map(|f| if f.parse::<f64>().is_ok() { "#" } else { f })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    golden("hello-null.csv", &(masked.join("\n") + "\n"));
+}

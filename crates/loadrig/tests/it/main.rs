@@ -1,0 +1,8 @@
+//! One integration test binary: the real `loadrig` binary driven end to
+//! end, one module per area. Tests that need a server fail loudly when it
+//! is missing and name the script that starts it; none passes by skipping.
+
+mod cli;
+mod common;
+mod golden;
+mod voter;

@@ -1,0 +1,192 @@
+//! The Voter end to end on embedded SQLite and on the null target.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use loadrig_report::fmt::dur;
+use loadrig_report::Report;
+
+use crate::common::{json, loadrig, Run, BIN};
+
+/// The table row for `kind` and `measure`: its cells after the names.
+fn table_row<'a>(stdout: &'a str, kind: &str, measure: &str) -> Vec<&'a str> {
+    let mut current = "";
+    for line in stdout.lines() {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        match cells.as_slice() {
+            [k, m, rest @ ..] if *m == "latency" || *m == "service" => {
+                current = k;
+                if *k == kind && *m == measure {
+                    return rest.to_vec();
+                }
+            }
+            [m, rest @ ..] if (*m == "service" || *m == "latency") && current == kind && *m == measure => {
+                return rest.to_vec();
+            }
+            _ => {}
+        }
+    }
+    panic!("no {kind}/{measure} row in:\n{stdout}");
+}
+
+fn db_count(db: &Path, sql: &str) -> i64 {
+    let c = rusqlite::Connection::open(db).expect("open the database");
+    c.query_row(sql, [], |r| r.get(0)).expect("count")
+}
+
+#[test]
+fn voter_on_sqlite_verifies_and_its_report_reproduces_the_printed_percentiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("voter.db");
+    let out = dir.path().join("r.json");
+    let url = format!("sqlite://{}", db.display());
+    let r = loadrig(&[
+        "run", "voter", "-n", "20000", "--clients", "32", "--target", &url, "--out",
+        out.to_str().unwrap(), "--interval", "0.2",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("\n  at "), "no lap lines:\n{}", r.dump());
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    assert!(r.stdout.contains("winner: "), "{}", r.dump());
+
+    let report = Report::read(&out).expect("the report reads back");
+    assert_eq!(report.measured.ops, 20_000);
+    let kind = &report.measured.kinds[0];
+    for (measure, summary) in [("latency", &kind.latency), ("service", &kind.service)] {
+        let h = summary.histogram().expect("histogram decodes");
+        assert_eq!(h.len(), 20_000);
+        let row = table_row(&r.stdout, "vote", measure);
+        // count ok errors rate/s min avg p50 p90 p99 p99.9 max
+        let printed = [row[4], row[6], row[7], row[8], row[9], row[10]];
+        let from_report = [
+            dur(h.min()),
+            dur(h.percentile(50.0)),
+            dur(h.percentile(90.0)),
+            dur(h.percentile(99.0)),
+            dur(h.percentile(99.9)),
+            dur(h.max()),
+        ];
+        assert_eq!(printed.to_vec(), from_report.iter().map(String::as_str).collect::<Vec<_>>(), "{measure}");
+    }
+
+    // The tallies agree with the database, contestant by contestant.
+    let accepted: u64 = report
+        .measured
+        .domains
+        .iter()
+        .filter(|(n, _)| n.starts_with("accepted."))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(db_count(&db, "SELECT COUNT(*) FROM votes") as u64, accepted);
+    for (name, n) in &report.measured.domains {
+        if let Some(c) = name.strip_prefix("accepted.") {
+            let sql = format!("SELECT COUNT(*) FROM votes WHERE contestant_number = {c}");
+            assert_eq!(db_count(&db, &sql) as u64, *n, "contestant {c}");
+        }
+    }
+    let invalid = report.measured.domains.iter().find(|(n, _)| n == "invalid").map(|(_, v)| *v);
+    assert!(invalid.unwrap_or(0) > 0, "VoltDB's caller mix has 1% invalid votes");
+}
+
+#[test]
+fn a_row_deleted_behind_the_clients_back_fails_verify_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("voter.db");
+    let out = dir.path().join("r.json");
+    let url = format!("sqlite://{}", db.display());
+    let r = loadrig(&["run", "voter", "-n", "5000", "--target", &url, "--no-verify", "--out", out.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... skipped"), "{}", r.dump());
+
+    let ok = loadrig(&["verify", out.to_str().unwrap()]);
+    assert_eq!(ok.code, 0, "untouched database must verify:\n{}", ok.dump());
+    assert!(ok.stdout.contains("verify ... ok"), "{}", ok.dump());
+
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let deleted = c
+        .execute("DELETE FROM votes WHERE rowid = (SELECT MIN(rowid) FROM votes)", [])
+        .unwrap();
+    assert_eq!(deleted, 1);
+    drop(c);
+
+    let bad = loadrig(&["verify", out.to_str().unwrap()]);
+    assert_eq!(bad.code, 1, "{}", bad.dump());
+    assert!(bad.stdout.contains("FAILED (rows added = votes accepted: expected"), "{}", bad.dump());
+}
+
+#[test]
+fn a_second_run_on_the_same_database_verifies_against_its_own_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("v.db").display());
+    for seed in ["1", "2"] {
+        let r = loadrig(&["run", "voter", "-n", "3000", "--target", &url, "--seed", seed, "--max-votes", "1"]);
+        assert_eq!(r.code, 0, "{}", r.dump());
+        assert!(r.stdout.contains("verify ... ok"), "{}", r.dump());
+    }
+}
+
+#[test]
+fn erlvolt_generator_has_no_invalid_votes() {
+    let r = loadrig(&["run", "voter", "-n", "3000", "--generator", "erlvolt"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("rejected invalid contestant 0,"), "{}", r.dump());
+}
+
+#[test]
+fn hello_on_sqlite_inserts_and_selects_and_verifies() {
+    let r = loadrig(&["run", "hello", "-n", "5000", "--insert-ratio", "0.3"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    assert!(r.stdout.contains("every select matched"), "{}", r.dump());
+}
+
+#[test]
+fn open_loop_achieves_the_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let r = loadrig(&[
+        "run", "voter", "--target", "null", "--rate", "2000", "--duration", "2", "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let j = json(&out);
+    assert_eq!(j["measured"]["ops"], 4000, "{}", r.dump());
+    let tput = j["measured"]["throughput"].as_f64().unwrap();
+    assert!((tput - 2000.0).abs() / 2000.0 < 0.01, "throughput {tput}");
+}
+
+#[test]
+fn bursts_and_managed_mode_run_end_to_end() {
+    let r = loadrig(&["run", "voter", "--target", "null://?delay=1ms", "--burst", "10", "--limit", "5", "-n", "1000"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("bursts of 10"), "{}", r.dump());
+    let r = loadrig(&[
+        "run", "voter", "--target", "null://?delay=1ms", "--clients", "1", "--queue", "4", "--slots", "1",
+        "--rate", "20000", "-n", "2000",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("errors: vote: queue_full "), "{}", r.dump());
+}
+
+#[test]
+fn ctrl_c_still_writes_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let child = Command::new(BIN)
+        .args(["run", "voter", "--target", "null://?delay=1ms", "--duration", "60", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let r: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert!(r.stdout.contains("INTERRUPTED"), "{}", r.dump());
+    let j = json(&out);
+    assert_eq!(j["interrupted"], true);
+    assert!(j["measured"]["ops"].as_u64().unwrap() > 100);
+}
