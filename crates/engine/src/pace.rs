@@ -280,11 +280,27 @@ mod tests {
     #[test]
     fn steady_waits_for_completion_at_its_window() {
         let now = Instant::now();
-        let mut s = Source::new(&Pacing::Steady, &share(), Indices::new(0, 1, 3), now, None, 1);
-        assert!(matches!(s.next(now, 0), Next::Token(Token { index: 0, .. })));
+        let mut s = Source::new(
+            &Pacing::Steady,
+            &share(),
+            Indices::new(0, 1, 3),
+            now,
+            None,
+            1,
+        );
+        assert!(matches!(
+            s.next(now, 0),
+            Next::Token(Token { index: 0, .. })
+        ));
         assert_eq!(s.next(now, 1), Next::Completion);
-        assert!(matches!(s.next(now, 0), Next::Token(Token { index: 1, .. })));
-        assert!(matches!(s.next(now, 0), Next::Token(Token { index: 2, .. })));
+        assert!(matches!(
+            s.next(now, 0),
+            Next::Token(Token { index: 1, .. })
+        ));
+        assert!(matches!(
+            s.next(now, 0),
+            Next::Token(Token { index: 2, .. })
+        ));
         assert_eq!(s.next(now, 0), Next::Done);
     }
 
@@ -296,14 +312,25 @@ mod tests {
             arrival: Arrival::Regular,
         };
         let end = t0 + Duration::from_secs(1);
-        let mut s = Source::new(&pacing, &share(), Indices::new(0, 1, u64::MAX), t0, Some(end), 1);
+        let mut s = Source::new(
+            &pacing,
+            &share(),
+            Indices::new(0, 1, u64::MAX),
+            t0,
+            Some(end),
+            1,
+        );
         let mut n = 0;
         let mut now = t0;
         loop {
             match s.next(now, 0) {
                 Next::Token(t) => {
                     let want = t0 + Duration::from_secs_f64(n as f64 / 100.0);
-                    let diff = if t.intended > want { t.intended - want } else { want - t.intended };
+                    let diff = if t.intended > want {
+                        t.intended - want
+                    } else {
+                        want - t.intended
+                    };
                     assert!(diff < Duration::from_micros(1), "op {n}");
                     n += 1;
                 }

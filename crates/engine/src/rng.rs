@@ -18,12 +18,16 @@ impl Rng {
     /// The generator of operation `index` in a run seeded with `seed`.
     #[inline]
     pub fn for_op(seed: u64, index: u64) -> Rng {
-        Rng(mix64(seed ^ mix64(index.wrapping_add(0x9e37_79b9_7f4a_7c15))))
+        Rng(mix64(
+            seed ^ mix64(index.wrapping_add(0x9e37_79b9_7f4a_7c15)),
+        ))
     }
 
     /// A generator for a named stream of the run (e.g. a worker's arrivals).
     pub fn stream(seed: u64, stream: u64) -> Rng {
-        Rng(mix64(mix64(seed) ^ stream.wrapping_mul(0xd1b5_4a32_d192_ed03)))
+        Rng(mix64(
+            mix64(seed) ^ stream.wrapping_mul(0xd1b5_4a32_d192_ed03),
+        ))
     }
 
     #[inline]
@@ -59,7 +63,10 @@ mod tests {
     fn same_seed_and_index_give_the_same_draws() {
         let a: Vec<u64> = (0..5).map(|_| Rng::for_op(7, 99).next_u64()).collect();
         assert!(a.windows(2).all(|w| w[0] == w[1]));
-        assert_ne!(Rng::for_op(7, 99).next_u64(), Rng::for_op(7, 100).next_u64());
+        assert_ne!(
+            Rng::for_op(7, 99).next_u64(),
+            Rng::for_op(7, 100).next_u64()
+        );
         assert_ne!(Rng::for_op(7, 99).next_u64(), Rng::for_op(8, 99).next_u64());
     }
 
@@ -70,6 +77,9 @@ mod tests {
         for _ in 0..100_000 {
             counts[r.below(10) as usize] += 1;
         }
-        assert!(counts.iter().all(|&c| (9_000..11_000).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
     }
 }

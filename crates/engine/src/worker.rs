@@ -102,7 +102,10 @@ impl<D: Driver> Worker<D> {
         let measure_start = start + cfg.warmup;
         let (end, deadline) = match load.stop {
             Stop::Count(n) => (n, None),
-            Stop::Seconds(s) => (WARMUP_INDEX_BASE, Some(measure_start + Duration::from_secs_f64(s))),
+            Stop::Seconds(s) => (
+                WARMUP_INDEX_BASE,
+                Some(measure_start + Duration::from_secs_f64(s)),
+            ),
         };
         let main = Source::new(
             &load.pacing,
@@ -354,7 +357,12 @@ impl<D: Driver> Worker<D> {
     /// fails as connect errors, so the counts still add up to `-n`.
     fn give_up(&mut self) {
         let conn = OpError::new(ErrorKind::Connect);
-        let waiting: Vec<(Token, usize)> = self.held.take().into_iter().chain(self.queue.drain(..)).collect();
+        let waiting: Vec<(Token, usize)> = self
+            .held
+            .take()
+            .into_iter()
+            .chain(self.queue.drain(..))
+            .collect();
         for (tok, phase) in waiting {
             let kind = self.driver.kind_of(tok.index);
             self.snaps[phase].failed(kind, conn, None);

@@ -1,6 +1,8 @@
 //! The scheduler under tokio's paused clock: time only moves when every
 //! task waits, so these timings are exact, not flaky.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -52,7 +54,10 @@ impl Driver for Fifo {
         }
         self.busy_until = Some(done);
         self.queue.push_back((tag, done));
-        self.log.lock().unwrap().push((index, now, self.queue.len()));
+        self.log
+            .lock()
+            .unwrap()
+            .push((index, now, self.queue.len()));
         0
     }
 
@@ -98,14 +103,25 @@ fn load(pacing: Pacing, connections: u32, stop: Stop) -> LoadSpec {
     }
 }
 
-async fn drive(cfg: EngineConfig, service: Duration, stall: Option<(Duration, Duration)>) -> (Outcome, Log) {
+async fn drive(
+    cfg: EngineConfig,
+    service: Duration,
+    stall: Option<(Duration, Duration)>,
+) -> (Outcome, Log) {
     let log: Log = Arc::default();
     let start = Instant::now() + Duration::from_millis(10);
     let stall = stall.map(|(a, b)| (start + a, start + b));
     let drivers = (0..cfg.load.connections)
         .map(|_| Fifo::new(service, stall, log.clone()))
         .collect();
-    let out = run(&cfg, drivers, start, Arc::new(AtomicBool::new(false)), |_| {}).await;
+    let out = run(
+        &cfg,
+        drivers,
+        start,
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    )
+    .await;
     (out, log)
 }
 
@@ -133,7 +149,10 @@ async fn open_loop_issues_the_scheduled_count_at_the_scheduled_times() {
         // Op i is due at i/rate; the timer may wake up to 1 ms late.
         let due = t0 + Duration::from_micros(index * 1_000);
         let late = sent.saturating_duration_since(due);
-        assert!(sent >= due && late <= Duration::from_millis(1), "op {index} sent {late:?} late");
+        assert!(
+            sent >= due && late <= Duration::from_millis(1),
+            "op {index} sent {late:?} late"
+        );
     }
     let lat = &out.measured.kinds[0].latency;
     assert!(lat.max() <= Duration::from_micros(1_200), "{:?}", lat.max());
@@ -154,7 +173,11 @@ async fn a_stall_shows_in_latency_not_in_service_time() {
     assert_eq!(k.count(), 2_000);
     const MS: u64 = 1_000_000;
     // The operations scheduled in the stall waited for it: up to 200 ms late.
-    assert!(k.latency.max() >= Duration::from_millis(199), "{:?}", k.latency.max());
+    assert!(
+        k.latency.max() >= Duration::from_millis(199),
+        "{:?}",
+        k.latency.max()
+    );
     let late = k.latency.inner().count_between(50 * MS, u64::MAX);
     assert!(late >= 75, "only {late} operations were late");
     // Only the one in flight when it began served the stall.
@@ -175,10 +198,16 @@ async fn bursts_never_exceed_the_limit() {
     let (out, log) = drive(config(l), Duration::from_micros(300), None).await;
     assert_eq!(out.measured.ops(), 1_000);
     for &(index, _, in_flight) in log.lock().unwrap().iter() {
-        assert!(in_flight <= limit + size as usize, "op {index}: {in_flight} in flight");
+        assert!(
+            in_flight <= limit + size as usize,
+            "op {index}: {in_flight} in flight"
+        );
         if index % u64::from(size) == 0 {
             // A burst starts only when at most `limit` are pending.
-            assert!(in_flight <= limit + 1, "burst at op {index} began over the limit: {in_flight}");
+            assert!(
+                in_flight <= limit + 1,
+                "burst at op {index} began over the limit: {in_flight}"
+            );
         }
     }
 }
@@ -195,7 +224,11 @@ async fn a_full_managed_queue_counts_queue_full() {
     let (out, _) = drive(config(l), Duration::from_millis(1), None).await;
     let k = &out.measured.kinds[0];
     let full = k.errors.get(ErrorKind::QueueFull);
-    assert_eq!(k.count(), 2_000, "every scheduled operation is accounted for");
+    assert_eq!(
+        k.count(),
+        2_000,
+        "every scheduled operation is accounted for"
+    );
     assert!(full > 1_000, "queue_full {full}");
     assert_eq!(k.ok + full, 2_000);
 }

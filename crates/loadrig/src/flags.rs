@@ -6,17 +6,23 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loadrig_spec::{
-    Arrival, Dispatch, HelloSpec, LoadSpec, Pacing, RunSpec, Shard, SpecError, Stop, VoterGenerator, VoterSpec,
-    WorkloadSpec,
+    Arrival, Dispatch, HelloSpec, LoadSpec, Pacing, RunSpec, Shard, SpecError, Stop,
+    VoterGenerator, VoterSpec, WorkloadSpec,
 };
 
 #[derive(Debug, Parser)]
-#[command(name = "loadrig", version, about = "Drives real data stores and message brokers with load, honestly measured.")]
+#[command(
+    name = "loadrig",
+    version,
+    about = "Drives real data stores and message brokers with load, honestly measured."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
+// Parsed once at start-up: the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a workload against a target
@@ -78,7 +84,12 @@ pub struct RunArgs {
     #[arg(long, short = 't', value_name = "URL")]
     pub target: Option<String>,
     /// Operations in total, over all clients [default: 100000]
-    #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration")]
+    #[arg(
+        short = 'n',
+        long = "requests",
+        value_name = "N",
+        conflicts_with = "duration"
+    )]
     pub requests: Option<u64>,
     /// Measure for this long instead (e.g. 10, 10s, 500ms, 2m)
     #[arg(long, short = 'd', value_name = "TIME", value_parser = seconds)]
@@ -165,6 +176,9 @@ pub struct VoterArgs {
     /// Whose caller mix: VoltDB's client (skewed, 1% invalid) or the Erlvolt bench (uniform)
     #[arg(long, value_enum, default_value_t = GeneratorArg::Voltdb)]
     pub generator: GeneratorArg,
+    /// Callers come from only this many phone numbers (to make them collide)
+    #[arg(long, value_name = "N")]
+    pub phones: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -262,6 +276,7 @@ impl VoterArgs {
             contestants: self.contestants,
             max_votes: self.max_votes.unwrap_or(default_max),
             generator,
+            phones: self.phones,
         })
     }
 }
@@ -277,9 +292,13 @@ impl HelloArgs {
 /// Parse a time: a number of seconds, or with a unit (ms, s, m, h).
 fn seconds(s: &str) -> Result<f64, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a time (e.g. 10, 10s, 500ms, 2m)"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a time (e.g. 10, 10s, 500ms, 2m)"))?;
     let scale = match unit {
         "" | "s" => 1.0,
         "ms" => 1e-3,
@@ -352,7 +371,10 @@ mod tests {
 
     #[test]
     fn passwords_are_masked() {
-        assert_eq!(mask_password("postgres://bench:bench@127.0.0.1/bench"), "postgres://bench:***@127.0.0.1/bench");
+        assert_eq!(
+            mask_password("postgres://bench:bench@127.0.0.1/bench"),
+            "postgres://bench:***@127.0.0.1/bench"
+        );
         assert_eq!(mask_password("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     }
 }

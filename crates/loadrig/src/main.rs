@@ -79,7 +79,10 @@ fn execute(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Verify(v) => {
             let report = Report::read(&v.report)?;
-            let url = v.target.clone().unwrap_or_else(|| report.spec.target.clone());
+            let url = v
+                .target
+                .clone()
+                .unwrap_or_else(|| report.spec.target.clone());
             let target = plan::open(&report.spec, Some(&url))?;
             runtime(&report.spec)?.block_on(plan::verify(&report, target))
         }
@@ -94,7 +97,10 @@ fn runtime(spec: &RunSpec) -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn print_targets() {
-    println!("{:<8} {:<10} {:<14} about", "target", "schemes", "workloads");
+    println!(
+        "{:<8} {:<10} {:<14} about",
+        "target", "schemes", "workloads"
+    );
     for d in loadrig_targets::TARGETS {
         println!(
             "{:<8} {:<10} {:<14} {}",

@@ -17,20 +17,36 @@ macro_rules! with_bench {
         match (&$spec.workload, $target) {
             #[cfg(feature = "sqlite")]
             (WorkloadSpec::Voter(v), Target::Sqlite(t)) => {
-                let $bench = VoterBench { backend: t, spec: v.clone(), seed };
+                let $bench = VoterBench {
+                    backend: t,
+                    spec: v.clone(),
+                    seed,
+                };
                 $body
             }
             (WorkloadSpec::Voter(v), Target::Null(t)) => {
-                let $bench = VoterBench { backend: t, spec: v.clone(), seed };
+                let $bench = VoterBench {
+                    backend: t,
+                    spec: v.clone(),
+                    seed,
+                };
                 $body
             }
             #[cfg(feature = "sqlite")]
             (WorkloadSpec::Hello(h), Target::Sqlite(t)) => {
-                let $bench = HelloBench { backend: t, spec: h.clone(), seed };
+                let $bench = HelloBench {
+                    backend: t,
+                    spec: h.clone(),
+                    seed,
+                };
                 $body
             }
             (WorkloadSpec::Hello(h), Target::Null(t)) => {
-                let $bench = HelloBench { backend: t, spec: h.clone(), seed };
+                let $bench = HelloBench {
+                    backend: t,
+                    spec: h.clone(),
+                    seed,
+                };
                 $body
             }
         }
@@ -54,12 +70,18 @@ pub fn open(spec: &RunSpec, url: Option<&str>) -> anyhow::Result<Target> {
 }
 
 /// Run the spec against the target; returns the exit code.
-pub async fn run(spec: &RunSpec, target: Target, opts: &crate::run::Options) -> anyhow::Result<i32> {
-    with_bench!(spec, target, |bench| crate::run::drive(bench, spec, opts).await)
+pub async fn run(
+    spec: &RunSpec,
+    target: Target,
+    opts: &crate::run::Options,
+) -> anyhow::Result<i32> {
+    with_bench!(spec, target, |bench| crate::run::drive(bench, spec, opts)
+        .await)
 }
 
 /// Verify a kept database against a report; returns the exit code.
 pub async fn verify(report: &loadrig_report::Report, target: Target) -> anyhow::Result<i32> {
     let spec = &report.spec;
-    with_bench!(spec, target, |bench| crate::verify::check(bench, report).await)
+    with_bench!(spec, target, |bench| crate::verify::check(bench, report)
+        .await)
 }

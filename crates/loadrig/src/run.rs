@@ -103,10 +103,17 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
     }
     let ops = outcome.measured.ops();
     if let Some(max) = spec.max_error_rate {
-        let rate = if ops == 0 { 0.0 } else { outcome.measured.errors() as f64 / ops as f64 };
+        let rate = if ops == 0 {
+            0.0
+        } else {
+            outcome.measured.errors() as f64 / ops as f64
+        };
         if rate > max {
             code = exit::CHECK_FAILED;
-            reasons.push(format!("error rate {:.4} above --max-error-rate {max}", rate));
+            reasons.push(format!(
+                "error rate {:.4} above --max-error-rate {max}",
+                rate
+            ));
         }
     }
     if outcome.interrupted {
@@ -170,7 +177,9 @@ fn check_depth<B: Bench>(bench: &B, spec: &RunSpec) -> Result<(), SpecError> {
     if depth > max {
         return Err(SpecError::new(
             flag,
-            format!("{depth} requests in flight per connection, but this target allows at most {max}"),
+            format!(
+                "{depth} requests in flight per connection, but this target allows at most {max}"
+            ),
         ));
     }
     Ok(())

@@ -33,7 +33,9 @@ impl Histo {
     /// Record one duration. Never fails: values beyond an hour are clamped.
     #[inline]
     pub fn record(&mut self, d: Duration) {
-        let ns = u64::try_from(d.as_nanos()).unwrap_or(MAX_NANOS).min(MAX_NANOS);
+        let ns = u64::try_from(d.as_nanos())
+            .unwrap_or(MAX_NANOS)
+            .min(MAX_NANOS);
         // With auto-resize on and the value clamped, recording cannot fail.
         let _ = self.0.record(ns);
     }

@@ -149,7 +149,8 @@ impl Snapshot {
     /// different sources merge.
     pub fn merge(&mut self, other: &Snapshot) {
         if self.kinds.len() < other.kinds.len() {
-            self.kinds.resize_with(other.kinds.len(), KindStats::default);
+            self.kinds
+                .resize_with(other.kinds.len(), KindStats::default);
         }
         for (a, b) in self.kinds.iter_mut().zip(&other.kinds) {
             a.merge(b);
@@ -188,7 +189,9 @@ mod tests {
 
     /// A tiny deterministic generator, so the test needs no crate.
     fn lcg(state: &mut u64) -> u64 {
-        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         *state >> 33
     }
 

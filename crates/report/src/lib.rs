@@ -12,8 +12,8 @@ use std::io::Write;
 use std::path::Path;
 
 pub use schema::{
-    RunRecord,
-    ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured, Report, Verification, SCHEMA,
+    ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured, Report, RunRecord,
+    Verification, SCHEMA,
 };
 
 /// A report could not be written or read.
@@ -37,12 +37,20 @@ impl Report {
             path: path.display().to_string(),
             source,
         };
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let body = serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
         let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(&body).and_then(|()| f.write_all(b"\n")).map_err(io)?;
+        f.write_all(&body)
+            .and_then(|()| f.write_all(b"\n"))
+            .map_err(io)?;
         f.sync_all().map_err(io)?;
         drop(f);
         std::fs::rename(&tmp, path).map_err(|e| {
@@ -53,7 +61,10 @@ impl Report {
 
     pub fn read(path: &Path) -> Result<Report, ReportError> {
         let p = path.display().to_string();
-        let body = std::fs::read(path).map_err(|source| ReportError::Io { path: p.clone(), source })?;
+        let body = std::fs::read(path).map_err(|source| ReportError::Io {
+            path: p.clone(),
+            source,
+        })?;
         let report: Report = serde_json::from_slice(&body).map_err(|e| ReportError::Format {
             path: p.clone(),
             reason: e.to_string(),

@@ -162,7 +162,11 @@ impl Measured {
         let secs = elapsed.as_secs_f64();
         Measured {
             elapsed_secs: secs,
-            throughput: if secs > 0.0 { s.ok_ops() as f64 / secs } else { 0.0 },
+            throughput: if secs > 0.0 {
+                s.ok_ops() as f64 / secs
+            } else {
+                0.0
+            },
             ops: s.ops(),
             ok: s.ok_ops(),
             errors: s.errors(),
@@ -172,7 +176,11 @@ impl Measured {
                 .enumerate()
                 .map(|(i, k)| KindReport::of(kinds.get(i).copied().unwrap_or("?"), k))
                 .collect(),
-            domains: domains.iter().cloned().zip(s.domains.iter().copied()).collect(),
+            domains: domains
+                .iter()
+                .cloned()
+                .zip(s.domains.iter().copied())
+                .collect(),
             bytes_sent: s.bytes_sent,
             bytes_received: s.bytes_received,
             reconnects: s.reconnects,
@@ -235,8 +243,16 @@ impl ClientUsage {
             cpu_secs: cpu,
             user_secs: u.user.as_secs_f64(),
             system_secs: u.system.as_secs_f64(),
-            cpu_percent: if elapsed.is_zero() { 0.0 } else { 100.0 * cpu / elapsed.as_secs_f64() },
-            cpu_us_per_op: if ops == 0 { 0.0 } else { cpu * 1e6 / ops as f64 },
+            cpu_percent: if elapsed.is_zero() {
+                0.0
+            } else {
+                100.0 * cpu / elapsed.as_secs_f64()
+            },
+            cpu_us_per_op: if ops == 0 {
+                0.0
+            } else {
+                cpu * 1e6 / ops as f64
+            },
             max_rss_bytes: u.max_rss_bytes,
         }
     }

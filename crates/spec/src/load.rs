@@ -67,7 +67,12 @@ impl Shard {
 
     /// Parse `i/N` (0 <= i < N).
     pub fn parse(s: &str) -> Result<Shard, SpecError> {
-        let bad = || SpecError::new("--shard", format!("expected i/N with 0 <= i < N, got '{s}'"));
+        let bad = || {
+            SpecError::new(
+                "--shard",
+                format!("expected i/N with 0 <= i < N, got '{s}'"),
+            )
+        };
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let index: u32 = i.trim().parse().map_err(|_| bad())?;
         let count: u32 = n.trim().parse().map_err(|_| bad())?;

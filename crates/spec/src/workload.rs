@@ -59,6 +59,9 @@ pub struct VoterSpec {
     pub contestants: u8,
     pub max_votes: u32,
     pub generator: VoterGenerator,
+    /// Draw phone numbers from this many distinct numbers only (so the
+    /// same callers collide), instead of the whole North American space.
+    pub phones: Option<u64>,
 }
 
 impl VoterSpec {
@@ -68,6 +71,9 @@ impl VoterSpec {
         }
         if self.max_votes == 0 {
             return Err(SpecError::new("--max-votes", "must be at least 1"));
+        }
+        if self.phones == Some(0) {
+            return Err(SpecError::new("--phones", "must be at least 1"));
         }
         Ok(())
     }

@@ -34,8 +34,14 @@ pub const TARGETS: &[Descriptor] = &[
 
 /// The workloads loadrig knows, whether or not a built-in target runs them.
 pub const WORKLOADS: &[(&str, &str)] = &[
-    ("voter", "VoltDB's Voter: one vote is one server-side transaction with a per-caller limit"),
-    ("hello", "Erlvolt's hello world: the smallest procedure call (select, optional insert)"),
+    (
+        "voter",
+        "VoltDB's Voter: one vote is one server-side transaction with a per-caller limit",
+    ),
+    (
+        "hello",
+        "Erlvolt's hello world: the smallest procedure call (select, optional insert)",
+    ),
 ];
 
 /// An opened target.
@@ -87,14 +93,18 @@ pub enum OpenError {
 
 /// Parse `key=value&...` query parameters.
 pub(crate) fn query_pairs(q: &str) -> impl Iterator<Item = (&str, &str)> {
-    q.split('&').filter(|p| !p.is_empty()).map(|p| p.split_once('=').unwrap_or((p, "")))
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
 }
 
 /// Parse a duration like `250us`, `2ms`, `1s` or a bare number of microseconds.
 pub(crate) fn parse_duration(s: &str) -> Option<std::time::Duration> {
     use std::time::Duration;
     let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let v: f64 = num.parse().ok()?;
     if !(v.is_finite() && v >= 0.0) {

@@ -44,12 +44,20 @@ impl NullTarget {
         let query = rest.split_once('?').map_or("", |(_, q)| q);
         let mut delay = NullDelay::None;
         for (k, v) in query_pairs(query) {
-            let bad = || SpecError::new("--target", format!("null: bad delay '{v}' (e.g. delay=100us or delay=50us-2ms)"));
+            let bad = || {
+                SpecError::new(
+                    "--target",
+                    format!("null: bad delay '{v}' (e.g. delay=100us or delay=50us-2ms)"),
+                )
+            };
             match k {
                 "delay" => {
                     delay = match v.split_once('-') {
                         Some((a, b)) => {
-                            let (a, b) = (parse_duration(a).ok_or_else(bad)?, parse_duration(b).ok_or_else(bad)?);
+                            let (a, b) = (
+                                parse_duration(a).ok_or_else(bad)?,
+                                parse_duration(b).ok_or_else(bad)?,
+                            );
                             if a > b {
                                 return Err(bad());
                             }
@@ -59,7 +67,10 @@ impl NullTarget {
                     }
                 }
                 other => {
-                    return Err(SpecError::new("--target", format!("null: unknown option '{other}' (only delay)")));
+                    return Err(SpecError::new(
+                        "--target",
+                        format!("null: unknown option '{other}' (only delay)"),
+                    ));
                 }
             }
         }
@@ -134,7 +145,10 @@ impl HelloConn for NullConn {
 
     async fn recv(&mut self) -> Reply<()> {
         match self.next().await {
-            Some(tag) => Reply::Done { tag, result: Ok(()) },
+            Some(tag) => Reply::Done {
+                tag,
+                result: Ok(()),
+            },
             None => Reply::Broken(OpError::new(loadrig_metrics::ErrorKind::Protocol)),
         }
     }
@@ -228,7 +242,10 @@ mod tests {
             NullTarget::parse("?delay=50us-1ms").unwrap().delay,
             NullDelay::Uniform(Duration::from_micros(50), Duration::from_millis(1))
         );
-        assert_eq!(NullTarget::parse("?delay=fast").unwrap_err().flag, "--target");
+        assert_eq!(
+            NullTarget::parse("?delay=fast").unwrap_err().flag,
+            "--target"
+        );
         assert!(NullTarget::parse("?delay=2ms-1ms").is_err());
     }
 }

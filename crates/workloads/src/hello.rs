@@ -241,23 +241,33 @@ impl<B: HelloBackend> Bench for HelloBench<B> {
         })
     }
 
-    async fn verify(&mut self, baseline: &serde_json::Value, counted: &Snapshot) -> Result<Verdict, TargetError> {
+    async fn verify(
+        &mut self,
+        baseline: &serde_json::Value,
+        counted: &Snapshot,
+    ) -> Result<Verdict, TargetError> {
         let Some(after) = self.backend.rows().await? else {
             return Ok(Verdict::skipped("the target keeps no data"));
         };
         let before: HelloBaseline = serde_json::from_value(baseline.clone()).unwrap_or_default();
         let inserted = counted.domains.first().copied().unwrap_or(0) as i64;
-        let mismatched = counted
-            .kinds
-            .get(SELECT)
-            .map_or(0, |k| k.errors.get(loadrig_metrics::ErrorKind::Verification)) as i64;
+        let mismatched = counted.kinds.get(SELECT).map_or(0, |k| {
+            k.errors.get(loadrig_metrics::ErrorKind::Verification)
+        }) as i64;
         let checks = vec![
-            Check::new("rows added = inserts acknowledged", inserted, after - before.rows),
+            Check::new(
+                "rows added = inserts acknowledged",
+                inserted,
+                after - before.rows,
+            ),
             Check::new("selects that read a wrong row", 0, mismatched),
         ];
         Ok(Verdict::from_checks(
             checks,
-            format!("{inserted} inserted = +{} rows, every select matched", after - before.rows),
+            format!(
+                "{inserted} inserted = +{} rows, every select matched",
+                after - before.rows
+            ),
         ))
     }
 

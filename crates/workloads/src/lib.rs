@@ -32,7 +32,10 @@ pub enum TargetError {
 /// A connection's answer, generic over the workload's result type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reply<T> {
-    Done { tag: Tag, result: Result<T, OpError> },
+    Done {
+        tag: Tag,
+        result: Result<T, OpError>,
+    },
     /// The connection failed; everything in flight on it is lost.
     Broken(OpError),
 }
@@ -142,7 +145,8 @@ pub trait Bench {
         counted: &Snapshot,
     ) -> impl Future<Output = Result<Verdict, TargetError>>;
     /// The workload's own results (tallies, standings).
-    fn results(&mut self, counted: &Snapshot) -> impl Future<Output = Result<Results, TargetError>>;
+    fn results(&mut self, counted: &Snapshot)
+        -> impl Future<Output = Result<Results, TargetError>>;
     /// Remove the schema and data unless kept.
     fn finish(&mut self, keep: bool) -> impl Future<Output = Result<(), TargetError>>;
 }
@@ -152,7 +156,7 @@ pub fn group(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

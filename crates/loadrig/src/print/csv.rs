@@ -4,7 +4,8 @@
 
 use loadrig_report::{HistSummary, Report};
 
-pub const HEADER: &str = "kind,measure,count,ok,errors,rate_per_sec,min_us,avg_us,p50_us,p90_us,p99_us,p99_9_us,max_us";
+pub const HEADER: &str =
+    "kind,measure,count,ok,errors,rate_per_sec,min_us,avg_us,p50_us,p90_us,p99_us,p99_9_us,max_us";
 
 pub fn rows(r: &Report) -> Vec<String> {
     let mut out = vec![HEADER.to_string()];
@@ -26,9 +27,11 @@ pub fn rows(r: &Report) -> Vec<String> {
 }
 
 fn cells(h: &HistSummary) -> String {
-    [h.min_us, h.mean_us, h.p50_us, h.p90_us, h.p99_us, h.p99_9_us, h.max_us]
-        .iter()
-        .map(|v| format!("{v:.1}"))
-        .collect::<Vec<_>>()
-        .join(",")
+    [
+        h.min_us, h.mean_us, h.p50_us, h.p90_us, h.p99_us, h.p99_9_us, h.max_us,
+    ]
+    .iter()
+    .map(|v| format!("{v:.1}"))
+    .collect::<Vec<_>>()
+    .join(",")
 }

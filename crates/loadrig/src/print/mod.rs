@@ -157,7 +157,11 @@ pub fn header(spec: &RunSpec) -> String {
     let model = match load.pacing {
         Pacing::Steady => "steady".to_string(),
         Pacing::Rate { rate, arrival } => {
-            format!("open loop {}/s {}", group(rate as u64), format!("{arrival:?}").to_lowercase())
+            format!(
+                "open loop {}/s {}",
+                group(rate as u64),
+                format!("{arrival:?}").to_lowercase()
+            )
         }
         Pacing::Burst {
             size,
@@ -212,7 +216,10 @@ pub fn lap_line(l: &LapView<'_>) -> String {
     let total = if l.warmup {
         "warm-up".to_string()
     } else {
-        format!("total {}/s", group(rate(l.total.ok_ops(), l.measured) as u64))
+        format!(
+            "total {}/s",
+            group(rate(l.total.ok_ops(), l.measured) as u64)
+        )
     };
     format!(
         "  at {:>7.3}s  lap {}/s  {total}  ok {}  fail {}  pending {}  avg {avg}  p99 {p99}  max {max}",
@@ -251,7 +258,13 @@ pub fn table(s: &Snapshot, kinds: &[&str], elapsed_secs: f64) -> Vec<String> {
     for (i, k) in s.kinds.iter().enumerate() {
         let name = kinds.get(i).copied().unwrap_or("?");
         for (measure, h) in [("latency", &k.latency), ("service", &k.service)] {
-            let cell = |d: Duration| if h.is_empty() { "-".to_string() } else { dur(d) };
+            let cell = |d: Duration| {
+                if h.is_empty() {
+                    "-".to_string()
+                } else {
+                    dur(d)
+                }
+            };
             lines.push(format!(
                 "{:<name_w$}  {:<8} {:>10} {:>10} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
                 if measure == "latency" { name } else { "" },
@@ -285,8 +298,17 @@ pub fn error_lines(s: &Snapshot, kinds: &[&str]) -> Vec<String> {
             .filter(|e| **e != ErrorKind::Server && k.errors.get(**e) > 0)
             .map(|e| format!("{} {}", e.name(), group(k.errors.get(*e))))
             .collect();
-        parts.extend(k.errors.server_classes.iter().map(|(c, n)| format!("server {c} {}", group(*n))));
-        lines.push(format!("errors: {}: {}", kinds.get(i).copied().unwrap_or("?"), parts.join(", ")));
+        parts.extend(
+            k.errors
+                .server_classes
+                .iter()
+                .map(|(c, n)| format!("server {c} {}", group(*n))),
+        );
+        lines.push(format!(
+            "errors: {}: {}",
+            kinds.get(i).copied().unwrap_or("?"),
+            parts.join(", ")
+        ));
     }
     if s.reconnects > 0 || s.connect_failures > 0 {
         lines.push(format!(
@@ -300,7 +322,11 @@ pub fn error_lines(s: &Snapshot, kinds: &[&str]) -> Vec<String> {
 
 pub fn overall(r: &Report) -> String {
     let m = &r.measured;
-    let fails = if m.ops == 0 { 0.0 } else { 100.0 * m.errors as f64 / m.ops as f64 };
+    let fails = if m.ops == 0 {
+        0.0
+    } else {
+        100.0 * m.errors as f64 / m.ops as f64
+    };
     let interrupted = if r.interrupted { "  INTERRUPTED" } else { "" };
     format!(
         "overall: {}/s  {fails:.2}% fails  {} ops  {:.3}s  client cpu {:.0}% ({} us/op)  peak mem {}{interrupted}",

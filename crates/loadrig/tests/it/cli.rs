@@ -7,7 +7,11 @@ fn one_line_naming(args: &[&str], needle: &str) {
     assert_eq!(r.code, 2, "{}", r.dump());
     let lines: Vec<&str> = r.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "expected one line:\n{}", r.dump());
-    assert!(lines[0].contains(needle), "'{needle}' not named:\n{}", r.dump());
+    assert!(
+        lines[0].contains(needle),
+        "'{needle}' not named:\n{}",
+        r.dump()
+    );
     assert!(r.stdout.is_empty(), "{}", r.dump());
 }
 
@@ -18,23 +22,35 @@ fn unknown_workload() {
 
 #[test]
 fn unknown_target_scheme() {
-    one_line_naming(&["run", "voter", "--target", "ftp://127.0.0.1/x"], "--target");
+    one_line_naming(
+        &["run", "voter", "--target", "ftp://127.0.0.1/x"],
+        "--target",
+    );
 }
 
 #[test]
 fn malformed_target_option() {
-    one_line_naming(&["run", "voter", "--target", "null://?delay=soon"], "--target");
+    one_line_naming(
+        &["run", "voter", "--target", "null://?delay=soon"],
+        "--target",
+    );
 }
 
 #[test]
 fn rate_zero() {
-    one_line_naming(&["run", "voter", "--target", "null", "--rate", "0"], "--rate");
+    one_line_naming(
+        &["run", "voter", "--target", "null", "--rate", "0"],
+        "--rate",
+    );
 }
 
 #[test]
 fn conflicting_flags() {
     one_line_naming(&["run", "voter", "--rate", "10", "--burst", "3"], "--burst");
-    one_line_naming(&["run", "voter", "-n", "10", "--duration", "1"], "--duration");
+    one_line_naming(
+        &["run", "voter", "-n", "10", "--duration", "1"],
+        "--duration",
+    );
 }
 
 #[test]
@@ -53,10 +69,22 @@ fn pipeline_deeper_than_the_target_allows() {
 
 #[test]
 fn unreachable_sqlite_path_exits_3() {
-    let r = loadrig(&["run", "voter", "-n", "10", "--target", "sqlite:///nonexistent/dir/x.db"]);
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "-n",
+        "10",
+        "--target",
+        "sqlite:///nonexistent/dir/x.db",
+    ]);
     assert_eq!(r.code, 3, "{}", r.dump());
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
-    assert!(r.stderr.contains("cannot reach sqlite:///nonexistent/dir/x.db"), "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("cannot reach sqlite:///nonexistent/dir/x.db"),
+        "{}",
+        r.dump()
+    );
 }
 
 #[test]

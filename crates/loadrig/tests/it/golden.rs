@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use crate::common::{json, loadrig};
 
 fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, actual).unwrap();
         return;
@@ -18,7 +20,10 @@ fn golden(name: &str, actual: &str) {
         let mut diff = String::new();
         for (i, (e, a)) in expected.lines().zip(actual.lines()).enumerate() {
             if e != a {
-                diff.push_str(&format!("line {}:\n  expected: {e}\n  actual:   {a}\n", i + 1));
+                diff.push_str(&format!(
+                    "line {}:\n  expected: {e}\n  actual:   {a}\n",
+                    i + 1
+                ));
             }
         }
         let (ne, na) = (expected.lines().count(), actual.lines().count());
@@ -35,7 +40,10 @@ fn mask(text: &str) -> String {
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if c.is_ascii_digit() {
-            while chars.peek().is_some_and(|n| n.is_ascii_digit() || *n == ',' || *n == '.') {
+            while chars
+                .peek()
+                .is_some_and(|n| n.is_ascii_digit() || *n == ',' || *n == '.')
+            {
                 chars.next();
             }
             let mut unit = String::new();
@@ -87,14 +95,34 @@ fn targets_and_workloads_listings() {
 
 #[test]
 fn voter_text_output() {
-    let r = loadrig(&["run", "voter", "--target", "null", "-n", "1000", "--interval", "1h", "--seed", "7"]);
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        "null",
+        "-n",
+        "1000",
+        "--interval",
+        "1h",
+        "--seed",
+        "7",
+    ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     golden("voter-null.txt", &mask(&r.stdout));
 }
 
 #[test]
 fn voter_sqlite_text_output() {
-    let r = loadrig(&["run", "voter", "-n", "2000", "--interval", "1h", "--clients", "4"]);
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "-n",
+        "2000",
+        "--interval",
+        "1h",
+        "--clients",
+        "4",
+    ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     // The temporary database's name differs every run.
     let text = mask(&r.stdout);
@@ -103,7 +131,13 @@ fn voter_sqlite_text_output() {
         .map(|l| {
             if l.starts_with("loadrig ") {
                 l.split_whitespace()
-                    .map(|w| if w.starts_with("sqlite://") { "sqlite://TEMP" } else { w })
+                    .map(|w| {
+                        if w.starts_with("sqlite://") {
+                            "sqlite://TEMP"
+                        } else {
+                            w
+                        }
+                    })
                     .collect::<Vec<_>>()
                     .join(" ")
             } else {
@@ -129,10 +163,25 @@ fn report_json_shape() {
 
 #[test]
 fn csv_output() {
-    let r = loadrig(&["run", "hello", "--target", "null", "-n", "1000", "--insert-ratio", "0.5", "--csv"]);
+    let r = loadrig(&[
+        "run",
+        "hello",
+        "--target",
+        "null",
+        "-n",
+        "1000",
+        "--insert-ratio",
+        "0.5",
+        "--csv",
+    ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(lines.len(), 5, "header and two rows per kind:\n{}", r.stdout);
+    assert_eq!(
+        lines.len(),
+        5,
+        "header and two rows per kind:\n{}",
+        r.stdout
+    );
     for l in &lines {
         assert_eq!(l.split(',').count(), 13, "{l}");
     }

@@ -2,6 +2,8 @@
 //! end, one module per area. Tests that need a server fail loudly when it
 //! is missing and name the script that starts it; none passes by skipping.
 
+#![allow(clippy::unwrap_used)]
+
 mod cli;
 mod common;
 mod golden;

@@ -21,7 +21,9 @@ fn table_row<'a>(stdout: &'a str, kind: &str, measure: &str) -> Vec<&'a str> {
                     return rest.to_vec();
                 }
             }
-            [m, rest @ ..] if (*m == "service" || *m == "latency") && current == kind && *m == measure => {
+            [m, rest @ ..]
+                if (*m == "service" || *m == "latency") && current == kind && *m == measure =>
+            {
                 return rest.to_vec();
             }
             _ => {}
@@ -42,8 +44,18 @@ fn voter_on_sqlite_verifies_and_its_report_reproduces_the_printed_percentiles() 
     let out = dir.path().join("r.json");
     let url = format!("sqlite://{}", db.display());
     let r = loadrig(&[
-        "run", "voter", "-n", "20000", "--clients", "32", "--target", &url, "--out",
-        out.to_str().unwrap(), "--interval", "0.2",
+        "run",
+        "voter",
+        "-n",
+        "20000",
+        "--clients",
+        "32",
+        "--target",
+        &url,
+        "--out",
+        out.to_str().unwrap(),
+        "--interval",
+        "0.2",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("\n  at "), "no lap lines:\n{}", r.dump());
@@ -67,7 +79,11 @@ fn voter_on_sqlite_verifies_and_its_report_reproduces_the_printed_percentiles() 
             dur(h.percentile(99.9)),
             dur(h.max()),
         ];
-        assert_eq!(printed.to_vec(), from_report.iter().map(String::as_str).collect::<Vec<_>>(), "{measure}");
+        assert_eq!(
+            printed.to_vec(),
+            from_report.iter().map(String::as_str).collect::<Vec<_>>(),
+            "{measure}"
+        );
     }
 
     // The tallies agree with the database, contestant by contestant.
@@ -85,8 +101,16 @@ fn voter_on_sqlite_verifies_and_its_report_reproduces_the_printed_percentiles() 
             assert_eq!(db_count(&db, &sql) as u64, *n, "contestant {c}");
         }
     }
-    let invalid = report.measured.domains.iter().find(|(n, _)| n == "invalid").map(|(_, v)| *v);
-    assert!(invalid.unwrap_or(0) > 0, "VoltDB's caller mix has 1% invalid votes");
+    let invalid = report
+        .measured
+        .domains
+        .iter()
+        .find(|(n, _)| n == "invalid")
+        .map(|(_, v)| *v);
+    assert!(
+        invalid.unwrap_or(0) > 0,
+        "VoltDB's caller mix has 1% invalid votes"
+    );
 }
 
 #[test]
@@ -95,7 +119,17 @@ fn a_row_deleted_behind_the_clients_back_fails_verify_with_exit_1() {
     let db = dir.path().join("voter.db");
     let out = dir.path().join("r.json");
     let url = format!("sqlite://{}", db.display());
-    let r = loadrig(&["run", "voter", "-n", "5000", "--target", &url, "--no-verify", "--out", out.to_str().unwrap()]);
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "-n",
+        "5000",
+        "--target",
+        &url,
+        "--no-verify",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("verify ... skipped"), "{}", r.dump());
 
@@ -105,14 +139,22 @@ fn a_row_deleted_behind_the_clients_back_fails_verify_with_exit_1() {
 
     let c = rusqlite::Connection::open(&db).unwrap();
     let deleted = c
-        .execute("DELETE FROM votes WHERE rowid = (SELECT MIN(rowid) FROM votes)", [])
+        .execute(
+            "DELETE FROM votes WHERE rowid = (SELECT MIN(rowid) FROM votes)",
+            [],
+        )
         .unwrap();
     assert_eq!(deleted, 1);
     drop(c);
 
     let bad = loadrig(&["verify", out.to_str().unwrap()]);
     assert_eq!(bad.code, 1, "{}", bad.dump());
-    assert!(bad.stdout.contains("FAILED (rows added = votes accepted: expected"), "{}", bad.dump());
+    assert!(
+        bad.stdout
+            .contains("FAILED (rows added = votes accepted: expected"),
+        "{}",
+        bad.dump()
+    );
 }
 
 #[test]
@@ -120,7 +162,18 @@ fn a_second_run_on_the_same_database_verifies_against_its_own_baseline() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("v.db").display());
     for seed in ["1", "2"] {
-        let r = loadrig(&["run", "voter", "-n", "3000", "--target", &url, "--seed", seed, "--max-votes", "1"]);
+        let r = loadrig(&[
+            "run",
+            "voter",
+            "-n",
+            "3000",
+            "--target",
+            &url,
+            "--seed",
+            seed,
+            "--max-votes",
+            "1",
+        ]);
         assert_eq!(r.code, 0, "{}", r.dump());
         assert!(r.stdout.contains("verify ... ok"), "{}", r.dump());
     }
@@ -130,7 +183,11 @@ fn a_second_run_on_the_same_database_verifies_against_its_own_baseline() {
 fn erlvolt_generator_has_no_invalid_votes() {
     let r = loadrig(&["run", "voter", "-n", "3000", "--generator", "erlvolt"]);
     assert_eq!(r.code, 0, "{}", r.dump());
-    assert!(r.stdout.contains("rejected invalid contestant 0,"), "{}", r.dump());
+    assert!(
+        r.stdout.contains("rejected invalid contestant 0,"),
+        "{}",
+        r.dump()
+    );
 }
 
 #[test]
@@ -146,7 +203,15 @@ fn open_loop_achieves_the_rate() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let r = loadrig(&[
-        "run", "voter", "--target", "null", "--rate", "2000", "--duration", "2", "--out",
+        "run",
+        "voter",
+        "--target",
+        "null",
+        "--rate",
+        "2000",
+        "--duration",
+        "2",
+        "--out",
         out.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
@@ -158,15 +223,42 @@ fn open_loop_achieves_the_rate() {
 
 #[test]
 fn bursts_and_managed_mode_run_end_to_end() {
-    let r = loadrig(&["run", "voter", "--target", "null://?delay=1ms", "--burst", "10", "--limit", "5", "-n", "1000"]);
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        "null://?delay=1ms",
+        "--burst",
+        "10",
+        "--limit",
+        "5",
+        "-n",
+        "1000",
+    ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("bursts of 10"), "{}", r.dump());
     let r = loadrig(&[
-        "run", "voter", "--target", "null://?delay=1ms", "--clients", "1", "--queue", "4", "--slots", "1",
-        "--rate", "20000", "-n", "2000",
+        "run",
+        "voter",
+        "--target",
+        "null://?delay=1ms",
+        "--clients",
+        "1",
+        "--queue",
+        "4",
+        "--slots",
+        "1",
+        "--rate",
+        "20000",
+        "-n",
+        "2000",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
-    assert!(r.stdout.contains("errors: vote: queue_full "), "{}", r.dump());
+    assert!(
+        r.stdout.contains("errors: vote: queue_full "),
+        "{}",
+        r.dump()
+    );
 }
 
 #[test]
@@ -174,14 +266,25 @@ fn ctrl_c_still_writes_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let child = Command::new(BIN)
-        .args(["run", "voter", "--target", "null://?delay=1ms", "--duration", "60", "--out"])
+        .args([
+            "run",
+            "voter",
+            "--target",
+            "null://?delay=1ms",
+            "--duration",
+            "60",
+            "--out",
+        ])
         .arg(&out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let r: Run = child.wait_with_output().unwrap().into();
     assert_eq!(r.code, 1, "{}", r.dump());

@@ -1,7 +1,9 @@
 //! Hello on SQLite: Insert and Select against `helloworld`.
 
 use loadrig_metrics::OpError;
-use loadrig_workloads::hello::{HelloBackend, HelloConn, HelloOp, DIALECTS, INSERTED_HELLO, INSERTED_WORLD};
+use loadrig_workloads::hello::{
+    HelloBackend, HelloConn, HelloOp, DIALECTS, INSERTED_HELLO, INSERTED_WORLD,
+};
 use loadrig_workloads::{Reply, TargetError};
 use rusqlite::{params, Transaction};
 
@@ -19,8 +21,10 @@ CREATE TABLE IF NOT EXISTS helloworld (
 pub(super) fn call(tx: &Transaction<'_>, op: &HelloOp) -> rusqlite::Result<()> {
     match op {
         HelloOp::Insert { dialect } => {
-            tx.prepare_cached("INSERT INTO helloworld (hello, world, dialect) VALUES (?1, ?2, ?3)")?
-                .execute(params![INSERTED_HELLO, INSERTED_WORLD, dialect.as_str()])?;
+            tx.prepare_cached(
+                "INSERT INTO helloworld (hello, world, dialect) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![INSERTED_HELLO, INSERTED_WORLD, dialect.as_str()])?;
             Ok(())
         }
         HelloOp::Select { dialect, expect } => {
@@ -68,7 +72,8 @@ impl HelloBackend for SqliteTarget {
             let tx = c.transaction()?;
             tx.execute_batch(SCHEMA)?;
             {
-                let mut ins = tx.prepare("INSERT OR REPLACE INTO helloworld VALUES (?1, ?2, ?3)")?;
+                let mut ins =
+                    tx.prepare("INSERT OR REPLACE INTO helloworld VALUES (?1, ?2, ?3)")?;
                 for (h, w, d) in DIALECTS {
                     ins.execute(params![h, w, d])?;
                 }
@@ -83,8 +88,11 @@ impl HelloBackend for SqliteTarget {
     }
 
     async fn rows(&self) -> Result<Option<i64>, TargetError> {
-        self.admin(|c| c.query_row("SELECT COUNT(*) FROM helloworld", [], |r| r.get(0)).map(Some))
-            .await
+        self.admin(|c| {
+            c.query_row("SELECT COUNT(*) FROM helloworld", [], |r| r.get(0))
+                .map(Some)
+        })
+        .await
     }
 
     async fn teardown(&self) -> Result<(), TargetError> {

@@ -145,7 +145,9 @@ impl SqliteTarget {
         });
         let gone = || self.failed("the database thread stopped".to_string());
         self.jobs.send(Job::Admin(job)).map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?.map_err(|e| self.failed(e.to_string()))
+        rx.await
+            .map_err(|_| gone())?
+            .map_err(|e| self.failed(e.to_string()))
     }
 
     fn failed(&self, reason: String) -> TargetError {
@@ -179,7 +181,8 @@ impl SqliteTarget {
             self.sync.pragma(),
             match self.sync {
                 Sync::Off => "no fsync: a crash of the machine can lose or corrupt recent commits",
-                Sync::Normal => "commits survive a crash of loadrig, the last ones may be lost in a power cut",
+                Sync::Normal =>
+                    "commits survive a crash of loadrig, the last ones may be lost in a power cut",
                 Sync::Full => "fsync on every commit",
             }
         )
@@ -240,7 +243,10 @@ fn run_batch(conn: &mut Connection, batch: &mut Vec<Job>) {
     })();
     for (i, job) in batch.drain(..).enumerate() {
         let result = match &outcome {
-            Ok(results) => results.get(i).copied().unwrap_or(Err(OpError::server("SQLITE_INTERNAL"))),
+            Ok(results) => results
+                .get(i)
+                .copied()
+                .unwrap_or(Err(OpError::server("SQLITE_INTERNAL"))),
             Err(e) => Err(op_error(clone_err(e))),
         };
         // A client that went away (reconnected, finished) needs no answer.
@@ -279,7 +285,9 @@ fn op_error(e: rusqlite::Error) -> OpError {
             ErrorCode::DatabaseCorrupt => "SQLITE_CORRUPT",
             _ => "SQLITE_ERROR",
         }),
-        rusqlite::Error::QueryReturnedNoRows => OpError::new(loadrig_metrics::ErrorKind::Verification),
+        rusqlite::Error::QueryReturnedNoRows => {
+            OpError::new(loadrig_metrics::ErrorKind::Verification)
+        }
         _ => OpError::server("SQLITE_ERROR"),
     }
 }
@@ -301,7 +309,9 @@ impl<R> SqliteConn<R> {
     fn submit(&mut self, job: Job) {
         if self.jobs.send(job).is_err() {
             // The database thread is gone: make recv report it.
-            let _ = self.tx.send(Reply::Broken(OpError::new(loadrig_metrics::ErrorKind::Io)));
+            let _ = self
+                .tx
+                .send(Reply::Broken(OpError::new(loadrig_metrics::ErrorKind::Io)));
         }
     }
 

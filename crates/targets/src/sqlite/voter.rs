@@ -4,7 +4,9 @@
 
 use loadrig_metrics::OpError;
 use loadrig_spec::CONTESTANT_NAMES;
-use loadrig_workloads::voter::{Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES};
+use loadrig_workloads::voter::{
+    Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
+};
 use loadrig_workloads::{Reply, TargetError};
 use rusqlite::{params, OptionalExtension, Transaction};
 
@@ -58,8 +60,10 @@ pub(super) fn vote(tx: &Transaction<'_>, v: &Vote) -> rusqlite::Result<VoteResul
         })
         .optional()?;
     let state = std::str::from_utf8(&state).unwrap_or("XX");
-    tx.prepare_cached("INSERT INTO votes (phone_number, state, contestant_number) VALUES (?1, ?2, ?3)")?
-        .execute(params![v.phone, state, v.contestant])?;
+    tx.prepare_cached(
+        "INSERT INTO votes (phone_number, state, contestant_number) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![v.phone, state, v.contestant])?;
     Ok(VoteResult::Accepted)
 }
 
@@ -102,10 +106,15 @@ impl VoterBackend for SqliteTarget {
             tx.execute_batch(SCHEMA)?;
             {
                 let mut ins = tx.prepare("INSERT OR IGNORE INTO contestants VALUES (?1, ?2)")?;
-                for (i, name) in CONTESTANT_NAMES.iter().take(usize::from(contestants)).enumerate() {
+                for (i, name) in CONTESTANT_NAMES
+                    .iter()
+                    .take(usize::from(contestants))
+                    .enumerate()
+                {
                     ins.execute(params![i as i64 + 1, name])?;
                 }
-                let mut ins = tx.prepare("INSERT OR IGNORE INTO area_code_state VALUES (?1, ?2)")?;
+                let mut ins =
+                    tx.prepare("INSERT OR IGNORE INTO area_code_state VALUES (?1, ?2)")?;
                 for (code, state) in AREA_CODES {
                     ins.execute(params![code, state])?;
                 }

@@ -19,6 +19,7 @@ pub struct CallGenerator {
     contestants: u32,
     max_votes: i32,
     kind: VoterGenerator,
+    phones: Option<u64>,
     /// Per area code, the contestant its callers favour.
     skew: [u8; AREA_CODES.len()],
 }
@@ -44,6 +45,7 @@ impl CallGenerator {
             contestants: n,
             max_votes: max_votes.min(i32::MAX as u32) as i32,
             kind: spec.generator,
+            phones: spec.phones,
             skew,
         }
     }
@@ -52,7 +54,13 @@ impl CallGenerator {
     #[inline]
     pub fn call(&self, index: u64) -> Vote {
         let mut rng = Rng::for_op(self.seed, index);
-        let area = rng.below(AREA_CODES.len() as u64) as usize;
+        // A small phone space: caller k lives in area k mod 305, number k / 305.
+        let caller = self.phones.map(|n| rng.below(n));
+        let areas = AREA_CODES.len() as u64;
+        let area = match caller {
+            Some(k) => (k % areas) as usize,
+            None => rng.below(areas) as usize,
+        };
         let n = u64::from(self.contestants);
         let contestant = match self.kind {
             VoterGenerator::Voltdb => {
@@ -67,7 +75,11 @@ impl CallGenerator {
             }
             VoterGenerator::Erlvolt => rng.below(n) as i32 + 1,
         };
-        let phone = i64::from(AREA_CODES[area].0) * 10_000_000 + rng.below(10_000_000) as i64;
+        let local = match caller {
+            Some(k) => (k / areas) % 10_000_000,
+            None => rng.below(10_000_000),
+        };
+        let phone = i64::from(AREA_CODES[area].0) * 10_000_000 + local as i64;
         Vote {
             phone,
             contestant,
@@ -85,6 +97,7 @@ mod tests {
             contestants: 6,
             max_votes: 2,
             generator,
+            phones: None,
         }
     }
 
@@ -104,7 +117,9 @@ mod tests {
         let mut invalid = 0;
         for i in 0..100_000 {
             let v = g.call(i);
-            assert!(AREA_CODES.iter().any(|(c, _)| i64::from(*c) == v.phone / 10_000_000));
+            assert!(AREA_CODES
+                .iter()
+                .any(|(c, _)| i64::from(*c) == v.phone / 10_000_000));
             match v.contestant {
                 INVALID_CONTESTANT => invalid += 1,
                 c @ 1..=6 => per[c as usize] += 1,
@@ -113,7 +128,21 @@ mod tests {
         }
         assert!((800..1_200).contains(&invalid), "invalid {invalid}");
         // Contestant 1 is favoured by 30% of the area codes.
-        assert!(per[1] > per[2..].iter().copied().max().unwrap_or(0), "{per:?}");
+        assert!(
+            per[1] > per[2..].iter().copied().max().unwrap_or(0),
+            "{per:?}"
+        );
+    }
+
+    #[test]
+    fn a_small_phone_space_has_that_many_callers() {
+        let mut s = spec(VoterGenerator::Voltdb);
+        s.phones = Some(10);
+        let g = CallGenerator::new(&s, 7);
+        let mut phones: Vec<i64> = (0..1_000).map(|i| g.call(i).phone).collect();
+        phones.sort_unstable();
+        phones.dedup();
+        assert_eq!(phones.len(), 10);
     }
 
     #[test]

@@ -80,7 +80,10 @@ pub trait VoterBackend {
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, TargetError>>;
     /// Server-side counts; `max_votes` is the limit to check phones against.
     /// `None`: the target keeps no data, so there is nothing to verify.
-    fn counts(&self, max_votes: u32) -> impl Future<Output = Result<Option<VoterCounts>, TargetError>>;
+    fn counts(
+        &self,
+        max_votes: u32,
+    ) -> impl Future<Output = Result<Option<VoterCounts>, TargetError>>;
     /// Votes per contestant name, from the server, most first; `None`
     /// when the target keeps no data.
     fn standings(&self) -> impl Future<Output = Result<Option<Vec<(String, i64)>>, TargetError>>;
@@ -172,7 +175,9 @@ pub struct Tallies {
 impl Tallies {
     pub fn from(counted: &Snapshot, contestants: u8) -> Tallies {
         let d = |i: u16| counted.domains.get(usize::from(i)).copied().unwrap_or(0);
-        let per_contestant: Vec<u64> = (0..u16::from(contestants)).map(|c| d(ACCEPTED_BASE + c)).collect();
+        let per_contestant: Vec<u64> = (0..u16::from(contestants))
+            .map(|c| d(ACCEPTED_BASE + c))
+            .collect();
         Tallies {
             accepted: per_contestant.iter().sum(),
             per_contestant,
@@ -225,7 +230,9 @@ impl<B: VoterBackend> Bench for VoterBench<B> {
 
     async fn baseline(&mut self) -> Result<serde_json::Value, TargetError> {
         let c = self.backend.counts(self.spec.max_votes).await?;
-        Ok(c.map_or(serde_json::Value::Null, |c| serde_json::to_value(c).unwrap_or_default()))
+        Ok(c.map_or(serde_json::Value::Null, |c| {
+            serde_json::to_value(c).unwrap_or_default()
+        }))
     }
 
     async fn connect(&self) -> Result<Self::Driver, TargetError> {
@@ -236,12 +243,20 @@ impl<B: VoterBackend> Bench for VoterBench<B> {
         })
     }
 
-    async fn verify(&mut self, baseline: &serde_json::Value, counted: &Snapshot) -> Result<Verdict, TargetError> {
+    async fn verify(
+        &mut self,
+        baseline: &serde_json::Value,
+        counted: &Snapshot,
+    ) -> Result<Verdict, TargetError> {
         let Some(after) = self.backend.counts(self.spec.max_votes).await? else {
             return Ok(Verdict::skipped("the target keeps no data"));
         };
         let before: VoterCounts = serde_json::from_value(baseline.clone()).unwrap_or_default();
-        Ok(verdict(&before, &after, &Tallies::from(counted, self.spec.contestants)))
+        Ok(verdict(
+            &before,
+            &after,
+            &Tallies::from(counted, self.spec.contestants),
+        ))
     }
 
     async fn results(&mut self, counted: &Snapshot) -> Result<Results, TargetError> {
@@ -263,7 +278,11 @@ impl<B: VoterBackend> Bench for VoterBench<B> {
 /// that was not over it before.
 pub fn verdict(before: &VoterCounts, after: &VoterCounts, t: &Tallies) -> Verdict {
     let added = after.votes - before.votes;
-    let mut checks = vec![Check::new("rows added = votes accepted", t.accepted as i64, added)];
+    let mut checks = vec![Check::new(
+        "rows added = votes accepted",
+        t.accepted as i64,
+        added,
+    )];
     for (i, &n) in t.per_contestant.iter().enumerate() {
         let at = |c: &VoterCounts| c.per_contestant.get(i).copied().unwrap_or(0);
         checks.push(Check::new(
@@ -280,7 +299,11 @@ pub fn verdict(before: &VoterCounts, after: &VoterCounts, t: &Tallies) -> Verdic
     let sign = if added >= 0 { "+" } else { "" };
     Verdict::from_checks(
         checks,
-        format!("{} accepted = {sign}{} rows", group(t.accepted), group_i(added)),
+        format!(
+            "{} accepted = {sign}{} rows",
+            group(t.accepted),
+            group_i(added)
+        ),
     )
 }
 
@@ -337,7 +360,12 @@ mod tests {
         after.per_contestant[0] = 6;
         let v = verdict(&before, &after, &t);
         assert_eq!(v.passed, Some(false));
-        assert!(v.summary.contains("rows added = votes accepted: expected 3, found 2"), "{}", v.summary);
+        assert!(
+            v.summary
+                .contains("rows added = votes accepted: expected 3, found 2"),
+            "{}",
+            v.summary
+        );
     }
 
     #[test]
