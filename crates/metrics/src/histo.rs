@@ -3,6 +3,10 @@
 //! It starts small and grows with the largest value seen (HDR auto-resize),
 //! so a worker whose operations take microseconds does not pay for an hour
 //! of range; values are clamped at one hour, which no operation outlives.
+//! The lowest discernible value is 100 ns: below 131 us values are kept to
+//! 64 ns, above to three significant digits. That is finer than the 1 us
+//! the spec asks for, at half the memory of 1 ns steps, which matters with
+//! one histogram pair per kind per worker and hundreds of workers.
 
 use std::time::Duration;
 
@@ -11,6 +15,8 @@ use hdrhistogram::Histogram;
 
 /// The largest value kept: one hour, in nanoseconds.
 pub const MAX_NANOS: u64 = 3_600 * 1_000_000_000;
+/// The lowest discernible value, in nanoseconds.
+const LOWEST: u64 = 100;
 
 /// An HDR histogram of durations (ns, 3 significant digits), mergeable by addition.
 #[derive(Clone, Debug)]
@@ -25,7 +31,8 @@ impl Default for Histo {
 impl Histo {
     pub fn new() -> Self {
         // 3 significant digits; auto-resize grows the range on demand.
-        let mut h = Histogram::new(3).expect("3 significant digits is a valid HDR setting");
+        let mut h = Histogram::new_with_bounds(LOWEST, 2 * LOWEST, 3)
+            .expect("these bounds and 3 significant digits are a valid HDR setting");
         h.auto(true);
         Histo(h)
     }
