@@ -65,6 +65,8 @@ pub(crate) struct Worker<D> {
     next_check: Instant,
     stop: Arc<AtomicBool>,
     stopping: bool,
+    /// `-n`: the run owes an account of every operation, issued or not.
+    counted: bool,
     connected: bool,
     down_since: Option<Instant>,
     backoff: Duration,
@@ -161,6 +163,7 @@ impl<D: Driver> Worker<D> {
             next_check: start,
             stop,
             stopping: false,
+            counted: matches!(load.stop, Stop::Count(_)),
             connected: true,
             down_since: None,
             backoff: Duration::from_millis(50),
@@ -354,7 +357,8 @@ impl<D: Driver> Worker<D> {
     }
 
     /// The target stayed unreachable: what this worker was still to issue
-    /// fails as connect errors, so the counts still add up to `-n`.
+    /// fails as connect errors, so the counts still add up to `-n` (a run
+    /// by duration owes no such account).
     fn give_up(&mut self) {
         let conn = OpError::new(ErrorKind::Connect);
         let waiting: Vec<(Token, usize)> = self
@@ -367,7 +371,7 @@ impl<D: Driver> Worker<D> {
             let kind = self.driver.kind_of(tok.index);
             self.snaps[phase].failed(kind, conn, None);
         }
-        if !self.stopping {
+        if self.counted && !self.stopping {
             let left = self.main.as_ref().unwrap_or(&self.source).remaining();
             if let Some(k) = self.snaps[MEASURED].kinds.first_mut() {
                 k.errors.by_kind[ErrorKind::Connect.index()] += left;

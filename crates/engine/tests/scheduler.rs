@@ -253,3 +253,75 @@ async fn late_operations_beyond_the_bound_are_dropped_and_counted() {
     let slow = k.latency.inner().count_between(60_000_000, u64::MAX);
     assert_eq!(slow, 1);
 }
+
+/// A server that answers until `dies_after` calls, then refuses every
+/// reconnect: the run still ends, and `-n` is accounted for.
+struct Dying {
+    inner: Fifo,
+    calls: u32,
+    dies_after: u32,
+}
+
+impl Driver for Dying {
+    fn kind_of(&self, index: u64) -> usize {
+        self.inner.kind_of(index)
+    }
+
+    fn send(&mut self, index: u64, tag: Tag) -> usize {
+        self.calls += 1;
+        self.inner.send(index, tag)
+    }
+
+    async fn recv(&mut self) -> Event {
+        if self.calls > self.dies_after {
+            self.inner.queue.clear();
+            return Event::Broken(OpError::new(ErrorKind::Io));
+        }
+        self.inner.recv().await
+    }
+
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Err(OpError::new(ErrorKind::Connect))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dying_server_gives_counted_errors_and_the_run_ends() {
+    for stop in [Stop::Count(1_000), Stop::Seconds(30.0)] {
+        let mut cfg = config(load(Pacing::Steady, 2, stop));
+        cfg.timeout = Duration::from_secs(2);
+        let log: Log = Arc::default();
+        let start = Instant::now();
+        let drivers = (0..2)
+            .map(|_| Dying {
+                inner: Fifo::new(Duration::from_millis(1), None, log.clone()),
+                calls: 0,
+                dies_after: 100,
+            })
+            .collect();
+        let out = run(
+            &cfg,
+            drivers,
+            start,
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )
+        .await;
+        let k = &out.measured.kinds[0];
+        assert_eq!(k.ok, 200, "{stop:?}");
+        assert_eq!(
+            k.errors.get(ErrorKind::Io),
+            2,
+            "{stop:?}: the call in flight on each connection"
+        );
+        assert!(out.measured.connect_failures > 0);
+        if let Stop::Count(n) = stop {
+            assert_eq!(k.count(), n, "every operation accounted for");
+        } else {
+            assert!(k.count() < 1_000, "{stop:?}: {}", k.count());
+        }
+        // Gave up after the timeout, well before the 30 s.
+        assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
+    }
+}

@@ -312,3 +312,46 @@ impl Report {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadrig_metrics::OpError;
+
+    #[test]
+    fn a_report_read_back_gives_the_same_percentiles() {
+        let mut s = Snapshot::new(2, 1);
+        let mut x: u64 = 1;
+        for i in 0..20_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let lat = Duration::from_nanos((x >> 40) + 150);
+            if i % 50 == 0 {
+                s.failed(
+                    (i % 2) as usize,
+                    OpError::server("40001"),
+                    Some((lat, lat / 3)),
+                );
+            } else {
+                s.ok((i % 2) as usize, lat, lat / 3, Some(0));
+            }
+        }
+        let kinds = ["a", "b"];
+        let domains = ["d".to_string()];
+        let m = Measured::of(&s, &kinds, &domains, Duration::from_secs(2));
+        let text = serde_json::to_string(&m).unwrap();
+        let back: Measured = serde_json::from_str(&text).unwrap();
+        let snap = back.snapshot().unwrap();
+        assert_eq!(snap.ops(), s.ops());
+        assert_eq!(snap.domains, s.domains);
+        for (a, b) in snap.kinds.iter().zip(&s.kinds) {
+            assert_eq!(a.ok, b.ok);
+            assert_eq!(a.errors.total(), b.errors.total());
+            for p in [0.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+                assert_eq!(a.latency.percentile(p), b.latency.percentile(p), "p{p}");
+                assert_eq!(a.service.percentile(p), b.service.percentile(p), "p{p}");
+            }
+        }
+    }
+}
