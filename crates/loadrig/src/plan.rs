@@ -24,6 +24,24 @@ macro_rules! with_bench {
                 };
                 $body
             }
+            #[cfg(feature = "postgres")]
+            (WorkloadSpec::Voter(v), Target::Postgres(t)) => {
+                let $bench = VoterBench {
+                    backend: t,
+                    spec: v.clone(),
+                    seed,
+                };
+                $body
+            }
+            #[cfg(feature = "mysql")]
+            (WorkloadSpec::Voter(v), Target::Mariadb(t)) => {
+                let $bench = VoterBench {
+                    backend: t,
+                    spec: v.clone(),
+                    seed,
+                };
+                $body
+            }
             (WorkloadSpec::Voter(v), Target::Null(t)) => {
                 let $bench = VoterBench {
                     backend: t,
@@ -34,6 +52,24 @@ macro_rules! with_bench {
             }
             #[cfg(feature = "sqlite")]
             (WorkloadSpec::Hello(h), Target::Sqlite(t)) => {
+                let $bench = HelloBench {
+                    backend: t,
+                    spec: h.clone(),
+                    seed,
+                };
+                $body
+            }
+            #[cfg(feature = "postgres")]
+            (WorkloadSpec::Hello(h), Target::Postgres(t)) => {
+                let $bench = HelloBench {
+                    backend: t,
+                    spec: h.clone(),
+                    seed,
+                };
+                $body
+            }
+            #[cfg(feature = "mysql")]
+            (WorkloadSpec::Hello(h), Target::Mariadb(t)) => {
                 let $bench = HelloBench {
                     backend: t,
                     spec: h.clone(),

@@ -4,14 +4,22 @@
 //! capabilities it can ([`loadrig_workloads::voter::VoterBackend`], ...).
 //! [`Target::open`] turns a `--target` URL into a target.
 
+#[cfg(feature = "mysql")]
+mod mariadb;
 mod null;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
 use loadrig_spec::SpecError;
 use loadrig_workloads::TargetError;
 
+#[cfg(feature = "mysql")]
+pub use mariadb::MariadbTarget;
 pub use null::{NullDelay, NullTarget};
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresTarget;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;
 
@@ -29,6 +37,10 @@ pub struct Descriptor {
 pub const TARGETS: &[Descriptor] = &[
     #[cfg(feature = "sqlite")]
     sqlite::DESCRIPTOR,
+    #[cfg(feature = "postgres")]
+    postgres::DESCRIPTOR,
+    #[cfg(feature = "mysql")]
+    mariadb::DESCRIPTOR,
     null::DESCRIPTOR,
 ];
 
@@ -48,6 +60,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
 pub enum Target {
     #[cfg(feature = "sqlite")]
     Sqlite(SqliteTarget),
+    #[cfg(feature = "postgres")]
+    Postgres(PostgresTarget),
+    #[cfg(feature = "mysql")]
+    Mariadb(MariadbTarget),
     Null(NullTarget),
 }
 
@@ -63,6 +79,16 @@ impl Target {
         match scheme {
             #[cfg(feature = "sqlite")]
             "sqlite" => Ok(Target::Sqlite(SqliteTarget::open(rest)?)),
+            #[cfg(feature = "postgres")]
+            "postgres" | "postgresql" => {
+                let at = ServerUrl::parse("postgres", rest, 5432)?;
+                Ok(Target::Postgres(PostgresTarget::new(at)))
+            }
+            #[cfg(feature = "mysql")]
+            "mysql" | "mariadb" => {
+                let at = ServerUrl::parse(scheme, rest, 3306)?;
+                Ok(Target::Mariadb(MariadbTarget::new(at)))
+            }
             "null" => Ok(Target::Null(NullTarget::parse(rest)?)),
             other => Err(OpenError::Spec(SpecError::new(
                 "--target",
@@ -75,6 +101,10 @@ impl Target {
         match self {
             #[cfg(feature = "sqlite")]
             Target::Sqlite(_) => &sqlite::DESCRIPTOR,
+            #[cfg(feature = "postgres")]
+            Target::Postgres(_) => &postgres::DESCRIPTOR,
+            #[cfg(feature = "mysql")]
+            Target::Mariadb(_) => &mariadb::DESCRIPTOR,
             Target::Null(_) => &null::DESCRIPTOR,
         }
     }
@@ -89,6 +119,133 @@ pub enum OpenError {
     /// Well formed, but the target is not there (exit 3).
     #[error(transparent)]
     Target(#[from] TargetError),
+}
+
+/// Where a database server is, from `scheme://user:pass@host:port/db`.
+/// The password never leaves through [`ServerUrl::label`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+pub(crate) struct ServerUrl {
+    pub scheme: &'static str,
+    pub user: String,
+    pub password: Option<String>,
+    pub host: String,
+    pub port: u16,
+    pub database: String,
+}
+
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+impl ServerUrl {
+    /// Parse what follows `scheme://`. User and database are required (the
+    /// run creates tables in that database); the port defaults per server.
+    pub fn parse(scheme: &str, rest: &str, default_port: u16) -> Result<ServerUrl, SpecError> {
+        let scheme: &'static str = match scheme {
+            "postgres" | "postgresql" => "postgres",
+            _ => "mysql",
+        };
+        let bad = |why: &str| {
+            SpecError::new(
+                "--target",
+                format!("{why} in '{scheme}://{}' (expected {scheme}://USER:PASSWORD@HOST:PORT/DATABASE)", mask(rest)),
+            )
+        };
+        let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no database"))?;
+        if let Some((_, q)) = path.split_once('?') {
+            return Err(bad(&format!("unknown option '{q}'")));
+        }
+        let database = decode(path).ok_or_else(|| bad("bad %-escape"))?;
+        let (userinfo, hostport) = authority.rsplit_once('@').ok_or_else(|| bad("no user"))?;
+        let (user, password) = match userinfo.split_once(':') {
+            Some((u, p)) => (u, Some(decode(p).ok_or_else(|| bad("bad %-escape"))?)),
+            None => (userinfo, None),
+        };
+        let user = decode(user).ok_or_else(|| bad("bad %-escape"))?;
+        let (host, port) =
+            split_host_port(hostport, default_port).ok_or_else(|| bad("bad host or port"))?;
+        if user.is_empty() || database.is_empty() || host.is_empty() {
+            return Err(bad("user, host and database are all needed"));
+        }
+        Ok(ServerUrl {
+            scheme,
+            user,
+            password,
+            host,
+            port,
+            database,
+        })
+    }
+
+    /// The URL for messages and reports: the password masked.
+    pub fn label(&self) -> String {
+        let pass = if self.password.is_some() { ":***" } else { "" };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        format!(
+            "{}://{}{pass}@{host}:{}/{}",
+            self.scheme, self.user, self.port, self.database
+        )
+    }
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port`.
+fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
+    let (host, port) = if let Some(v6) = s.strip_prefix('[') {
+        let (host, after) = v6.split_once(']')?;
+        match after {
+            "" => (host, None),
+            p => (host, Some(p.strip_prefix(':')?)),
+        }
+    } else {
+        match s.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse().ok().filter(|&p| p != 0)?,
+        None => default_port,
+    };
+    Some((host.to_string(), port))
+}
+
+/// Undo %-escapes (a password may hold `@`, `:` or `/` that way).
+fn decode(s: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex = [bytes.next()?, bytes.next()?];
+            out.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `user:secret@host/db` -> `user:***@host/db`, for error messages.
+fn mask(rest: &str) -> String {
+    let end = rest.find('/').unwrap_or(rest.len());
+    match rest[..end].rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}{}", &rest[end..]),
+            None => rest.to_string(),
+        },
+        None => rest.to_string(),
+    }
+}
+
+/// Rows of constants as SQL `(1, 'a'), (2, 'b')`, for loading the Voter's
+/// fixed data in one statement; quotes in text are doubled.
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+pub(crate) fn sql_rows<'a>(rows: impl Iterator<Item = (i64, &'a str)>) -> String {
+    let rows: Vec<String> = rows
+        .map(|(n, s)| format!("({n}, '{}')", s.replace('\'', "''")))
+        .collect();
+    rows.join(", ")
 }
 
 /// Parse `key=value&...` query parameters.
@@ -118,4 +275,44 @@ pub(crate) fn parse_duration(s: &str) -> Option<std::time::Duration> {
         _ => return None,
     };
     Some(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_server_urls() {
+        let u = ServerUrl::parse("postgresql", "bench:p%40ss@127.0.0.1/bench", 5432).unwrap();
+        assert_eq!(u.user, "bench");
+        assert_eq!(u.password.as_deref(), Some("p@ss"));
+        assert_eq!((u.host.as_str(), u.port), ("127.0.0.1", 5432));
+        assert_eq!(u.database, "bench");
+        assert_eq!(u.label(), "postgres://bench:***@127.0.0.1:5432/bench");
+        let u = ServerUrl::parse("mysql", "bench@[::1]:3307/db", 3306).unwrap();
+        assert_eq!((u.host.as_str(), u.port, &u.password), ("::1", 3307, &None));
+        assert_eq!(u.label(), "mysql://bench@[::1]:3307/db");
+    }
+
+    #[test]
+    fn bad_server_urls_name_the_flag_and_hide_the_password() {
+        for rest in [
+            "bench:secret@127.0.0.1",
+            "127.0.0.1/bench",
+            "bench:secret@127.0.0.1:notaport/bench",
+            "bench:secret@127.0.0.1:0/bench",
+            "bench:secret@/bench",
+            "bench:secret@127.0.0.1/bench?sslmode=require",
+        ] {
+            let e = ServerUrl::parse("postgres", rest, 5432).unwrap_err();
+            assert_eq!(e.flag, "--target", "{rest}");
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+    }
+
+    #[test]
+    fn constant_rows_are_quoted() {
+        let rows = sql_rows([(1, "O'Hara"), (2, "AK")].into_iter());
+        assert_eq!(rows, "(1, 'O''Hara'), (2, 'AK')");
+    }
 }

@@ -1,0 +1,164 @@
+//! The Voter on MariaDB: schema and the `voter_vote` procedure from
+//! `sql/mariadb/voter.sql`, fixed data, one prepared CALL per vote, and
+//! the counts and standings the verification reads back.
+
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use loadrig_engine::Tag;
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_spec::CONTESTANT_NAMES;
+use loadrig_workloads::voter::{
+    Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
+};
+use loadrig_workloads::{Reply, TargetError};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Row, Statement};
+
+use super::{failure, int, text, Done, MariadbTarget, MyConn};
+use crate::sql_rows;
+
+const SCHEMA: &str = include_str!("../../sql/mariadb/voter.sql");
+
+/// The engine's one statement: a vote is one round trip, one transaction.
+const CALLS: &[&str] = &["CALL voter_vote(?, ?, ?)"];
+
+const TEARDOWN: &str = "
+DROP PROCEDURE IF EXISTS voter_vote;
+DROP VIEW IF EXISTS v_votes_by_contestant_number_state;
+DROP TABLE IF EXISTS votes, votes_by_phone, contestants, area_code_state;
+";
+
+/// Contestants 1..=n and the area codes, each one statement, idempotent.
+fn fixed_data(contestants: u8) -> String {
+    let names = CONTESTANT_NAMES.iter().take(usize::from(contestants));
+    let contestants = sql_rows(names.enumerate().map(|(i, n)| (i as i64 + 1, *n)));
+    let areas = sql_rows(AREA_CODES.iter().map(|(c, s)| (i64::from(*c), *s)));
+    format!(
+        "INSERT IGNORE INTO contestants (contestant_number, contestant_name) VALUES {contestants};
+         INSERT IGNORE INTO area_code_state (area_code, state) VALUES {areas};"
+    )
+}
+
+/// One vote: the procedure's one-row result set carries the code.
+async fn vote(mut conn: Conn, statements: Arc<[Statement]>, v: Vote, tag: Tag) -> Done<VoteResult> {
+    let Some(statement) = statements.first() else {
+        return (Some(conn), Reply::Broken(OpError::new(ErrorKind::Protocol)));
+    };
+    let params = (v.phone, v.contestant, v.max_votes);
+    match conn.exec_first::<Row, _, _>(statement, params).await {
+        Ok(row) => {
+            let code = row.as_ref().and_then(|r| int(r, 0));
+            let result = code
+                .and_then(VoteResult::from_code)
+                .ok_or(OpError::new(ErrorKind::Protocol));
+            (Some(conn), Reply::Done { tag, result })
+        }
+        Err(e @ mysql_async::Error::Server(_)) => (Some(conn), failure(tag, &e)),
+        Err(e) => (None, failure(tag, &e)),
+    }
+}
+
+impl VoterConn for MyConn<VoteResult> {
+    fn vote(&mut self, v: &Vote, tag: Tag) {
+        let v = *v;
+        self.submit(Box::new(move |conn, statements| {
+            vote(conn, statements, v, tag).boxed()
+        }));
+    }
+
+    async fn recv(&mut self) -> Reply<VoteResult> {
+        self.next().await
+    }
+
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        MyConn::reconnect(self).await
+    }
+}
+
+impl VoterBackend for MariadbTarget {
+    type Conn = MyConn<VoteResult>;
+
+    async fn prepare(&self, contestants: u8) -> Result<(), TargetError> {
+        self.script(SCHEMA).await?;
+        self.script(&fixed_data(contestants)).await
+    }
+
+    async fn connect(&self) -> Result<Self::Conn, TargetError> {
+        self.conn(CALLS).await
+    }
+
+    async fn counts(&self, max_votes: u32) -> Result<Option<VoterCounts>, TargetError> {
+        let totals = self
+            .query_rows(&format!(
+                "SELECT (SELECT COUNT(*) FROM votes),
+                        (SELECT COUNT(*) FROM (SELECT phone_number FROM votes
+                            GROUP BY phone_number HAVING COUNT(*) > {max_votes}) AS over_limit)"
+            ))
+            .await?;
+        let row = totals.first().ok_or_else(|| self.bad_row())?;
+        let (votes, phones_over_limit) =
+            int(row, 0).zip(int(row, 1)).ok_or_else(|| self.bad_row())?;
+        let mut per_contestant = vec![0i64; CONTESTANT_NAMES.len()];
+        let rows = self
+            .query_rows("SELECT contestant_number, COUNT(*) FROM votes GROUP BY contestant_number")
+            .await?;
+        for r in &rows {
+            let (n, count) = int(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row())?;
+            let slot = usize::try_from(n - 1).ok();
+            if let Some(slot) = slot.and_then(|i| per_contestant.get_mut(i)) {
+                *slot = count;
+            }
+        }
+        Ok(Some(VoterCounts {
+            votes,
+            per_contestant,
+            phones_over_limit,
+        }))
+    }
+
+    async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
+        let rows = self
+            .query_rows(
+                "SELECT c.contestant_name, COUNT(v.contestant_number) AS n
+                   FROM contestants c
+                   LEFT JOIN votes v ON v.contestant_number = c.contestant_number
+                  GROUP BY c.contestant_number, c.contestant_name
+                  ORDER BY n DESC, c.contestant_number",
+            )
+            .await?;
+        rows.iter()
+            .map(|r| text(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row()))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    async fn teardown(&self) -> Result<(), TargetError> {
+        self.script(TEARDOWN).await
+    }
+
+    async fn server_version(&self) -> Option<String> {
+        MariadbTarget::server_version(self).await
+    }
+
+    fn durability(&self) -> Option<String> {
+        self.durability.get().cloned()
+    }
+
+    fn max_depth(&self) -> usize {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_data_is_idempotent_sql() {
+        let sql = fixed_data(1);
+        assert!(sql.contains("VALUES (1, 'Edwina Burnam');"));
+        assert!(sql.contains("(202, 'DC')"));
+        assert_eq!(sql.matches("INSERT IGNORE").count(), 2);
+    }
+}

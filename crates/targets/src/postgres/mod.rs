@@ -1,0 +1,288 @@
+//! PostgreSQL over tokio-postgres (no TLS): the connection set-up shared
+//! by the Voter and Hello, how server errors become counted [`OpError`]s,
+//! and [`PgConn`], a connection that keeps many calls in flight.
+//!
+//! tokio-postgres pipelines: every call future that has been polled once
+//! has its request queued on the socket, and the answers come back in
+//! order. [`PgConn`] keeps its calls in a [`FuturesOrdered`] inside the
+//! connection, so the engine may drop a `recv` future (to serve a timer)
+//! without losing a call, and several calls travel together.
+
+mod hello;
+mod voter;
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::stream::{FuturesOrdered, StreamExt};
+use loadrig_engine::Tag;
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_workloads::{Reply, TargetError};
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use crate::{Descriptor, ServerUrl};
+
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: "postgres",
+    schemes: &["postgres", "postgresql"],
+    workloads: &["voter", "hello"],
+    example: "postgres://bench:bench@127.0.0.1:5432/bench",
+    about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
+};
+
+/// The most calls one connection keeps in flight. tokio-postgres has no
+/// limit of its own; this one keeps a runaway `-P` from queueing without bound.
+const MAX_DEPTH: usize = 256;
+
+/// A PostgreSQL server and database. Cheap: it connects per use.
+pub struct PostgresTarget {
+    at: ServerUrl,
+    config: Arc<Config>,
+    /// Read from the server at the first connection; `durability()` is sync.
+    durability: OnceLock<String>,
+}
+
+impl PostgresTarget {
+    pub(crate) fn new(at: ServerUrl) -> PostgresTarget {
+        let mut config = Config::new();
+        config
+            .host(&at.host)
+            .port(at.port)
+            .user(&at.user)
+            .dbname(&at.database)
+            .application_name("loadrig")
+            .connect_timeout(Duration::from_secs(10));
+        if let Some(p) = &at.password {
+            config.password(p);
+        }
+        PostgresTarget {
+            at,
+            config: Arc::new(config),
+            durability: OnceLock::new(),
+        }
+    }
+
+    /// A connection for cold-path work (set-up, counts); failing to open
+    /// one means the server cannot be reached (exit 3).
+    async fn admin(&self) -> Result<Client, TargetError> {
+        let client = open(&self.config)
+            .await
+            .map_err(|e| TargetError::Unreachable {
+                target: self.at.label(),
+                reason: reason(&e),
+            })?;
+        if self.durability.get().is_none() {
+            if let Ok(d) = durability(&client).await {
+                let _ = self.durability.set(d);
+            }
+        }
+        Ok(client)
+    }
+
+    fn failed(&self, e: tokio_postgres::Error) -> TargetError {
+        TargetError::Prepare {
+            target: self.at.label(),
+            reason: reason(&e),
+        }
+    }
+
+    /// One connection for the engine, its statements prepared.
+    async fn conn<R>(&self, sql: &'static [&'static str]) -> Result<PgConn<R>, TargetError> {
+        let (client, statements) =
+            open_prepared(&self.config, sql)
+                .await
+                .map_err(|e| TargetError::Unreachable {
+                    target: self.at.label(),
+                    reason: reason(&e),
+                })?;
+        Ok(PgConn {
+            config: self.config.clone(),
+            sql,
+            client: Arc::new(client),
+            statements,
+            inflight: FuturesOrdered::new(),
+        })
+    }
+
+    async fn server_version(&self) -> Option<String> {
+        let client = self.admin().await.ok()?;
+        let row = client.query_one("SHOW server_version", &[]).await.ok()?;
+        let v: String = row.try_get(0).ok()?;
+        // "15.18 (Debian 15.18-0+deb12u1)": the packager's note is not the version.
+        Some(format!(
+            "PostgreSQL {}",
+            v.split_whitespace().next().unwrap_or(&v)
+        ))
+    }
+
+    /// Run a script of statements (schema, fixed data, teardown) in one round trip.
+    async fn script(&self, sql: &str) -> Result<(), TargetError> {
+        let client = self.admin().await?;
+        client.batch_execute(sql).await.map_err(|e| self.failed(e))
+    }
+}
+
+/// Connect and let a task drive the socket until the client is dropped.
+async fn open(config: &Config) -> Result<Client, tokio_postgres::Error> {
+    let (client, connection) = config.connect(NoTls).await?;
+    tokio::spawn(async move {
+        // The error, if any, reaches the calls in flight as a closed client.
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+async fn open_prepared(
+    config: &Config,
+    sql: &[&str],
+) -> Result<(Client, Vec<Statement>), tokio_postgres::Error> {
+    let client = open(config).await?;
+    let mut statements = Vec::with_capacity(sql.len());
+    for s in sql {
+        statements.push(client.prepare(s).await?);
+    }
+    Ok((client, statements))
+}
+
+/// The server's promise about commits, in a sentence.
+async fn durability(client: &Client) -> Result<String, tokio_postgres::Error> {
+    let row = client
+        .query_one(
+            "SELECT current_setting('synchronous_commit'), current_setting('fsync')",
+            &[],
+        )
+        .await?;
+    let (sync, fsync): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+    let meaning = if fsync == "off" {
+        "no fsync at all: a crash of the machine can lose or corrupt committed data"
+    } else if sync == "off" {
+        "a commit returns before its WAL is flushed: a crash may lose the last commits, never corrupts"
+    } else {
+        "each commit waits for its WAL to be flushed to disk (concurrent commits share a flush)"
+    };
+    Ok(format!(
+        "synchronous_commit={sync}, fsync={fsync}: {meaning}"
+    ))
+}
+
+/// Why a connection could not be opened, in the words a user needs.
+fn reason(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return db.message().to_string();
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+                std::io::ErrorKind::TimedOut => "connection timed out".to_string(),
+                _ => io.to_string(),
+            };
+        }
+        source = s.source();
+    }
+    e.to_string()
+}
+
+/// A failed call: a server error counts under its SQLSTATE; a lost
+/// connection breaks the connection; anything else is a protocol error.
+fn reply_err<R>(tag: Tag, e: &tokio_postgres::Error) -> Reply<R> {
+    if let Some(code) = e.code() {
+        return Reply::Done {
+            tag,
+            result: Err(OpError::server(sqlstate_class(code.code()))),
+        };
+    }
+    let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+    if e.is_closed() || io {
+        return Reply::Broken(OpError::new(ErrorKind::Io));
+    }
+    Reply::Done {
+        tag,
+        result: Err(OpError::new(ErrorKind::Protocol)),
+    }
+}
+
+/// A SQLSTATE as a static class: the codes a benchmark meets by name, the
+/// rest by their two-character class.
+fn sqlstate_class(code: &str) -> &'static str {
+    match code {
+        "40001" => "40001",
+        "40P01" => "40P01",
+        "23505" => "23505",
+        "57014" => "57014",
+        "55P03" => "55P03",
+        "53300" => "53300",
+        "57P01" => "57P01",
+        "25P02" => "25P02",
+        _ => match code.get(..2) {
+            Some("08") => "08",
+            Some("22") => "22",
+            Some("23") => "23",
+            Some("40") => "40",
+            Some("42") => "42",
+            Some("53") => "53",
+            Some("57") => "57",
+            Some("XX") => "XX",
+            _ => "other",
+        },
+    }
+}
+
+/// One connection with its prepared statements and its calls in flight,
+/// answered in order. `R` is the workload's result type.
+pub struct PgConn<R> {
+    config: Arc<Config>,
+    sql: &'static [&'static str],
+    /// Shared with the calls in flight, which own what they use.
+    client: Arc<Client>,
+    statements: Vec<Statement>,
+    inflight: FuturesOrdered<BoxFuture<'static, Reply<R>>>,
+}
+
+impl<R: Send + 'static> PgConn<R> {
+    /// Queue a call; it is sent when `recv` first polls it. One boxed
+    /// future per call: the price of keeping calls alive across `recv`s.
+    fn push(&mut self, call: BoxFuture<'static, Reply<R>>) {
+        self.inflight.push_back(call);
+    }
+
+    fn statement(&self, i: usize) -> Option<Statement> {
+        self.statements.get(i).cloned()
+    }
+
+    async fn next(&mut self) -> Reply<R> {
+        // Cancel safe: a call leaves the queue only with its answer.
+        self.inflight
+            .next()
+            .await
+            .unwrap_or(Reply::Broken(OpError::new(ErrorKind::Protocol)))
+    }
+
+    /// A fresh connection, statements prepared again; calls in flight are lost.
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        self.inflight = FuturesOrdered::new();
+        let (client, statements) = open_prepared(&self.config, self.sql)
+            .await
+            .map_err(|_| OpError::new(ErrorKind::Connect))?;
+        self.client = Arc::new(client);
+        self.statements = statements;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlstates_map_to_static_classes() {
+        assert_eq!(sqlstate_class("40001"), "40001");
+        assert_eq!(sqlstate_class("40P01"), "40P01");
+        assert_eq!(sqlstate_class("08006"), "08");
+        assert_eq!(sqlstate_class("42P01"), "42");
+        assert_eq!(sqlstate_class("P0001"), "other");
+        assert_eq!(sqlstate_class(""), "other");
+    }
+}

@@ -1,0 +1,173 @@
+//! The Voter on PostgreSQL: schema and `voter_vote()` from
+//! `sql/postgres/voter.sql`, fixed data, one prepared call per vote, and
+//! the counts and standings the verification reads back.
+
+use futures_util::FutureExt;
+use loadrig_engine::Tag;
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_spec::CONTESTANT_NAMES;
+use loadrig_workloads::voter::{
+    Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
+};
+use loadrig_workloads::{Reply, TargetError};
+
+use super::{reply_err, PgConn, PostgresTarget};
+use crate::sql_rows;
+
+const SCHEMA: &str = include_str!("../../sql/postgres/voter.sql");
+
+/// The engine's one statement: a vote is one round trip, one transaction.
+const CALLS: &[&str] = &["SELECT voter_vote($1, $2, $3)"];
+
+const TEARDOWN: &str = "
+DROP FUNCTION IF EXISTS voter_vote(BIGINT, INTEGER, INTEGER);
+DROP VIEW IF EXISTS v_votes_by_contestant_number_state;
+DROP TABLE IF EXISTS votes, votes_by_phone, contestants, area_code_state;
+";
+
+/// Contestants 1..=n and the area codes, each one statement, idempotent.
+fn fixed_data(contestants: u8) -> String {
+    let names = CONTESTANT_NAMES.iter().take(usize::from(contestants));
+    let contestants = sql_rows(names.enumerate().map(|(i, n)| (i as i64 + 1, *n)));
+    let areas = sql_rows(AREA_CODES.iter().map(|(c, s)| (i64::from(*c), *s)));
+    format!(
+        "INSERT INTO contestants (contestant_number, contestant_name) VALUES {contestants}
+             ON CONFLICT DO NOTHING;
+         INSERT INTO area_code_state (area_code, state) VALUES {areas}
+             ON CONFLICT DO NOTHING;"
+    )
+}
+
+impl VoterConn for PgConn<VoteResult> {
+    fn vote(&mut self, vote: &Vote, tag: Tag) {
+        let (client, statement, v) = (self.client.clone(), self.statement(0), *vote);
+        self.push(
+            async move {
+                let Some(statement) = statement else {
+                    return Reply::Broken(OpError::new(ErrorKind::Protocol));
+                };
+                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                    [&v.phone, &v.contestant, &v.max_votes];
+                let code = match client.query_one(&statement, &params).await {
+                    Ok(row) => row.try_get::<_, i32>(0),
+                    Err(e) => return reply_err(tag, &e),
+                };
+                let result = match code {
+                    Ok(c) => {
+                        VoteResult::from_code(i64::from(c)).ok_or(OpError::new(ErrorKind::Protocol))
+                    }
+                    Err(_) => Err(OpError::new(ErrorKind::Protocol)),
+                };
+                Reply::Done { tag, result }
+            }
+            .boxed(),
+        );
+    }
+
+    async fn recv(&mut self) -> Reply<VoteResult> {
+        self.next().await
+    }
+
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        PgConn::reconnect(self).await
+    }
+}
+
+impl VoterBackend for PostgresTarget {
+    type Conn = PgConn<VoteResult>;
+
+    async fn prepare(&self, contestants: u8) -> Result<(), TargetError> {
+        self.script(SCHEMA).await?;
+        self.script(&fixed_data(contestants)).await
+    }
+
+    async fn connect(&self) -> Result<Self::Conn, TargetError> {
+        self.conn(CALLS).await
+    }
+
+    async fn counts(&self, max_votes: u32) -> Result<Option<VoterCounts>, TargetError> {
+        let client = self.admin().await?;
+        let totals = format!(
+            "SELECT (SELECT COUNT(*) FROM votes),
+                    (SELECT COUNT(*) FROM (SELECT phone_number FROM votes
+                        GROUP BY phone_number HAVING COUNT(*) > {max_votes}) AS over)"
+        );
+        let row = client
+            .query_one(&totals, &[])
+            .await
+            .map_err(|e| self.failed(e))?;
+        let votes: i64 = row.try_get(0).map_err(|e| self.failed(e))?;
+        let phones_over_limit: i64 = row.try_get(1).map_err(|e| self.failed(e))?;
+        let rows = client
+            .query(
+                "SELECT contestant_number, COUNT(*) FROM votes GROUP BY contestant_number",
+                &[],
+            )
+            .await
+            .map_err(|e| self.failed(e))?;
+        let mut per_contestant = vec![0i64; CONTESTANT_NAMES.len()];
+        for r in rows {
+            let n: i32 = r.try_get(0).map_err(|e| self.failed(e))?;
+            let count: i64 = r.try_get(1).map_err(|e| self.failed(e))?;
+            let slot = usize::try_from(n - 1).ok();
+            if let Some(slot) = slot.and_then(|i| per_contestant.get_mut(i)) {
+                *slot = count;
+            }
+        }
+        Ok(Some(VoterCounts {
+            votes,
+            per_contestant,
+            phones_over_limit,
+        }))
+    }
+
+    async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
+        let client = self.admin().await?;
+        let rows = client
+            .query(
+                "SELECT c.contestant_name, COUNT(v.contestant_number) AS n
+                   FROM contestants c
+                   LEFT JOIN votes v ON v.contestant_number = c.contestant_number
+                  GROUP BY c.contestant_number, c.contestant_name
+                  ORDER BY n DESC, c.contestant_number",
+                &[],
+            )
+            .await
+            .map_err(|e| self.failed(e))?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+            .map(Some)
+            .map_err(|e| self.failed(e))
+    }
+
+    async fn teardown(&self) -> Result<(), TargetError> {
+        self.script(TEARDOWN).await
+    }
+
+    async fn server_version(&self) -> Option<String> {
+        PostgresTarget::server_version(self).await
+    }
+
+    fn durability(&self) -> Option<String> {
+        self.durability.get().cloned()
+    }
+
+    fn max_depth(&self) -> usize {
+        super::MAX_DEPTH
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_data_is_idempotent_sql() {
+        let sql = fixed_data(2);
+        assert!(sql.contains("(1, 'Edwina Burnam'), (2, 'Tabatha Gehling')"));
+        assert!(!sql.contains("Kelly Clauss"));
+        assert!(sql.contains("(907, 'AK')"));
+        assert_eq!(sql.matches("ON CONFLICT DO NOTHING").count(), 2);
+    }
+}
