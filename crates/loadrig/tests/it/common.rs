@@ -44,7 +44,6 @@ pub fn loadrig(args: &[&str]) -> Run {
 }
 
 /// Fail (never skip) when a server the test needs is not listening.
-#[allow(dead_code)] // used by the server modules as they come
 pub fn need_server(name: &str, port: u16) {
     let addr = format!("127.0.0.1:{port}");
     let up = addr

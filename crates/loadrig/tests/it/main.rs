@@ -7,4 +7,5 @@
 mod cli;
 mod common;
 mod golden;
+mod servers;
 mod voter;

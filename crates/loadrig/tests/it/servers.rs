@@ -1,0 +1,187 @@
+//! The Voter and Hello on the real servers on loopback (PostgreSQL and
+//! MariaDB, started by `scripts/services up postgres mariadb`), and the one
+//! line a user gets when a server refuses the login or is not there.
+//!
+//! Runs on one server share the `bench` database's tables (a run's
+//! teardown drops them), so each server has one test that runs its cases
+//! in turn; the two servers' tests may run in parallel.
+
+use std::process::Command;
+
+use crate::common::{json, loadrig, need_server};
+
+/// How to reach one server: the URL, and its command-line client for
+/// checking and cleaning up behind the binary's back.
+struct Server {
+    name: &'static str,
+    port: u16,
+    url: &'static str,
+    scheme: &'static str,
+    product: &'static str,
+    durability: &'static str,
+    bad_password: &'static str,
+    client: fn(&str) -> Command,
+    drop_voter: &'static str,
+}
+
+const POSTGRES: Server = Server {
+    name: "postgres",
+    port: 5432,
+    url: "postgres://bench:bench@127.0.0.1/bench",
+    scheme: "postgres",
+    product: "PostgreSQL 15",
+    durability: "synchronous_commit=",
+    bad_password: "password authentication failed for user",
+    client: psql,
+    drop_voter: "DROP FUNCTION IF EXISTS voter_vote(BIGINT, INTEGER, INTEGER);
+        DROP VIEW IF EXISTS v_votes_by_contestant_number_state;
+        DROP TABLE IF EXISTS votes, votes_by_phone, contestants, area_code_state;",
+};
+
+const MARIADB: Server = Server {
+    name: "mariadb",
+    port: 3306,
+    url: "mysql://bench:bench@127.0.0.1/bench",
+    scheme: "mysql",
+    product: "MariaDB 10.11",
+    durability: "innodb_flush_log_at_trx_commit=",
+    bad_password: "Access denied for user 'bench'",
+    client: mariadb,
+    drop_voter: "DROP PROCEDURE IF EXISTS voter_vote;
+        DROP VIEW IF EXISTS v_votes_by_contestant_number_state;
+        DROP TABLE IF EXISTS votes, votes_by_phone, contestants, area_code_state;",
+};
+
+fn psql(sql: &str) -> Command {
+    let mut c = Command::new("psql");
+    c.args([
+        "-h",
+        "127.0.0.1",
+        "-U",
+        "bench",
+        "-d",
+        "bench",
+        "-v",
+        "ON_ERROR_STOP=1",
+    ])
+    .args(["-At", "-c", sql])
+    .env("PGPASSWORD", "bench");
+    c
+}
+
+fn mariadb(sql: &str) -> Command {
+    let mut c = Command::new("mariadb");
+    c.args([
+        "-h",
+        "127.0.0.1",
+        "-P",
+        "3306",
+        "-u",
+        "bench",
+        "-pbench",
+        "bench",
+    ])
+    .args(["-N", "-B", "-e", sql]);
+    c
+}
+
+impl Server {
+    /// Run SQL through the server's own client; its output, trimmed.
+    fn sql(&self, sql: &str) -> String {
+        let out = (self.client)(sql)
+            .output()
+            .unwrap_or_else(|e| panic!("{}'s command-line client: {e}", self.name));
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The Voter with a small phone space, so the vote limit is hit often
+    /// from 32 clients at once; kept, then checked by the server's own client.
+    fn voter_keeps_the_limit(&self) {
+        self.sql(self.drop_voter);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("voter.json");
+        let r = loadrig(&[
+            "run",
+            "voter",
+            "--target",
+            self.url,
+            "--clients",
+            "32",
+            "--phones",
+            "10",
+            "--max-votes",
+            "2",
+            "-n",
+            "5000",
+            "--keep",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(r.code, 0, "{}", r.dump());
+        assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+        let most: i64 = self
+            .sql("SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM votes GROUP BY phone_number) AS per_phone")
+            .parse()
+            .unwrap();
+        assert!((1..=2).contains(&most), "a phone holds {most} votes");
+        let env = &json(&out)["environment"];
+        let version = env["server_version"].as_str().unwrap_or_default();
+        assert!(version.starts_with(self.product), "{env}");
+        let durability = env["durability"].as_str().unwrap_or_default();
+        assert!(durability.starts_with(self.durability), "{env}");
+        self.sql(self.drop_voter);
+    }
+
+    /// Hello with inserts: every select matches and every insert is a row.
+    fn hello_verifies(&self) {
+        let r = loadrig(&[
+            "run",
+            "hello",
+            "--target",
+            self.url,
+            "--clients",
+            "8",
+            "-n",
+            "3000",
+            "--insert-ratio",
+            "0.2",
+        ]);
+        assert_eq!(r.code, 0, "{}", r.dump());
+        assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    }
+
+    /// Exit 3 and exactly one line on stderr that names the problem.
+    fn refused(&self, url: &str, needle: &str) {
+        let r = loadrig(&["run", "voter", "--target", url, "-n", "10"]);
+        assert_eq!(r.code, 3, "{}", r.dump());
+        assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
+        assert!(r.stderr.contains(needle), "{}", r.dump());
+        assert!(!r.stderr.contains("wrong"), "password shown: {}", r.dump());
+    }
+
+    fn all_cases(&self) {
+        self.voter_keeps_the_limit();
+        self.hello_verifies();
+        let wrong = format!("{}://bench:wrong@127.0.0.1/bench", self.scheme);
+        self.refused(&wrong, self.bad_password);
+        let nobody = format!("{}://bench:wrong@127.0.0.1:1/bench", self.scheme);
+        self.refused(&nobody, "connection refused");
+    }
+}
+
+#[test]
+fn postgres_voter_hello_and_refusals() {
+    need_server(POSTGRES.name, POSTGRES.port);
+    POSTGRES.all_cases();
+}
+
+#[test]
+fn mariadb_voter_hello_and_refusals() {
+    need_server(MARIADB.name, MARIADB.port);
+    MARIADB.all_cases();
+}
