@@ -97,19 +97,24 @@ fn runtime(spec: &RunSpec) -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn print_targets() {
+    let targets = loadrig_targets::TARGETS;
+    let schemes: Vec<String> = targets.iter().map(|d| d.schemes.join(",")).collect();
+    let workloads: Vec<String> = targets.iter().map(|d| d.workloads.join(",")).collect();
+    let w = |col: &[String], title: &str| {
+        col.iter()
+            .map(String::len)
+            .chain([title.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (ws, ww) = (w(&schemes, "schemes"), w(&workloads, "workloads"));
     println!(
-        "{:<8} {:<10} {:<14} about",
+        "{:<8} {:<ws$} {:<ww$} about",
         "target", "schemes", "workloads"
     );
-    for d in loadrig_targets::TARGETS {
-        println!(
-            "{:<8} {:<10} {:<14} {}",
-            d.name,
-            d.schemes.join(","),
-            d.workloads.join(","),
-            d.about
-        );
-        println!("{:<34} e.g. {}", "", d.example);
+    for ((d, s), wl) in targets.iter().zip(&schemes).zip(&workloads) {
+        println!("{:<8} {s:<ws$} {wl:<ww$} {}", d.name, d.about);
+        println!("{:<8} {:<ws$} {:<ww$} e.g. {}", "", "", "", d.example);
     }
 }
 
