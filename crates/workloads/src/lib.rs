@@ -56,6 +56,11 @@ pub struct Check {
     pub name: String,
     pub expected: i64,
     pub actual: i64,
+    /// Writes in doubt: sent, then the connection failed or timed out before
+    /// the answer, so each may or may not have committed. The check holds
+    /// when `expected <= actual <= expected + in_doubt`; 0 means exactly.
+    #[serde(default)]
+    pub in_doubt: i64,
 }
 
 impl Check {
@@ -64,11 +69,26 @@ impl Check {
             name: name.into(),
             expected,
             actual,
+            in_doubt: 0,
         }
     }
 
+    /// The same check, allowing up to `n` writes in doubt.
+    pub fn in_doubt(mut self, n: i64) -> Self {
+        self.in_doubt = n.max(0);
+        self
+    }
+
     pub fn ok(&self) -> bool {
-        self.expected == self.actual
+        (self.expected..=self.expected + self.in_doubt).contains(&self.actual)
+    }
+
+    fn expectation(&self) -> String {
+        if self.in_doubt == 0 {
+            self.expected.to_string()
+        } else {
+            format!("{} to {}", self.expected, self.expected + self.in_doubt)
+        }
     }
 }
 
@@ -78,7 +98,14 @@ impl Verdict {
         let failed: Vec<String> = checks
             .iter()
             .filter(|c| !c.ok())
-            .map(|c| format!("{}: expected {}, found {}", c.name, c.expected, c.actual))
+            .map(|c| {
+                format!(
+                    "{}: expected {}, found {}",
+                    c.name,
+                    c.expectation(),
+                    c.actual
+                )
+            })
             .collect();
         let passed = failed.is_empty();
         let summary = if passed {

@@ -170,6 +170,8 @@ pub struct Tallies {
     pub invalid: u64,
     pub over_limit: u64,
     pub failed: u64,
+    /// Failed after being sent (connection lost, timeout): may have committed.
+    pub in_doubt: u64,
 }
 
 impl Tallies {
@@ -184,6 +186,7 @@ impl Tallies {
             invalid: d(INVALID),
             over_limit: d(OVER_LIMIT),
             failed: counted.errors(),
+            in_doubt: in_doubt(counted),
         }
     }
 }
@@ -274,22 +277,35 @@ impl<B: VoterBackend> Bench for VoterBench<B> {
     }
 }
 
-/// Rows added = accepted, per contestant too, and no phone over the limit
-/// that was not over it before.
+/// Operations that failed after they were sent (io, timeout): the server
+/// may have committed them, so verification allows for them and says so.
+pub fn in_doubt(counted: &Snapshot) -> u64 {
+    use loadrig_metrics::ErrorKind::{Io, Timeout};
+    counted
+        .kinds
+        .iter()
+        .map(|k| k.errors.get(Io) + k.errors.get(Timeout))
+        .sum()
+}
+
+/// Rows added = accepted, per contestant too (exactly, unless votes were
+/// left in doubt by a lost connection), and no phone over the limit that
+/// was not over it before.
 pub fn verdict(before: &VoterCounts, after: &VoterCounts, t: &Tallies) -> Verdict {
     let added = after.votes - before.votes;
-    let mut checks = vec![Check::new(
-        "rows added = votes accepted",
-        t.accepted as i64,
-        added,
-    )];
+    let doubt = t.in_doubt as i64;
+    let mut checks =
+        vec![Check::new("rows added = votes accepted", t.accepted as i64, added).in_doubt(doubt)];
     for (i, &n) in t.per_contestant.iter().enumerate() {
         let at = |c: &VoterCounts| c.per_contestant.get(i).copied().unwrap_or(0);
-        checks.push(Check::new(
-            format!("votes for {} (#{})", CONTESTANT_NAMES[i], i + 1),
-            n as i64,
-            at(after) - at(before),
-        ));
+        checks.push(
+            Check::new(
+                format!("votes for {} (#{})", CONTESTANT_NAMES[i], i + 1),
+                n as i64,
+                at(after) - at(before),
+            )
+            .in_doubt(doubt),
+        );
     }
     checks.push(Check::new(
         "phones over the vote limit",
@@ -297,14 +313,21 @@ pub fn verdict(before: &VoterCounts, after: &VoterCounts, t: &Tallies) -> Verdic
         after.phones_over_limit,
     ));
     let sign = if added >= 0 { "+" } else { "" };
-    Verdict::from_checks(
-        checks,
+    let summary = if doubt == 0 {
         format!(
             "{} accepted = {sign}{} rows",
             group(t.accepted),
             group_i(added)
-        ),
-    )
+        )
+    } else {
+        format!(
+            "{} accepted, {} in doubt after lost connections: {sign}{} rows",
+            group(t.accepted),
+            group(t.in_doubt),
+            group_i(added)
+        )
+    };
+    Verdict::from_checks(checks, summary)
 }
 
 /// The tallies, the standings table and the winner.
@@ -366,6 +389,37 @@ mod tests {
             "{}",
             v.summary
         );
+    }
+
+    #[test]
+    fn votes_in_doubt_may_or_may_not_have_landed() {
+        let before = VoterCounts {
+            votes: 0,
+            per_contestant: vec![0, 0],
+            phones_over_limit: 0,
+        };
+        let t = Tallies {
+            accepted: 3,
+            per_contestant: vec![2, 1],
+            in_doubt: 2,
+            ..Tallies::default()
+        };
+        let counts = |a: i64, b: i64| VoterCounts {
+            votes: a + b,
+            per_contestant: vec![a, b],
+            phones_over_limit: 0,
+        };
+        // Both in-doubt votes landed, or one, or none: all consistent.
+        for (a, b) in [(2, 1), (3, 1), (3, 2), (4, 1)] {
+            let v = verdict(&before, &counts(a, b), &t);
+            assert_eq!(v.passed, Some(true), "{a} {b}: {}", v.summary);
+            assert!(v.summary.contains("2 in doubt"), "{}", v.summary);
+        }
+        // Fewer rows than acknowledged, or more than could be in doubt.
+        for (a, b) in [(1, 1), (4, 2)] {
+            let v = verdict(&before, &counts(a, b), &t);
+            assert_eq!(v.passed, Some(false), "{a} {b}: {}", v.summary);
+        }
     }
 
     #[test]
