@@ -12,7 +12,7 @@ use loadrig_engine::EngineConfig;
 use loadrig_metrics::ProcessUsage;
 use loadrig_report::{Environment, Report, RunRecord, Verification};
 use loadrig_spec::{Dispatch, RunSpec, SpecError};
-use loadrig_workloads::Bench;
+use loadrig_workloads::{Bench, TargetInfo};
 
 use crate::exit;
 use crate::print::{csv, Printer};
@@ -32,7 +32,7 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
     p.header(spec);
 
     p.phase("connect");
-    let server_version = bench.server_version().await;
+    let server_version = bench.target().server_version().await;
     p.phase("prepare");
     bench.prepare().await?;
     // Recorded even with --no-verify, so `loadrig verify REPORT` can check later.
@@ -64,7 +64,7 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
     let started_unix_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let db_cpu_before = bench.embedded_cpu().await;
+    let db_cpu_before = bench.target().embedded_cpu().await;
     let usage_before = ProcessUsage::now();
     let start = tokio::time::Instant::now() + Duration::from_millis(5);
     let outcome = loadrig_engine::run(&cfg, drivers, start, stop, |lap| p.lap(lap)).await;
@@ -72,7 +72,7 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
     p.end_laps();
     // With an embedded database its thread's CPU is the server's, not the
     // client's: take it out, and say so.
-    let db_cpu = match (db_cpu_before, bench.embedded_cpu().await) {
+    let db_cpu = match (db_cpu_before, bench.target().embedded_cpu().await) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
@@ -129,7 +129,7 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
             os: std::env::consts::OS.to_string(),
             target: spec.target.clone(),
             server_version,
-            durability: bench.durability(),
+            durability: bench.target().durability(),
         },
         started_unix_ms,
         kinds: &kinds,
@@ -173,7 +173,7 @@ fn check_depth<B: Bench>(bench: &B, spec: &RunSpec) -> Result<(), SpecError> {
         Dispatch::Direct => (per_conn * load.pipeline as usize, "--pipeline"),
         Dispatch::Managed { slots, .. } => (slots as usize, "--slots"),
     };
-    let max = bench.max_depth();
+    let max = bench.target().max_depth();
     if depth > max {
         return Err(SpecError::new(
             flag,

@@ -11,6 +11,7 @@ use loadrig_metrics::OpError;
 use loadrig_spec::SpecError;
 use loadrig_workloads::hello::{HelloBackend, HelloConn, HelloOp};
 use loadrig_workloads::voter::{Vote, VoteResult, VoterBackend, VoterConn, VoterCounts};
+use loadrig_workloads::TargetInfo;
 use loadrig_workloads::{Reply, TargetError};
 use tokio::time::Instant;
 
@@ -181,18 +182,6 @@ impl VoterBackend for NullTarget {
     async fn teardown(&self) -> Result<(), TargetError> {
         Ok(())
     }
-
-    async fn server_version(&self) -> Option<String> {
-        None
-    }
-
-    fn durability(&self) -> Option<String> {
-        None
-    }
-
-    fn max_depth(&self) -> usize {
-        usize::MAX
-    }
 }
 
 impl HelloBackend for NullTarget {
@@ -213,7 +202,9 @@ impl HelloBackend for NullTarget {
     async fn teardown(&self) -> Result<(), TargetError> {
         Ok(())
     }
+}
 
+impl TargetInfo for NullTarget {
     async fn server_version(&self) -> Option<String> {
         None
     }

@@ -11,7 +11,7 @@ use loadrig_metrics::{OpError, Snapshot};
 use loadrig_spec::HelloSpec;
 use serde::{Deserialize, Serialize};
 
-use crate::{Bench, Check, Reply, Results, TargetError, Verdict};
+use crate::{Bench, Check, Reply, Results, TargetError, TargetInfo, Verdict};
 
 /// (hello, world, dialect) rows preloaded by prepare.
 pub const DIALECTS: [(&str, &str, &str); 5] = [
@@ -106,7 +106,7 @@ pub const INSERTED_HELLO: &str = "Hi";
 pub const INSERTED_WORLD: &str = "Earth";
 
 /// The Hello capability.
-pub trait HelloBackend {
+pub trait HelloBackend: TargetInfo {
     type Conn: HelloConn;
 
     /// Create the table and preload [`DIALECTS`]; idempotent.
@@ -116,13 +116,6 @@ pub trait HelloBackend {
     /// keeps no data.
     fn rows(&self) -> impl Future<Output = Result<Option<i64>, TargetError>>;
     fn teardown(&self) -> impl Future<Output = Result<(), TargetError>>;
-    fn server_version(&self) -> impl Future<Output = Option<String>>;
-    fn durability(&self) -> Option<String>;
-    fn max_depth(&self) -> usize;
-    /// CPU used so far by a database running inside this process.
-    fn embedded_cpu(&self) -> impl Future<Output = Option<std::time::Duration>> {
-        async { None }
-    }
 }
 
 /// One connection that can call Insert and Select. A Select whose row
@@ -196,6 +189,11 @@ pub struct HelloBench<B> {
 
 impl<B: HelloBackend> Bench for HelloBench<B> {
     type Driver = HelloDriver<B::Conn>;
+    type Target = B;
+
+    fn target(&self) -> &B {
+        &self.backend
+    }
 
     fn kinds(&self) -> Vec<&'static str> {
         vec!["select", "insert"]
@@ -203,22 +201,6 @@ impl<B: HelloBackend> Bench for HelloBench<B> {
 
     fn domains(&self) -> Vec<String> {
         vec!["inserted".to_string()]
-    }
-
-    fn max_depth(&self) -> usize {
-        self.backend.max_depth()
-    }
-
-    async fn server_version(&self) -> Option<String> {
-        self.backend.server_version().await
-    }
-
-    fn durability(&self) -> Option<String> {
-        self.backend.durability()
-    }
-
-    async fn embedded_cpu(&self) -> Option<std::time::Duration> {
-        self.backend.embedded_cpu().await
     }
 
     async fn prepare(&mut self) -> Result<(), TargetError> {

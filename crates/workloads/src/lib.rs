@@ -129,6 +129,21 @@ impl Verdict {
     }
 }
 
+/// What a target says about itself, whatever the workload: every
+/// capability trait builds on it, so a target states these facts once.
+pub trait TargetInfo {
+    /// The server's own name and version, where the protocol says it.
+    fn server_version(&self) -> impl Future<Output = Option<String>>;
+    /// What a commit promises on this target (synchronous mode, fsync).
+    fn durability(&self) -> Option<String>;
+    /// The most requests one connection may keep in flight.
+    fn max_depth(&self) -> usize;
+    /// CPU used so far by a database running inside this process.
+    fn embedded_cpu(&self) -> impl Future<Output = Option<std::time::Duration>> {
+        async { None }
+    }
+}
+
 /// A titled table of results for the summary (the Voter's standings).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Results {
@@ -144,20 +159,15 @@ pub struct Results {
 /// every run through this; only [`Bench::Driver`] is on the hot path.
 pub trait Bench {
     type Driver: Driver;
+    type Target: TargetInfo;
+
+    /// The target, for what it says about itself.
+    fn target(&self) -> &Self::Target;
 
     /// Names of the operation kinds, indexed as drivers report them.
     fn kinds(&self) -> Vec<&'static str>;
     /// Names of the domain counters, indexed as drivers report them.
     fn domains(&self) -> Vec<String>;
-    /// The most requests one connection may keep in flight.
-    fn max_depth(&self) -> usize;
-    /// The server's own name and version, where the protocol says it.
-    fn server_version(&self) -> impl Future<Output = Option<String>>;
-    /// What the target promises about durability (synchronous mode, fsync).
-    fn durability(&self) -> Option<String>;
-    /// CPU used so far by a database running inside this process, so the
-    /// client's own CPU can be told apart from it.
-    fn embedded_cpu(&self) -> impl Future<Output = Option<std::time::Duration>>;
 
     /// Create the schema and initial data; idempotent.
     fn prepare(&mut self) -> impl Future<Output = Result<(), TargetError>>;

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_workloads::TargetInfo;
 use loadrig_workloads::{Reply, TargetError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, Statement};
@@ -287,6 +288,20 @@ impl<R: Send + 'static> MyConn<R> {
         self.idle = Some(conn);
         self.statements = statements.into();
         Ok(())
+    }
+}
+
+impl TargetInfo for MariadbTarget {
+    async fn server_version(&self) -> Option<String> {
+        MariadbTarget::server_version(self).await
+    }
+
+    fn durability(&self) -> Option<String> {
+        self.durability.get().cloned()
+    }
+
+    fn max_depth(&self) -> usize {
+        1
     }
 }
 

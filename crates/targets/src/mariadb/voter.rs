@@ -136,18 +136,6 @@ impl VoterBackend for MariadbTarget {
     async fn teardown(&self) -> Result<(), TargetError> {
         self.script(TEARDOWN).await
     }
-
-    async fn server_version(&self) -> Option<String> {
-        MariadbTarget::server_version(self).await
-    }
-
-    fn durability(&self) -> Option<String> {
-        self.durability.get().cloned()
-    }
-
-    fn max_depth(&self) -> usize {
-        1
-    }
 }
 
 #[cfg(test)]

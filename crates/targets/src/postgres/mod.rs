@@ -18,6 +18,7 @@ use futures_util::future::BoxFuture;
 use futures_util::stream::{FuturesOrdered, StreamExt};
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_workloads::TargetInfo;
 use loadrig_workloads::{Reply, TargetError};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
@@ -269,6 +270,20 @@ impl<R: Send + 'static> PgConn<R> {
         self.client = Arc::new(client);
         self.statements = statements;
         Ok(())
+    }
+}
+
+impl TargetInfo for PostgresTarget {
+    async fn server_version(&self) -> Option<String> {
+        PostgresTarget::server_version(self).await
+    }
+
+    fn durability(&self) -> Option<String> {
+        self.durability.get().cloned()
+    }
+
+    fn max_depth(&self) -> usize {
+        MAX_DEPTH
     }
 }
 

@@ -144,18 +144,6 @@ impl VoterBackend for PostgresTarget {
     async fn teardown(&self) -> Result<(), TargetError> {
         self.script(TEARDOWN).await
     }
-
-    async fn server_version(&self) -> Option<String> {
-        PostgresTarget::server_version(self).await
-    }
-
-    fn durability(&self) -> Option<String> {
-        self.durability.get().cloned()
-    }
-
-    fn max_depth(&self) -> usize {
-        super::MAX_DEPTH
-    }
 }
 
 #[cfg(test)]

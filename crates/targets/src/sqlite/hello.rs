@@ -98,20 +98,4 @@ impl HelloBackend for SqliteTarget {
     async fn teardown(&self) -> Result<(), TargetError> {
         Ok(())
     }
-
-    async fn server_version(&self) -> Option<String> {
-        Some(SqliteTarget::version())
-    }
-
-    fn durability(&self) -> Option<String> {
-        Some(SqliteTarget::durability(self))
-    }
-
-    fn max_depth(&self) -> usize {
-        super::MAX_BATCH
-    }
-
-    async fn embedded_cpu(&self) -> Option<std::time::Duration> {
-        self.thread_cpu().await
-    }
 }

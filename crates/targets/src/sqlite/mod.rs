@@ -25,6 +25,7 @@ use loadrig_metrics::OpError;
 use loadrig_spec::SpecError;
 use loadrig_workloads::hello::HelloOp;
 use loadrig_workloads::voter::{Vote, VoteResult};
+use loadrig_workloads::TargetInfo;
 use loadrig_workloads::{Reply, TargetError};
 use rusqlite::{Connection, ErrorCode};
 use tokio::sync::{mpsc as amp, oneshot};
@@ -328,5 +329,23 @@ impl<R> SqliteConn<R> {
         let (tx, rx) = amp::unbounded_channel();
         self.tx = tx;
         self.rx = rx;
+    }
+}
+
+impl TargetInfo for SqliteTarget {
+    async fn server_version(&self) -> Option<String> {
+        Some(SqliteTarget::version())
+    }
+
+    fn durability(&self) -> Option<String> {
+        Some(SqliteTarget::durability(self))
+    }
+
+    fn max_depth(&self) -> usize {
+        MAX_BATCH
+    }
+
+    async fn embedded_cpu(&self) -> Option<std::time::Duration> {
+        self.thread_cpu().await
     }
 }

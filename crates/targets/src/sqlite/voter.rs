@@ -172,20 +172,4 @@ impl VoterBackend for SqliteTarget {
         // user's, and stays.
         Ok(())
     }
-
-    async fn server_version(&self) -> Option<String> {
-        Some(SqliteTarget::version())
-    }
-
-    fn durability(&self) -> Option<String> {
-        Some(SqliteTarget::durability(self))
-    }
-
-    fn max_depth(&self) -> usize {
-        super::MAX_BATCH
-    }
-
-    async fn embedded_cpu(&self) -> Option<std::time::Duration> {
-        self.thread_cpu().await
-    }
 }

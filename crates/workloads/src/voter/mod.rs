@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use area_codes::AREA_CODES;
 pub use generator::CallGenerator;
 
-use crate::{group, group_i, Bench, Check, Reply, Results, TargetError, Verdict};
+use crate::{group, group_i, Bench, Check, Reply, Results, TargetError, TargetInfo, Verdict};
 
 /// One vote as the Vote procedure receives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub struct VoterCounts {
 }
 
 /// The Voter capability: what a target must do to run the Voter.
-pub trait VoterBackend {
+pub trait VoterBackend: TargetInfo {
     type Conn: VoterConn;
 
     /// Create schema and procedures and initialise the contestants and
@@ -88,13 +88,6 @@ pub trait VoterBackend {
     /// when the target keeps no data.
     fn standings(&self) -> impl Future<Output = Result<Option<Vec<(String, i64)>>, TargetError>>;
     fn teardown(&self) -> impl Future<Output = Result<(), TargetError>>;
-    fn server_version(&self) -> impl Future<Output = Option<String>>;
-    fn durability(&self) -> Option<String>;
-    fn max_depth(&self) -> usize;
-    /// CPU used so far by a database running inside this process.
-    fn embedded_cpu(&self) -> impl Future<Output = Option<std::time::Duration>> {
-        async { None }
-    }
 }
 
 /// One connection able to call Vote, possibly many calls in flight.
@@ -200,6 +193,11 @@ pub struct VoterBench<B> {
 
 impl<B: VoterBackend> Bench for VoterBench<B> {
     type Driver = VoterDriver<B::Conn>;
+    type Target = B;
+
+    fn target(&self) -> &B {
+        &self.backend
+    }
 
     fn kinds(&self) -> Vec<&'static str> {
         vec!["vote"]
@@ -209,22 +207,6 @@ impl<B: VoterBackend> Bench for VoterBench<B> {
         let mut d = vec!["invalid".to_string(), "over_limit".to_string()];
         d.extend((1..=self.spec.contestants).map(|c| format!("accepted.{c}")));
         d
-    }
-
-    fn max_depth(&self) -> usize {
-        self.backend.max_depth()
-    }
-
-    async fn server_version(&self) -> Option<String> {
-        self.backend.server_version().await
-    }
-
-    fn durability(&self) -> Option<String> {
-        self.backend.durability()
-    }
-
-    async fn embedded_cpu(&self) -> Option<std::time::Duration> {
-        self.backend.embedded_cpu().await
     }
 
     async fn prepare(&mut self) -> Result<(), TargetError> {
