@@ -8,4 +8,5 @@ mod cli;
 mod common;
 mod golden;
 mod servers;
+mod services;
 mod voter;
