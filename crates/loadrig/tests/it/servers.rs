@@ -22,6 +22,8 @@ struct Server {
     bad_password: &'static str,
     client: fn(&str) -> Command,
     drop_voter: &'static str,
+    /// SQL whose output is SQL that ends every other session of `bench`.
+    kill_sessions: &'static str,
 }
 
 const POSTGRES: Server = Server {
@@ -36,6 +38,8 @@ const POSTGRES: Server = Server {
     drop_voter: "DROP FUNCTION IF EXISTS voter_vote(BIGINT, INTEGER, INTEGER);
         DROP VIEW IF EXISTS v_votes_by_contestant_number_state;
         DROP TABLE IF EXISTS votes, votes_by_phone, contestants, area_code_state;",
+    kill_sessions: "SELECT 'SELECT pg_terminate_backend(' || pid || ');' FROM pg_stat_activity
+        WHERE usename = 'bench' AND pid <> pg_backend_pid()",
 };
 
 const MARIADB: Server = Server {
@@ -50,6 +54,8 @@ const MARIADB: Server = Server {
     drop_voter: "DROP PROCEDURE IF EXISTS voter_vote;
         DROP VIEW IF EXISTS v_votes_by_contestant_number_state;
         DROP TABLE IF EXISTS votes, votes_by_phone, contestants, area_code_state;",
+    kill_sessions: "SELECT CONCAT('KILL ', id, ';') FROM information_schema.processlist
+        WHERE user = 'bench' AND id <> CONNECTION_ID() AND command <> 'Daemon'",
 };
 
 fn psql(sql: &str) -> Command {
@@ -164,8 +170,50 @@ impl Server {
         assert!(!r.stderr.contains("wrong"), "password shown: {}", r.dump());
     }
 
+    /// Every connection killed mid-run: errors are counted, connections
+    /// come back, the run ends with a report and verify still holds,
+    /// allowing for the votes left in doubt.
+    fn survives_killed_connections(&self) {
+        self.sql(self.drop_voter);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("killed.json");
+        let run = {
+            let (url, out) = (self.url.to_string(), out.clone());
+            std::thread::spawn(move || {
+                loadrig(&[
+                    "run",
+                    "voter",
+                    "--target",
+                    &url,
+                    "--clients",
+                    "8",
+                    "-d",
+                    "4",
+                    "--out",
+                    out.to_str().unwrap(),
+                ])
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(2_000));
+        let kills = self.sql(self.kill_sessions);
+        assert!(!kills.is_empty(), "no session of the run to kill");
+        for kill in kills.lines() {
+            // A session may end on its own between the listing and the kill.
+            let _ = (self.client)(kill).output();
+        }
+        let r = run.join().unwrap();
+        assert_eq!(r.code, 0, "{}", r.dump());
+        assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+        assert!(r.stdout.contains("errors: vote: "), "{}", r.dump());
+        let m = &json(&out)["measured"];
+        assert!(m["reconnects"].as_u64().unwrap_or(0) >= 1, "{}", r.dump());
+        assert!(m["ok"].as_u64().unwrap_or(0) > 100, "{}", r.dump());
+        self.sql(self.drop_voter);
+    }
+
     fn all_cases(&self) {
         self.voter_keeps_the_limit();
+        self.survives_killed_connections();
         self.hello_verifies();
         let wrong = format!("{}://bench:wrong@127.0.0.1/bench", self.scheme);
         self.refused(&wrong, self.bad_password);
