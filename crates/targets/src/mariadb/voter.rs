@@ -9,7 +9,7 @@ use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::CONTESTANT_NAMES;
 use loadrig_workloads::voter::{
-    Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
+    sql, Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
 };
 use loadrig_workloads::{Reply, TargetError};
 use mysql_async::prelude::Queryable;
@@ -89,44 +89,19 @@ impl VoterBackend for MariadbTarget {
     }
 
     async fn counts(&self, max_votes: u32) -> Result<Option<VoterCounts>, TargetError> {
-        let totals = self
-            .query_rows(&format!(
-                "SELECT (SELECT COUNT(*) FROM votes),
-                        (SELECT COUNT(*) FROM (SELECT phone_number FROM votes
-                            GROUP BY phone_number HAVING COUNT(*) > {max_votes}) AS over_limit)"
-            ))
-            .await?;
+        let totals = self.query_rows(&sql::totals(max_votes)).await?;
         let row = totals.first().ok_or_else(|| self.bad_row())?;
-        let (votes, phones_over_limit) =
-            int(row, 0).zip(int(row, 1)).ok_or_else(|| self.bad_row())?;
-        let mut per_contestant = vec![0i64; CONTESTANT_NAMES.len()];
-        let rows = self
-            .query_rows("SELECT contestant_number, COUNT(*) FROM votes GROUP BY contestant_number")
-            .await?;
-        for r in &rows {
-            let (n, count) = int(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row())?;
-            let slot = usize::try_from(n - 1).ok();
-            if let Some(slot) = slot.and_then(|i| per_contestant.get_mut(i)) {
-                *slot = count;
-            }
-        }
-        Ok(Some(VoterCounts {
-            votes,
-            per_contestant,
-            phones_over_limit,
-        }))
+        let (votes, over) = int(row, 0).zip(int(row, 1)).ok_or_else(|| self.bad_row())?;
+        let rows = self.query_rows(sql::PER_CONTESTANT).await?;
+        let per = rows
+            .iter()
+            .map(|r| int(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(VoterCounts::from_rows(votes, over, per)))
     }
 
     async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
-        let rows = self
-            .query_rows(
-                "SELECT c.contestant_name, COUNT(v.contestant_number) AS n
-                   FROM contestants c
-                   LEFT JOIN votes v ON v.contestant_number = c.contestant_number
-                  GROUP BY c.contestant_number, c.contestant_name
-                  ORDER BY n DESC, c.contestant_number",
-            )
-            .await?;
+        let rows = self.query_rows(sql::STANDINGS).await?;
         rows.iter()
             .map(|r| text(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row()))
             .collect::<Result<Vec<_>, _>>()

@@ -7,7 +7,7 @@ use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::CONTESTANT_NAMES;
 use loadrig_workloads::voter::{
-    Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
+    sql, Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
 };
 use loadrig_workloads::{Reply, TargetError};
 
@@ -87,51 +87,28 @@ impl VoterBackend for PostgresTarget {
 
     async fn counts(&self, max_votes: u32) -> Result<Option<VoterCounts>, TargetError> {
         let client = self.admin().await?;
-        let totals = format!(
-            "SELECT (SELECT COUNT(*) FROM votes),
-                    (SELECT COUNT(*) FROM (SELECT phone_number FROM votes
-                        GROUP BY phone_number HAVING COUNT(*) > {max_votes}) AS over)"
-        );
         let row = client
-            .query_one(&totals, &[])
+            .query_one(&sql::totals(max_votes), &[])
             .await
             .map_err(|e| self.failed(e))?;
         let votes: i64 = row.try_get(0).map_err(|e| self.failed(e))?;
-        let phones_over_limit: i64 = row.try_get(1).map_err(|e| self.failed(e))?;
+        let over: i64 = row.try_get(1).map_err(|e| self.failed(e))?;
         let rows = client
-            .query(
-                "SELECT contestant_number, COUNT(*) FROM votes GROUP BY contestant_number",
-                &[],
-            )
+            .query(sql::PER_CONTESTANT, &[])
             .await
             .map_err(|e| self.failed(e))?;
-        let mut per_contestant = vec![0i64; CONTESTANT_NAMES.len()];
-        for r in rows {
-            let n: i32 = r.try_get(0).map_err(|e| self.failed(e))?;
-            let count: i64 = r.try_get(1).map_err(|e| self.failed(e))?;
-            let slot = usize::try_from(n - 1).ok();
-            if let Some(slot) = slot.and_then(|i| per_contestant.get_mut(i)) {
-                *slot = count;
-            }
-        }
-        Ok(Some(VoterCounts {
-            votes,
-            per_contestant,
-            phones_over_limit,
-        }))
+        let per = rows
+            .iter()
+            .map(|r| Ok((i64::from(r.try_get::<_, i32>(0)?), r.try_get::<_, i64>(1)?)))
+            .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+            .map_err(|e| self.failed(e))?;
+        Ok(Some(VoterCounts::from_rows(votes, over, per)))
     }
 
     async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
         let client = self.admin().await?;
         let rows = client
-            .query(
-                "SELECT c.contestant_name, COUNT(v.contestant_number) AS n
-                   FROM contestants c
-                   LEFT JOIN votes v ON v.contestant_number = c.contestant_number
-                  GROUP BY c.contestant_number, c.contestant_name
-                  ORDER BY n DESC, c.contestant_number",
-                &[],
-            )
+            .query(sql::STANDINGS, &[])
             .await
             .map_err(|e| self.failed(e))?;
         rows.iter()

@@ -5,7 +5,7 @@
 use loadrig_metrics::OpError;
 use loadrig_spec::CONTESTANT_NAMES;
 use loadrig_workloads::voter::{
-    Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
+    sql, Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
 };
 use loadrig_workloads::{Reply, TargetError};
 use rusqlite::{params, OptionalExtension, Transaction};
@@ -130,37 +130,20 @@ impl VoterBackend for SqliteTarget {
 
     async fn counts(&self, max_votes: u32) -> Result<Option<VoterCounts>, TargetError> {
         self.admin(move |c| {
-            let votes: i64 = c.query_row("SELECT COUNT(*) FROM votes", [], |r| r.get(0))?;
-            let mut per_contestant = vec![0i64; CONTESTANT_NAMES.len()];
-            let mut q = c.prepare("SELECT contestant_number, COUNT(*) FROM votes GROUP BY contestant_number")?;
-            let mut rows = q.query([])?;
-            while let Some(r) = rows.next()? {
-                let (n, count): (i64, i64) = (r.get(0)?, r.get(1)?);
-                if let Some(slot) = usize::try_from(n - 1).ok().and_then(|i| per_contestant.get_mut(i)) {
-                    *slot = count;
-                }
-            }
-            let phones_over_limit: i64 = c.query_row(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM votes GROUP BY phone_number HAVING COUNT(*) > ?1)",
-                [max_votes],
-                |r| r.get(0),
-            )?;
-            Ok(Some(VoterCounts {
-                votes,
-                per_contestant,
-                phones_over_limit,
-            }))
+            let (votes, over) =
+                c.query_row(&sql::totals(max_votes), [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let mut q = c.prepare(sql::PER_CONTESTANT)?;
+            let per = q
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<(i64, i64)>>>()?;
+            Ok(Some(VoterCounts::from_rows(votes, over, per)))
         })
         .await
     }
 
     async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
         self.admin(|c| {
-            let mut q = c.prepare(
-                "SELECT c.contestant_name, COUNT(v.contestant_number) AS n
-                 FROM contestants c LEFT JOIN votes v ON v.contestant_number = c.contestant_number
-                 GROUP BY c.contestant_number ORDER BY n DESC, c.contestant_number",
-            )?;
+            let mut q = c.prepare(sql::STANDINGS)?;
             let rows = q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
             rows.collect::<rusqlite::Result<Vec<_>>>().map(Some)
         })

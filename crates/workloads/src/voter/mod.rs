@@ -70,6 +70,55 @@ pub struct VoterCounts {
     pub phones_over_limit: i64,
 }
 
+impl VoterCounts {
+    /// From the server's totals and its (contestant number, votes) rows;
+    /// contestants outside 1..=12 are not the Voter's and are ignored.
+    pub fn from_rows(
+        votes: i64,
+        phones_over_limit: i64,
+        per: impl IntoIterator<Item = (i64, i64)>,
+    ) -> VoterCounts {
+        let mut per_contestant = vec![0i64; CONTESTANT_NAMES.len()];
+        for (n, count) in per {
+            if let Some(slot) = usize::try_from(n - 1)
+                .ok()
+                .and_then(|i| per_contestant.get_mut(i))
+            {
+                *slot = count;
+            }
+        }
+        VoterCounts {
+            votes,
+            per_contestant,
+            phones_over_limit,
+        }
+    }
+}
+
+/// The Voter's counting queries in plain SQL, the same on every SQL
+/// target, so the figures verification compares are defined once.
+pub mod sql {
+    /// One row: votes in total, and phone numbers holding more than `max_votes`.
+    pub fn totals(max_votes: u32) -> String {
+        format!(
+            "SELECT (SELECT COUNT(*) FROM votes),
+                    (SELECT COUNT(*) FROM (SELECT phone_number FROM votes
+                        GROUP BY phone_number HAVING COUNT(*) > {max_votes}) AS over_limit)"
+        )
+    }
+
+    /// Rows of (contestant number, votes).
+    pub const PER_CONTESTANT: &str =
+        "SELECT contestant_number, COUNT(*) FROM votes GROUP BY contestant_number";
+
+    /// Rows of (contestant name, votes), most first.
+    pub const STANDINGS: &str = "SELECT c.contestant_name, COUNT(v.contestant_number) AS n
+           FROM contestants c
+           LEFT JOIN votes v ON v.contestant_number = c.contestant_number
+          GROUP BY c.contestant_number, c.contestant_name
+          ORDER BY n DESC, c.contestant_number";
+}
+
 /// The Voter capability: what a target must do to run the Voter.
 pub trait VoterBackend: TargetInfo {
     type Conn: VoterConn;
