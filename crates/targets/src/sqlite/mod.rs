@@ -237,18 +237,20 @@ fn run_batch(conn: &mut Connection, batch: &mut Vec<Job>) {
                 Job::Hello { op, .. } => hello::call(&tx, op).map(|()| 0),
                 Job::Admin(_) => Ok(0),
             };
-            results.push(r.map_err(op_error));
+            results.push(r.map_err(|e| op_error(&e)));
         }
         tx.commit()?;
         Ok(results)
     })();
+    // A failed transaction fails every call in it, with one error.
+    let outcome = outcome.map_err(|e| op_error(&e));
     for (i, job) in batch.drain(..).enumerate() {
         let result = match &outcome {
             Ok(results) => results
                 .get(i)
                 .copied()
                 .unwrap_or(Err(OpError::server("SQLITE_INTERNAL"))),
-            Err(e) => Err(op_error(clone_err(e))),
+            Err(e) => Err(*e),
         };
         // A client that went away (reconnected, finished) needs no answer.
         match job {
@@ -267,15 +269,8 @@ fn run_batch(conn: &mut Connection, batch: &mut Vec<Job>) {
     }
 }
 
-fn clone_err(e: &rusqlite::Error) -> rusqlite::Error {
-    match e {
-        rusqlite::Error::SqliteFailure(f, _) => rusqlite::Error::SqliteFailure(*f, None),
-        _ => rusqlite::Error::InvalidQuery,
-    }
-}
-
 /// A failed statement as a counted error with a static class.
-fn op_error(e: rusqlite::Error) -> OpError {
+fn op_error(e: &rusqlite::Error) -> OpError {
     match e {
         rusqlite::Error::SqliteFailure(f, _) => OpError::server(match f.code {
             ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => "SQLITE_BUSY",
