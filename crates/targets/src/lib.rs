@@ -110,6 +110,23 @@ impl Target {
     }
 }
 
+/// Connections a run opens when `--connections` is not given, from the
+/// `--target` URL alone (before anything is opened): `None` means one per
+/// client. Targets whose connections multiplex many calls (VoltDB) open
+/// one per host, as their own clients do.
+pub fn default_connections(url: Option<&str>) -> Option<u32> {
+    let url = url?;
+    let (scheme, rest) = url.split_once("://")?;
+    match scheme {
+        "voltdb" => {
+            let hosts = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+            let hosts = hosts.split(['/', '?']).next().unwrap_or("");
+            Some(hosts.split(',').filter(|h| !h.is_empty()).count().max(1) as u32)
+        }
+        _ => None,
+    }
+}
+
 /// Why `--target` could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
@@ -308,6 +325,20 @@ mod tests {
             assert_eq!(e.flag, "--target", "{rest}");
             assert!(!e.to_string().contains("secret"), "{e}");
         }
+    }
+
+    #[test]
+    fn voltdb_opens_one_connection_per_host() {
+        assert_eq!(
+            default_connections(Some("voltdb://127.0.0.1:21212")),
+            Some(1)
+        );
+        assert_eq!(
+            default_connections(Some("voltdb://u:p@h1:21212,h2,h3:1")),
+            Some(3)
+        );
+        assert_eq!(default_connections(Some("postgres://b@h/db")), None);
+        assert_eq!(default_connections(None), None);
     }
 
     #[test]
