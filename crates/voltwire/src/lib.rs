@@ -52,8 +52,8 @@ pub use login::{
 };
 pub use param::{Param, ParamSet};
 pub use response::{
-    decode_response, encode_response, peek_client_handle, peek_header, Response, ResponseHeader,
-    Status, UNINITIALIZED_APP_STATUS,
+    decode_response, decode_scalar_i64, encode_response, peek_client_handle, peek_header, Response,
+    ResponseHeader, Status, UNINITIALIZED_APP_STATUS,
 };
 pub use table::{Column, VoltTable, DEFAULT_TABLE_STATUS};
 pub use types::{Value, VoltType, DECIMAL_SCALE, NULL_FLOAT};

@@ -13,7 +13,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use crate::frame::{put_bytes, short_count, split_frame, write_frame};
 use crate::reader::Reader;
 use crate::table::{read_table, write_table};
-use crate::{VoltTable, WireError};
+use crate::types::read_cell;
+use crate::{VoltTable, VoltType, WireError};
 
 const HAS_STATUS_STRING: u8 = 1 << 5;
 const HAS_EXCEPTION: u8 = 1 << 6;
@@ -178,6 +179,59 @@ pub fn decode_response(frame: &[u8]) -> Result<Response, WireError> {
         exception,
         tables,
     })
+}
+
+/// Reads the header and the first cell of the first table as an integer,
+/// without allocating: the hot path of procedures that return one number
+/// (a Java procedure's `long` comes back as a one-row, one-column table).
+/// The cell is `None` when there is no table, no row, a NULL, or a column
+/// that is not an integer type.
+pub fn decode_scalar_i64(frame: &[u8]) -> Result<(ResponseHeader, Option<i64>), WireError> {
+    let (_, body) = split_frame(frame)?;
+    let mut r = Reader::new(body);
+    let (h, fields, ..) = read_header(&mut r, |r, what| r.bytes(what).map(|_| ()))?;
+    if fields & HAS_EXCEPTION != 0 {
+        r.bytes("exception")?;
+    }
+    if fields & HAS_HASHES != 0 {
+        let raw = i64::from(r.i16("hash count")?);
+        let n = r.count(raw, 4, "hash count")?;
+        r.take(n.saturating_mul(4), "hashes")?;
+    }
+    if r.i16("table count")? < 1 {
+        return Ok((h, None));
+    }
+    Ok((h, first_cell_i64(&mut r)?))
+}
+
+/// The first cell of the table at `r`, when it is an integer.
+fn first_cell_i64(r: &mut Reader<'_>) -> Result<Option<i64>, WireError> {
+    let total = usize::try_from(r.i32("table length")?).map_err(|_| WireError::BadLength {
+        what: "table length",
+        value: -1,
+    })?;
+    let mut t = Reader::new(r.take(total, "table")?);
+    let meta_len =
+        usize::try_from(t.i32("table metadata length")?).map_err(|_| WireError::BadLength {
+            what: "table metadata length",
+            value: -1,
+        })?;
+    let mut meta = Reader::new(t.take(meta_len, "table metadata")?);
+    meta.i8("table status")?;
+    if meta.i16("column count")? < 1 {
+        return Ok(None);
+    }
+    let ty = VoltType::from_code(meta.i8("column type")?)?;
+    if t.i32("row count")? < 1 {
+        return Ok(None);
+    }
+    t.i32("row length")?;
+    match ty {
+        VoltType::TinyInt | VoltType::SmallInt | VoltType::Integer | VoltType::BigInt => {
+            Ok(read_cell(&mut t, ty)?.as_i64())
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Reads handle through round-trip time, also returning the fields-present

@@ -6,8 +6,8 @@ mod common;
 use bytes::{Bytes, BytesMut};
 use common::{cat, framed, hex, lp};
 use loadrig_voltwire::{
-    decode_response, encode_response, frame_len, peek_client_handle, peek_header, Column, Response,
-    ResponseHeader, Status, Value, VoltTable, VoltType, WireError,
+    decode_response, decode_scalar_i64, encode_response, frame_len, peek_client_handle,
+    peek_header, Column, Response, ResponseHeader, Status, Value, VoltTable, VoltType, WireError,
 };
 
 /// Success response: one table, columns (ID BIGINT, NAME STRING), rows
@@ -232,4 +232,38 @@ fn response_truncated_everywhere() {
         decode_response(&short),
         Err(WireError::Truncated { .. })
     ));
+}
+
+#[test]
+fn scalar_path_reads_the_first_integer_cell() {
+    let frame = success_frame();
+    let (h, v) = decode_scalar_i64(&frame).unwrap();
+    assert_eq!(
+        (h.client_handle, h.status, v),
+        (42, Status::Success, Some(1))
+    );
+    for n in 0..frame.len() {
+        assert!(decode_scalar_i64(&frame[..n]).is_err());
+    }
+    // What a Java procedure returning `long` sends: one row, one BIGINT.
+    let one = VoltTable::new(
+        vec![Column {
+            name: String::new(),
+            ty: VoltType::BigInt,
+        }],
+        vec![vec![Value::BigInt(2)]],
+    )
+    .unwrap();
+    let mut buf = BytesMut::new();
+    let mut r = decode_response(&frame).unwrap();
+    r.tables = vec![one];
+    r.client_handle = 7;
+    encode_response(&mut buf, &r).unwrap();
+    let (h, v) = decode_scalar_i64(&buf).unwrap();
+    assert_eq!((h.client_handle, v), (7, Some(2)));
+    // No table, or a string column: no number, no error.
+    r.tables.clear();
+    buf.clear();
+    encode_response(&mut buf, &r).unwrap();
+    assert_eq!(decode_scalar_i64(&buf).unwrap().1, None);
 }

@@ -158,6 +158,7 @@ fn fix_prefix(buf: &mut [u8]) {
 fn exercise(buf: &[u8]) {
     let _ = frame_len(buf);
     let _ = decode_response(buf);
+    let _ = loadrig_voltwire::decode_scalar_i64(buf);
     let _ = decode_login_response(buf);
     let _ = decode_invocation(buf);
     let _ = peek_header(buf);
