@@ -194,8 +194,15 @@ const DEFAULT_SLOTS: u32 = 100;
 pub const DEFAULT_REQUESTS: u64 = 100_000;
 
 impl RunArgs {
-    /// Check the flags together and build the run spec.
-    pub fn spec(&self, workload: WorkloadSpec) -> Result<RunSpec, SpecError> {
+    /// Check the flags together and build the run spec. `default_connections`
+    /// is what the target asks for when `--connections` is not given
+    /// (`loadrig_targets::default_connections`; `None`: one per client);
+    /// never more connections than clients.
+    pub fn spec(
+        &self,
+        workload: WorkloadSpec,
+        default_connections: Option<u32>,
+    ) -> Result<RunSpec, SpecError> {
         let pacing = match (self.rate, self.burst) {
             (Some(rate), _) => Pacing::Rate {
                 rate,
@@ -238,7 +245,9 @@ impl RunArgs {
             target: mask_password(self.target.as_deref().unwrap_or("sqlite://")),
             load: LoadSpec {
                 clients: self.clients,
-                connections: self.connections.unwrap_or(self.clients),
+                connections: self.connections.unwrap_or_else(|| {
+                    default_connections.map_or(self.clients, |n| n.min(self.clients))
+                }),
                 pipeline: self.pipeline,
                 pacing,
                 dispatch,
@@ -337,7 +346,10 @@ mod tests {
         match cli.command {
             Command::Run {
                 workload: Workload::Voter { run, voter },
-            } => run.spec(voter.spec()).map_err(|e| e.to_string()),
+            } => {
+                let conns = loadrig_targets::default_connections(run.target.as_deref());
+                run.spec(voter.spec(), conns).map_err(|e| e.to_string())
+            }
             _ => Err("not voter".into()),
         }
     }
@@ -349,6 +361,18 @@ mod tests {
         assert_eq!(s.load.stop, Stop::Count(DEFAULT_REQUESTS));
         assert_eq!(s.load.connections, s.load.clients);
         assert!(s.verify);
+    }
+
+    #[test]
+    fn connections_default_from_the_target_never_above_clients() {
+        let s = parse(&["--target", "voltdb://h1,h2,h3", "--clients", "8"]).unwrap();
+        assert_eq!(s.load.connections, 3);
+        let s = parse(&["--target", "voltdb://h1,h2,h3", "--clients", "2"]).unwrap();
+        assert_eq!(s.load.connections, 2);
+        let s = parse(&["--target", "voltdb://h1,h2", "--connections", "4"]).unwrap();
+        assert_eq!(s.load.connections, 4);
+        let s = parse(&["--target", "null://", "--clients", "5"]).unwrap();
+        assert_eq!(s.load.connections, 5);
     }
 
     #[test]

@@ -68,7 +68,8 @@ fn execute(cli: Cli) -> anyhow::Result<i32> {
                 Workload::Voter { run, voter } => (run, voter.spec()),
                 Workload::Hello { run, hello } => (run, hello.spec()),
             };
-            let spec = args.spec(workload)?;
+            let conns = loadrig_targets::default_connections(args.target.as_deref());
+            let spec = args.spec(workload, conns)?;
             let opts = run::Options {
                 quiet: args.quiet,
                 csv: args.csv,
