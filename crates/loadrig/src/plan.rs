@@ -42,6 +42,15 @@ macro_rules! with_bench {
                 };
                 $body
             }
+            #[cfg(feature = "voltdb")]
+            (WorkloadSpec::Voter(v), Target::Voltdb(t)) => {
+                let $bench = VoterBench {
+                    backend: t,
+                    spec: v.clone(),
+                    seed,
+                };
+                $body
+            }
             (WorkloadSpec::Voter(v), Target::Null(t)) => {
                 let $bench = VoterBench {
                     backend: t,
@@ -70,6 +79,15 @@ macro_rules! with_bench {
             }
             #[cfg(feature = "mysql")]
             (WorkloadSpec::Hello(h), Target::Mariadb(t)) => {
+                let $bench = HelloBench {
+                    backend: t,
+                    spec: h.clone(),
+                    seed,
+                };
+                $body
+            }
+            #[cfg(feature = "voltdb")]
+            (WorkloadSpec::Hello(h), Target::Voltdb(t)) => {
                 let $bench = HelloBench {
                     backend: t,
                     spec: h.clone(),

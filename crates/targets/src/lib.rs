@@ -11,6 +11,8 @@ mod null;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "voltdb")]
+mod voltdb;
 
 use loadrig_spec::SpecError;
 use loadrig_workloads::TargetError;
@@ -22,6 +24,8 @@ pub use null::{NullDelay, NullTarget};
 pub use postgres::PostgresTarget;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;
+#[cfg(feature = "voltdb")]
+pub use voltdb::VoltTarget;
 
 /// What `loadrig targets` lists: a target's name, URL schemes and workloads.
 #[derive(Debug, Clone, Copy)]
@@ -41,6 +45,8 @@ pub const TARGETS: &[Descriptor] = &[
     postgres::DESCRIPTOR,
     #[cfg(feature = "mysql")]
     mariadb::DESCRIPTOR,
+    #[cfg(feature = "voltdb")]
+    voltdb::DESCRIPTOR,
     null::DESCRIPTOR,
 ];
 
@@ -64,6 +70,8 @@ pub enum Target {
     Postgres(PostgresTarget),
     #[cfg(feature = "mysql")]
     Mariadb(MariadbTarget),
+    #[cfg(feature = "voltdb")]
+    Voltdb(VoltTarget),
     Null(NullTarget),
 }
 
@@ -89,6 +97,10 @@ impl Target {
                 let at = ServerUrl::parse(scheme, rest, 3306)?;
                 Ok(Target::Mariadb(MariadbTarget::new(at)))
             }
+            #[cfg(feature = "voltdb")]
+            "voltdb" => Ok(Target::Voltdb(VoltTarget::new(voltdb::VoltUrl::parse(
+                rest,
+            )?))),
             "null" => Ok(Target::Null(NullTarget::parse(rest)?)),
             other => Err(OpenError::Spec(SpecError::new(
                 "--target",
@@ -105,6 +117,8 @@ impl Target {
             Target::Postgres(_) => &postgres::DESCRIPTOR,
             #[cfg(feature = "mysql")]
             Target::Mariadb(_) => &mariadb::DESCRIPTOR,
+            #[cfg(feature = "voltdb")]
+            Target::Voltdb(_) => &voltdb::DESCRIPTOR,
             Target::Null(_) => &null::DESCRIPTOR,
         }
     }

@@ -1,0 +1,620 @@
+//! VoltDB over its native client wire protocol (`loadrig-voltwire` for the
+//! bytes, tokio for the sockets): logins, many invocations in flight on
+//! one connection matched by client handle, several hosts.
+//!
+//! [`VoltConn`] is one engine connection. `send` encodes an invocation
+//! into a write buffer; `recv` hands back any whole response already
+//! buffered, else flushes what was queued and waits for the socket. Both
+//! buffers live in the connection and the socket calls are `try_*` after
+//! readiness, so dropping a `recv` (the engine serves a timer) loses
+//! nothing. The client handle is the engine's tag.
+//!
+//! Connections are dealt over the hosts of the URL round robin; the
+//! engine's per-connection callers and managed queue give direct and
+//! managed dispatch.
+
+mod hello;
+mod procs;
+mod voter;
+
+use std::io;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use loadrig_engine::Tag;
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_spec::SpecError;
+use loadrig_voltwire as vw;
+use loadrig_workloads::{Reply, TargetError, TargetInfo};
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+use crate::{split_host_port, Descriptor};
+
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: "voltdb",
+    schemes: &["voltdb"],
+    workloads: &["voter", "hello"],
+    example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
+    about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
+};
+
+const DEFAULT_PORT: u16 = 21212;
+
+/// The most calls one connection keeps in flight: a bound on memory, far
+/// above what the server's own per-connection back-pressure lets through.
+const MAX_DEPTH: usize = 65_536;
+
+/// How long a login may take.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Read buffer growth step.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Where the cluster is and who logs in, from
+/// `voltdb://[user[:password]@]host[:port][,host[:port]...]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct VoltUrl {
+    pub hosts: Vec<(String, u16)>,
+    pub user: String,
+    pub password: String,
+}
+
+impl VoltUrl {
+    pub fn parse(rest: &str) -> Result<VoltUrl, SpecError> {
+        let bad = |why: &str| {
+            SpecError::new(
+                "--target",
+                format!(
+                    "{why} in 'voltdb://{}' (expected voltdb://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...])",
+                    crate::mask(rest)
+                ),
+            )
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.contains(['/', '?']) {
+            return Err(bad("no database or options are taken"));
+        }
+        let (userinfo, hosts) = match rest.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, rest),
+        };
+        let (user, password) = match userinfo {
+            None => (String::new(), String::new()),
+            Some(u) => {
+                let (user, pass) = u.split_once(':').unwrap_or((u, ""));
+                (
+                    crate::decode(user).ok_or_else(|| bad("bad %-escape"))?,
+                    crate::decode(pass).ok_or_else(|| bad("bad %-escape"))?,
+                )
+            }
+        };
+        let hosts = hosts
+            .split(',')
+            .map(|h| {
+                split_host_port(h, DEFAULT_PORT)
+                    .filter(|(host, _)| !host.is_empty())
+                    .ok_or_else(|| bad(&format!("bad host '{h}'")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(VoltUrl {
+            hosts,
+            user,
+            password,
+        })
+    }
+
+    /// The URL for messages and reports: the password masked.
+    pub fn label(&self) -> String {
+        let who = match (self.user.is_empty(), self.password.is_empty()) {
+            (true, true) => String::new(),
+            (_, true) => format!("{}@", self.user),
+            _ => format!("{}:***@", self.user),
+        };
+        let hosts: Vec<String> = self
+            .hosts
+            .iter()
+            .map(|(h, p)| {
+                if h.contains(':') {
+                    format!("[{h}]:{p}")
+                } else {
+                    format!("{h}:{p}")
+                }
+            })
+            .collect();
+        format!("voltdb://{who}{}", hosts.join(","))
+    }
+}
+
+/// A VoltDB cluster. Cheap: it connects per use.
+pub struct VoltTarget {
+    at: Arc<VoltUrl>,
+    /// The next host a connection goes to (round robin).
+    next_host: AtomicUsize,
+    /// The server's build string, from the first login.
+    build: OnceLock<String>,
+}
+
+impl VoltTarget {
+    pub(crate) fn new(at: VoltUrl) -> VoltTarget {
+        VoltTarget {
+            at: Arc::new(at),
+            next_host: AtomicUsize::new(0),
+            build: OnceLock::new(),
+        }
+    }
+
+    fn unreachable(&self, reason: String) -> TargetError {
+        TargetError::Unreachable {
+            target: self.at.label(),
+            reason,
+        }
+    }
+
+    fn failed(&self, reason: impl Into<String>) -> TargetError {
+        TargetError::Prepare {
+            target: self.at.label(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A logged-in link to the next host.
+    async fn link(&self) -> Result<(Link, usize), TargetError> {
+        let host = self.next_host.fetch_add(1, Ordering::Relaxed) % self.at.hosts.len();
+        let (link, build) = Link::open(&self.at, host)
+            .await
+            .map_err(|e| self.unreachable(e.to_string()))?;
+        let _ = self.build.set(build);
+        Ok((link, host))
+    }
+
+    /// A connection for cold-path calls, one at a time.
+    async fn admin(&self) -> Result<Admin<'_>, TargetError> {
+        let (link, _) = self.link().await?;
+        Ok(Admin { link, target: self })
+    }
+
+    /// One engine connection answering with `A`.
+    async fn conn<A: Answer>(&self) -> Result<VoltConn<A>, TargetError> {
+        let (link, host) = self.link().await?;
+        Ok(VoltConn {
+            at: self.at.clone(),
+            host,
+            link,
+            pending: Vec::new(),
+            _answer: PhantomData,
+        })
+    }
+}
+
+impl TargetInfo for VoltTarget {
+    async fn server_version(&self) -> Option<String> {
+        if self.build.get().is_none() {
+            self.link().await.ok()?;
+        }
+        // "9.3.2_voltdb-9.3.2-0-g6c6cf8d-local": the version is before '_'.
+        let build = self.build.get()?;
+        Some(format!(
+            "VoltDB {}",
+            build.split('_').next().unwrap_or(build)
+        ))
+    }
+
+    fn durability(&self) -> Option<String> {
+        Some(
+            "a commit is in the memory of every replica of its partition; without command \
+             logging (an Enterprise feature) a crash of the cluster loses what no snapshot holds"
+                .to_string(),
+        )
+    }
+
+    fn max_depth(&self) -> usize {
+        MAX_DEPTH
+    }
+}
+
+/// Why a link could not be opened or went down.
+#[derive(Debug, thiserror::Error)]
+enum LinkError {
+    #[error("{host}: {source}")]
+    Io {
+        host: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{host}: login refused: {why}")]
+    Refused { host: String, why: &'static str },
+    #[error("{host}: not a VoltDB server: {source}")]
+    Wire {
+        host: String,
+        #[source]
+        source: vw::WireError,
+    },
+}
+
+/// One logged-in socket with its buffers.
+struct Link {
+    stream: TcpStream,
+    wbuf: BytesMut,
+    rbuf: BytesMut,
+    sent: u64,
+    received: u64,
+}
+
+impl Link {
+    /// Connect to host `i` of `at` and log in; returns the server's build.
+    async fn open(at: &VoltUrl, i: usize) -> Result<(Link, String), LinkError> {
+        let (host, port) = at.hosts.get(i).cloned().unwrap_or_default();
+        let name = format!("{host}:{port}");
+        let io = |source| LinkError::Io {
+            host: name.clone(),
+            source,
+        };
+        let wire = |source| LinkError::Wire {
+            host: name.clone(),
+            source,
+        };
+        let stream = tokio::time::timeout(LOGIN_TIMEOUT, TcpStream::connect((host.as_str(), port)))
+            .await
+            .map_err(|_| {
+                io(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "connection timed out",
+                ))
+            })?
+            .map_err(io)?;
+        stream.set_nodelay(true).map_err(io)?;
+        let mut link = Link {
+            stream,
+            wbuf: BytesMut::with_capacity(READ_CHUNK),
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            sent: 0,
+            received: 0,
+        };
+        vw::encode_login(&mut link.wbuf, &at.user, &at.password, vw::LOGIN_VERSION)
+            .map_err(wire)?;
+        let login = async {
+            let n = link.next_frame().await?;
+            Ok::<_, io::Error>(n)
+        };
+        let n = tokio::time::timeout(LOGIN_TIMEOUT, login)
+            .await
+            .map_err(|_| io(io::Error::new(io::ErrorKind::TimedOut, "login timed out")))?
+            .map_err(io)?;
+        let answer = vw::decode_login_response(link.rbuf.get(..n).unwrap_or_default());
+        link.rbuf.advance(n);
+        match answer.map_err(wire)? {
+            vw::LoginResponse::Accepted(info) => Ok((link, info.build)),
+            vw::LoginResponse::Rejected(why) => Err(LinkError::Refused {
+                host: name,
+                why: refusal(why),
+            }),
+        }
+    }
+
+    /// The length of the next whole frame at the front of `rbuf`, reading
+    /// (and flushing what is queued) until there is one. Cancel safe.
+    async fn next_frame(&mut self) -> io::Result<usize> {
+        loop {
+            match vw::frame_len(&self.rbuf) {
+                Ok(Some(n)) => return Ok(n),
+                Ok(None) => {}
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+            }
+            self.flush()?;
+            let interest = if self.wbuf.is_empty() {
+                Interest::READABLE
+            } else {
+                Interest::READABLE | Interest::WRITABLE
+            };
+            let ready = self.stream.ready(interest).await?;
+            if ready.is_readable() {
+                self.rbuf.reserve(READ_CHUNK);
+                match self.stream.try_read_buf(&mut self.rbuf) {
+                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                    Ok(n) => self.received += n as u64,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+
+    /// Write what the socket takes now.
+    fn flush(&mut self) -> io::Result<()> {
+        while !self.wbuf.is_empty() {
+            match self.stream.try_write(&self.wbuf) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.wbuf.advance(n);
+                    self.sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// The next whole response, decoded in full (cold path).
+    async fn response(&mut self) -> io::Result<vw::Response> {
+        let n = self.next_frame().await?;
+        let r = vw::decode_response(self.rbuf.get(..n).unwrap_or_default());
+        self.rbuf.advance(n);
+        r.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+}
+
+fn refusal(why: vw::AuthFailure) -> &'static str {
+    match why {
+        vw::AuthFailure::AuthenticationFailed => "bad user name or password",
+        vw::AuthFailure::TooManyConnections => "too many connections",
+        vw::AuthFailure::Timeout => "the server timed out waiting for the login",
+        vw::AuthFailure::FormatError => "the server could not read the login",
+        vw::AuthFailure::Rejoining => "the node is rejoining the cluster",
+        vw::AuthFailure::ServiceDisabled => "service disabled",
+        vw::AuthFailure::Other(_) => "unknown reason",
+    }
+}
+
+/// A failed status as a static error class.
+fn status_class(s: vw::Status) -> &'static str {
+    match s {
+        vw::Status::Success => "success",
+        vw::Status::UserAbort => "user_abort",
+        vw::Status::GracefulFailure => "graceful_failure",
+        vw::Status::UnexpectedFailure => "unexpected_failure",
+        vw::Status::ConnectionLost => "connection_lost",
+        vw::Status::ServerUnavailable => "server_unavailable",
+        vw::Status::ConnectionTimeout => "connection_timeout",
+        vw::Status::ResponseUnknown => "response_unknown",
+        vw::Status::TxnRestart => "txn_restart",
+        vw::Status::OperationalFailure => "operational_failure",
+        vw::Status::Other(_) => "other",
+    }
+}
+
+/// A cold-path connection: one call at a time, whole responses.
+struct Admin<'t> {
+    link: Link,
+    target: &'t VoltTarget,
+}
+
+impl Admin<'_> {
+    /// Call a procedure; a failed status is an error naming the procedure.
+    async fn call(
+        &mut self,
+        procedure: &str,
+        params: &[vw::Value],
+    ) -> Result<vw::Response, TargetError> {
+        vw::encode_invocation(&mut self.link.wbuf, procedure, 1, params)
+            .map_err(|e| self.target.failed(format!("{procedure}: {e}")))?;
+        let r = self
+            .link
+            .response()
+            .await
+            .map_err(|e| self.target.failed(format!("{procedure}: {e}")))?;
+        if !r.status.is_success() {
+            let why = r.status_string.as_deref().unwrap_or(status_class(r.status));
+            return Err(self.target.failed(format!("{procedure}: {why}")));
+        }
+        Ok(r)
+    }
+
+    /// Run SQL (DDL or a query) through `@AdHoc`.
+    async fn sql(&mut self, sql: &str) -> Result<Vec<vw::VoltTable>, TargetError> {
+        Ok(self
+            .call("@AdHoc", &[vw::Value::String(sql.to_string())])
+            .await?
+            .tables)
+    }
+
+    /// The first cell of a one-number query.
+    async fn scalar(&mut self, sql: &str) -> Result<i64, TargetError> {
+        self.sql(sql)
+            .await?
+            .first()
+            .and_then(vw::VoltTable::as_scalar_i64)
+            .ok_or_else(|| self.target.failed(format!("no number from '{sql}'")))
+    }
+
+    /// Names of the user procedures and tables in the catalog, upper case.
+    async fn catalog(&mut self, selector: &str, column: &str) -> Result<Vec<String>, TargetError> {
+        let tables = self
+            .call("@SystemCatalog", &[vw::Value::String(selector.to_string())])
+            .await?
+            .tables;
+        let Some(t) = tables.first() else {
+            return Ok(Vec::new());
+        };
+        let Some(c) = t.column_index(column) else {
+            return Err(self
+                .target
+                .failed(format!("@SystemCatalog {selector}: no {column}")));
+        };
+        Ok((0..t.row_count())
+            .filter_map(|r| t.get_str(r, c).map(str::to_ascii_uppercase))
+            .collect())
+    }
+
+    /// Run DDL statements one by one, so an error names its statement.
+    async fn ddl(&mut self, script: &str) -> Result<(), TargetError> {
+        for stmt in statements(script) {
+            self.sql(&stmt).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The statements of a SQL script: comments dropped, split at `;`.
+fn statements(script: &str) -> Vec<String> {
+    let text: String = script
+        .lines()
+        .map(|l| l.split("--").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    text.split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("{s};"))
+        .collect()
+}
+
+/// How a workload reads its procedure's answers.
+pub trait Answer: Send + 'static {
+    /// What the connection remembers about a call in flight.
+    type Pending: Copy + Send + 'static;
+    type Out: Send + 'static;
+    /// The answer to the call, from its whole response frame.
+    fn decode(pending: &Self::Pending, frame: &[u8]) -> Result<Self::Out, OpError>;
+}
+
+/// One engine connection: invocations in flight, matched by client handle.
+pub struct VoltConn<A: Answer> {
+    at: Arc<VoltUrl>,
+    host: usize,
+    link: Link,
+    /// Indexed by tag: the calls in flight.
+    pending: Vec<Option<A::Pending>>,
+    _answer: PhantomData<fn() -> A>,
+}
+
+impl<A: Answer> VoltConn<A> {
+    /// Queue one invocation under `tag`; sent at the next `recv`.
+    fn invoke<P: vw::ParamSet>(
+        &mut self,
+        procedure: &str,
+        tag: Tag,
+        params: P,
+        pending: A::Pending,
+    ) {
+        let t = tag as usize;
+        if t >= self.pending.len() {
+            self.pending.resize(t + 1, None);
+        }
+        // Encoding fails only for values the wire cannot carry, which the
+        // workloads never produce; such a call would never be answered.
+        if vw::encode_invocation_with(&mut self.link.wbuf, procedure, i64::from(tag), params)
+            .is_ok()
+        {
+            self.pending[t] = Some(pending);
+        }
+    }
+
+    /// The next answer. Cancel safe: a response leaves the buffer only
+    /// together with its answer.
+    async fn next(&mut self) -> Reply<A::Out> {
+        let n = match self.link.next_frame().await {
+            Ok(n) => n,
+            Err(e) => return Reply::Broken(io_error(&e)),
+        };
+        let frame = self.link.rbuf.get(..n).unwrap_or_default();
+        let reply = match vw::peek_client_handle(frame) {
+            Ok(handle) => {
+                let slot = u32::try_from(handle)
+                    .ok()
+                    .and_then(|t| Some((t, self.pending.get_mut(t as usize)?.take()?)));
+                match slot {
+                    Some((tag, pending)) => Reply::Done {
+                        tag,
+                        result: A::decode(&pending, frame),
+                    },
+                    // An answer to nothing we asked: the stream is not ours.
+                    None => Reply::Broken(OpError::new(ErrorKind::Protocol)),
+                }
+            }
+            Err(_) => Reply::Broken(OpError::new(ErrorKind::Protocol)),
+        };
+        self.link.rbuf.advance(n);
+        reply
+    }
+
+    /// A fresh link, to the same host first, then the others; calls in
+    /// flight are lost.
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        self.pending.iter_mut().for_each(|p| *p = None);
+        let hosts = self.at.hosts.len();
+        for k in 0..hosts {
+            let i = (self.host + k) % hosts;
+            if let Ok((link, _)) = Link::open(&self.at, i).await {
+                self.link = link;
+                self.host = i;
+                return Ok(());
+            }
+        }
+        Err(OpError::new(ErrorKind::Connect))
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        let out = (self.link.sent, self.link.received);
+        self.link.sent = 0;
+        self.link.received = 0;
+        out
+    }
+}
+
+fn io_error(e: &io::Error) -> OpError {
+    match e.kind() {
+        io::ErrorKind::InvalidData => OpError::new(ErrorKind::Protocol),
+        _ => OpError::new(ErrorKind::Io),
+    }
+}
+
+/// The answer of a procedure that returns one number, or its failure.
+fn scalar_answer(frame: &[u8]) -> Result<Option<i64>, OpError> {
+    let (h, v) = vw::decode_scalar_i64(frame).map_err(|_| OpError::new(ErrorKind::Protocol))?;
+    if h.status.is_success() {
+        Ok(v)
+    } else {
+        Err(OpError::server(status_class(h.status)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_voltdb_urls() {
+        let u = VoltUrl::parse("127.0.0.1").unwrap();
+        assert_eq!(u.hosts, vec![("127.0.0.1".to_string(), 21212)]);
+        assert_eq!((u.user.as_str(), u.password.as_str()), ("", ""));
+        assert_eq!(u.label(), "voltdb://127.0.0.1:21212");
+        let u = VoltUrl::parse("admin:s%40cret@h1:1,h2,[::1]:3/").unwrap();
+        assert_eq!(u.hosts.len(), 3);
+        assert_eq!(u.hosts[1], ("h2".to_string(), 21212));
+        assert_eq!(u.password, "s@cret");
+        assert_eq!(u.label(), "voltdb://admin:***@h1:1,h2:21212,[::1]:3");
+    }
+
+    #[test]
+    fn bad_voltdb_urls_name_the_flag_and_hide_the_password() {
+        for rest in [
+            "",
+            "u:secret@h1,,h2",
+            "u:secret@h:0",
+            "h/db",
+            "h?x=1",
+            "u:secret@h:x",
+        ] {
+            let e = VoltUrl::parse(rest).unwrap_err();
+            assert_eq!(e.flag, "--target", "{rest}");
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+    }
+
+    #[test]
+    fn scripts_split_into_statements() {
+        let s = statements("-- a comment\nCREATE TABLE t (a INT);\n\nCREATE PROCEDURE p AS\n  SELECT a FROM t; -- why\n");
+        assert_eq!(
+            s,
+            vec![
+                "CREATE TABLE t (a INT);",
+                "CREATE PROCEDURE p AS\n  SELECT a FROM t;"
+            ]
+        );
+    }
+}
