@@ -4,11 +4,13 @@
 //! exactly what produced it.
 
 mod load;
+mod preset;
 mod workload;
 
 use serde::{Deserialize, Serialize};
 
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
+pub use preset::{Preset, PresetDefaults};
 pub use workload::{HelloSpec, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES};
 
 /// A flag or value that does not make sense. Always names the flag, so the
@@ -53,6 +55,19 @@ pub struct RunSpec {
     pub verify: bool,
     /// Keep the schema and data after the run.
     pub keep: bool,
+    /// The Erlvolt setup the defaults came from, if any (flags given
+    /// explicitly win over it, so `load` is what ran).
+    #[serde(default)]
+    pub preset: Option<Preset>,
+    /// Local processes, each running shard k of this many with `load`
+    /// (so `clients` and `connections` count per process); their reports
+    /// are merged. 1: a plain run.
+    #[serde(default = "one")]
+    pub processes: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl RunSpec {
@@ -64,6 +79,28 @@ impl RunSpec {
         positive("--timeout", self.timeout_secs)?;
         if !(self.warmup_secs >= 0.0 && self.warmup_secs.is_finite()) {
             return Err(SpecError::new("--warmup", "must be zero or more seconds"));
+        }
+        if self.processes == 0 {
+            return Err(SpecError::new("--processes", "must be at least 1"));
+        }
+        if self.processes > 1 && self.load.shard.count > 1 {
+            return Err(SpecError::new(
+                "--processes",
+                "cannot be used with --shard (the processes are the shards)",
+            ));
+        }
+        if let Some(p) = self.preset {
+            if p.workload() != self.workload.name() {
+                return Err(SpecError::new(
+                    "--preset",
+                    format!(
+                        "{} runs {}, not {}",
+                        p.label().to_lowercase(),
+                        p.workload(),
+                        self.workload.name()
+                    ),
+                ));
+            }
         }
         if self.threads == 0 {
             return Err(SpecError::new("--threads", "must be at least 1"));
