@@ -6,14 +6,15 @@
 //! the truth, and anything that reads reports recomputes from them.
 
 pub mod fmt;
+mod merge;
 mod schema;
 
 use std::io::Write;
 use std::path::Path;
 
 pub use schema::{
-    ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured, Report, RunRecord,
-    Verification, SCHEMA,
+    ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured, ProcessRecord, Report,
+    RunRecord, Verification, SCHEMA,
 };
 
 /// A report could not be written or read.
@@ -27,6 +28,9 @@ pub enum ReportError {
     },
     #[error("{path}: not a loadrig report: {reason}")]
     Format { path: String, reason: String },
+    /// Reports that cannot be joined (different workloads, bad histograms).
+    #[error("cannot merge: {0}")]
+    Merge(String),
 }
 
 impl Report {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use loadrig_engine::{Lap, Outcome};
 use loadrig_metrics::{ErrorKind, Histo, KindStats, Snapshot, Usage};
-use loadrig_spec::RunSpec;
+use loadrig_spec::{RunSpec, Shard};
 use loadrig_workloads::{Results, Verdict};
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +29,31 @@ pub struct Report {
     pub verification: Option<Verification>,
     pub results: Results,
     /// The exit code the run ended with, and why.
+    pub exit_code: i32,
+    /// The processes (or hosts) of a merged run, one each, as their own
+    /// reports said; empty for a single process.
+    #[serde(default)]
+    pub processes: Vec<ProcessRecord>,
+}
+
+/// One process of a merged run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    pub shard: Shard,
+    pub host: String,
+    /// Wall clock when its load started, ms since the epoch.
+    pub started_unix_ms: u64,
+    /// Wall clock of its last completion, ms since the epoch.
+    pub ended_unix_ms: u64,
+    pub ops: u64,
+    pub ok: u64,
+    pub errors: u64,
+    /// Its successful operations per second over its own measured time.
+    pub throughput: f64,
+    pub cpu_secs: f64,
+    /// Its own peak memory (the merged `client.max_rss_bytes` is the sum).
+    pub max_rss_bytes: u64,
+    pub interrupted: bool,
     pub exit_code: i32,
 }
 
@@ -129,8 +154,16 @@ fn us(d: Duration) -> f64 {
     d.as_nanos() as f64 / 1e3
 }
 
-fn b64(bytes: &[u8]) -> String {
+pub(crate) fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A base64 HdrHistogram V2 blob back to a histogram.
+pub(crate) fn decode_hdr(text: &str) -> Result<Histo, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| e.to_string())?;
+    Histo::decode(&bytes).map_err(|e| e.to_string())
 }
 
 impl HistSummary {
@@ -150,10 +183,7 @@ impl HistSummary {
 
     /// The histogram back, exactly as recorded.
     pub fn histogram(&self) -> Result<Histo, String> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(&self.hdr)
-            .map_err(|e| e.to_string())?;
-        Histo::decode(&bytes).map_err(|e| e.to_string())
+        decode_hdr(&self.hdr)
     }
 }
 
@@ -309,6 +339,36 @@ impl Report {
             verification: r.verification,
             results: r.results,
             exit_code: r.exit_code,
+            processes: Vec::new(),
+        }
+    }
+
+    /// Wall clock of the end of the measured phase (its last completion),
+    /// ms since the epoch, fractional.
+    pub fn ended_unix_ms(&self) -> f64 {
+        self.measure_start_unix_ms() + self.measured.elapsed_secs * 1e3
+    }
+
+    /// Wall clock when the measured phase began (after the warm-up).
+    pub fn measure_start_unix_ms(&self) -> f64 {
+        self.started_unix_ms as f64 + self.spec.warmup_secs * 1e3
+    }
+
+    /// This report as one process of a merged run.
+    pub fn process_record(&self) -> ProcessRecord {
+        ProcessRecord {
+            shard: self.spec.load.shard,
+            host: self.environment.host.clone(),
+            started_unix_ms: self.started_unix_ms,
+            ended_unix_ms: self.ended_unix_ms().round() as u64,
+            ops: self.measured.ops,
+            ok: self.measured.ok,
+            errors: self.measured.errors,
+            throughput: self.measured.throughput,
+            cpu_secs: self.client.cpu_secs,
+            max_rss_bytes: self.client.max_rss_bytes,
+            interrupted: self.interrupted,
+            exit_code: self.exit_code,
         }
     }
 }

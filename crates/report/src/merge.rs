@@ -1,0 +1,480 @@
+//! Joining the reports of the processes (or hosts) of one run, without
+//! re-running anything (engine.md sections 4 and 6): histograms add,
+//! counts sum, laps align by wall clock, and every percentile is
+//! recomputed from the merged histograms, never averaged. Pure: reports
+//! in, report out.
+
+use std::collections::BTreeMap;
+
+use loadrig_metrics::Histo;
+use loadrig_spec::Shard;
+use loadrig_workloads::Results;
+
+use crate::schema::{b64, decode_hdr};
+use crate::{
+    ClientUsage, HistSummary, KindReport, LapReport, Measured, Report, ReportError, SCHEMA,
+};
+
+impl Report {
+    /// One report for the run the `reports` are parts of.
+    ///
+    /// The measured time runs from the earliest start of a measured phase
+    /// to the latest last completion; throughput is over it. Client CPU
+    /// and peak memory are sums (each process's own stays in `processes`).
+    /// Laps whose wall-clock spans fall in the same interval of the first
+    /// report's `--interval`, counted from the earliest start, are added.
+    /// The spec and environment are the first report's (the spec for the
+    /// whole run when the reports are every shard of it); verification and
+    /// results are left to whoever can ask the target.
+    pub fn merge(reports: &[Report]) -> Result<Report, ReportError> {
+        let Some(first) = reports.first() else {
+            return Err(ReportError::Merge("no reports".into()));
+        };
+        for (i, r) in reports.iter().enumerate() {
+            check_same_run(first, r, i)?;
+        }
+        let measure_start = reports
+            .iter()
+            .map(Report::measure_start_unix_ms)
+            .fold(f64::INFINITY, f64::min);
+        let end = reports
+            .iter()
+            .map(Report::ended_unix_ms)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let elapsed = ((end - measure_start) / 1e3).max(0.0);
+        let measured = merge_measured(reports.iter().map(|r| &r.measured), elapsed)?;
+        let warmup = merge_measured(reports.iter().map(|r| &r.warmup), first.spec.warmup_secs)?;
+
+        let mut spec = first.spec.clone();
+        if covers_every_shard(reports) {
+            spec.load.shard = Shard::WHOLE;
+        }
+        let mut environment = first.environment.clone();
+        let mut hosts: Vec<&str> = Vec::new();
+        for r in reports {
+            if !hosts.contains(&r.environment.host.as_str()) {
+                hosts.push(&r.environment.host);
+            }
+        }
+        environment.host = hosts.join(",");
+
+        let cpu: f64 = reports.iter().map(|r| r.client.cpu_secs).sum();
+        let client = ClientUsage {
+            cpu_secs: cpu,
+            user_secs: reports.iter().map(|r| r.client.user_secs).sum(),
+            system_secs: reports.iter().map(|r| r.client.system_secs).sum(),
+            cpu_percent: if elapsed > 0.0 {
+                100.0 * cpu / elapsed
+            } else {
+                0.0
+            },
+            cpu_us_per_op: if measured.ops == 0 {
+                0.0
+            } else {
+                cpu * 1e6 / measured.ops as f64
+            },
+            max_rss_bytes: reports.iter().map(|r| r.client.max_rss_bytes).sum(),
+        };
+        let started = reports
+            .iter()
+            .map(|r| r.started_unix_ms)
+            .min()
+            .unwrap_or(first.started_unix_ms);
+        let laps = merge_laps(reports, started, first.spec.interval_secs)?;
+        let processes = reports
+            .iter()
+            .flat_map(|r| {
+                if r.processes.is_empty() {
+                    vec![r.process_record()]
+                } else {
+                    r.processes.clone()
+                }
+            })
+            .collect();
+        Ok(Report {
+            schema: SCHEMA.to_string(),
+            loadrig_version: first.loadrig_version.clone(),
+            spec,
+            environment,
+            started_unix_ms: started,
+            interrupted: reports.iter().any(|r| r.interrupted),
+            measured,
+            warmup,
+            client,
+            laps,
+            verification: None,
+            results: Results::default(),
+            exit_code: reports.iter().map(|r| r.exit_code).max().unwrap_or(0),
+            processes,
+        })
+    }
+}
+
+/// The same workload with the same operation kinds, or it is not one run.
+fn check_same_run(first: &Report, r: &Report, i: usize) -> Result<(), ReportError> {
+    let (a, b) = (first.spec.workload.name(), r.spec.workload.name());
+    if a != b {
+        return Err(ReportError::Merge(format!(
+            "report {} runs {b}, report 1 runs {a}",
+            i + 1
+        )));
+    }
+    let names = |m: &Measured| m.kinds.iter().map(|k| k.name.clone()).collect::<Vec<_>>();
+    for (x, y) in [(&first.measured, &r.measured), (&first.warmup, &r.warmup)] {
+        if names(x) != names(y) {
+            return Err(ReportError::Merge(format!(
+                "report {} has operation kinds {:?}, report 1 {:?}",
+                i + 1,
+                names(y),
+                names(x)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Shards 0..N of N, each once.
+fn covers_every_shard(reports: &[Report]) -> bool {
+    let n = reports.len();
+    let mut seen = vec![false; n];
+    for r in reports {
+        let s = r.spec.load.shard;
+        if s.count as usize != n || s.index as usize >= n || seen[s.index as usize] {
+            return false;
+        }
+        seen[s.index as usize] = true;
+    }
+    true
+}
+
+fn merge_measured<'a>(
+    parts: impl Iterator<Item = &'a Measured> + Clone,
+    elapsed_secs: f64,
+) -> Result<Measured, ReportError> {
+    let mut kinds: Vec<KindReport> = Vec::new();
+    let mut hists: Vec<(Histo, Histo)> = Vec::new();
+    let mut out = Measured {
+        elapsed_secs,
+        ..Measured::default()
+    };
+    for m in parts {
+        for (i, k) in m.kinds.iter().enumerate() {
+            if kinds.len() <= i {
+                kinds.push(KindReport {
+                    name: k.name.clone(),
+                    count: 0,
+                    ok: 0,
+                    errors: Vec::new(),
+                    server_errors: Vec::new(),
+                    latency: HistSummary::of(&Histo::new()),
+                    service: HistSummary::of(&Histo::new()),
+                });
+                hists.push((Histo::new(), Histo::new()));
+            }
+            let (into, (lat, svc)) = (&mut kinds[i], &mut hists[i]);
+            into.count += k.count;
+            into.ok += k.ok;
+            add_pairs(&mut into.errors, &k.errors);
+            add_pairs(&mut into.server_errors, &k.server_errors);
+            let bad = |e: String| ReportError::Merge(format!("{}: {e}", k.name));
+            lat.add(&k.latency.histogram().map_err(bad)?);
+            svc.add(&k.service.histogram().map_err(bad)?);
+        }
+        out.ops += m.ops;
+        out.ok += m.ok;
+        out.errors += m.errors;
+        add_pairs(&mut out.domains, &m.domains);
+        out.bytes_sent += m.bytes_sent;
+        out.bytes_received += m.bytes_received;
+        out.reconnects += m.reconnects;
+        out.connect_failures += m.connect_failures;
+    }
+    for (k, (lat, svc)) in kinds.iter_mut().zip(&hists) {
+        k.latency = HistSummary::of(lat);
+        k.service = HistSummary::of(svc);
+    }
+    out.kinds = kinds;
+    out.throughput = if elapsed_secs > 0.0 {
+        out.ok as f64 / elapsed_secs
+    } else {
+        0.0
+    };
+    Ok(out)
+}
+
+/// Add named counts, keeping the order of first appearance.
+fn add_pairs(into: &mut Vec<(String, u64)>, from: &[(String, u64)]) {
+    for (name, n) in from {
+        match into.iter_mut().find(|(m, _)| m == name) {
+            Some((_, v)) => *v += n,
+            None => into.push((name.clone(), *n)),
+        }
+    }
+}
+
+/// Laps by wall clock: a lap belongs to the interval (of `interval_secs`,
+/// counted from `origin_ms`) that holds the middle of its span, so laps of
+/// processes that began together land together although each closes a
+/// little after its boundary, and a short last lap gets its own interval.
+fn merge_laps(
+    reports: &[Report],
+    origin_ms: u64,
+    interval_secs: f64,
+) -> Result<Vec<LapReport>, ReportError> {
+    let interval_ms = (interval_secs * 1e3).max(1.0);
+    let mut slots: BTreeMap<i64, (LapReport, Histo)> = BTreeMap::new();
+    for r in reports {
+        for l in &r.laps {
+            let middle = l.unix_ms as f64 - l.length_secs * 500.0;
+            let slot = ((middle - origin_ms as f64) / interval_ms).floor() as i64;
+            let h = decode_hdr(&l.latency_hdr)
+                .map_err(|e| ReportError::Merge(format!("lap at unix_ms {}: {e}", l.unix_ms)))?;
+            match slots.get_mut(&slot) {
+                Some((acc, hist)) => {
+                    acc.elapsed_secs = acc.elapsed_secs.max(l.elapsed_secs);
+                    acc.length_secs = acc.length_secs.max(l.length_secs);
+                    acc.unix_ms = acc.unix_ms.max(l.unix_ms);
+                    acc.warmup &= l.warmup;
+                    acc.ok += l.ok;
+                    acc.errors += l.errors;
+                    acc.pending += l.pending;
+                    hist.add(&h);
+                }
+                None => {
+                    slots.insert(slot, (l.clone(), h));
+                }
+            }
+        }
+    }
+    Ok(slots
+        .into_values()
+        .map(|(mut lap, hist)| {
+            lap.latency_hdr = b64(&hist.encode());
+            lap
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use loadrig_engine::{Lap, Outcome};
+    use loadrig_metrics::{OpError, Snapshot, Usage};
+    use loadrig_spec::{
+        Dispatch, LoadSpec, Pacing, RunSpec, Stop, VoterGenerator, VoterSpec, WorkloadSpec,
+    };
+
+    use super::*;
+    use crate::{Environment, RunRecord};
+
+    const KINDS: [&str; 2] = ["vote", "other"];
+
+    fn spec(shard: u32, of: u32) -> RunSpec {
+        RunSpec {
+            workload: WorkloadSpec::Voter(VoterSpec {
+                contestants: 6,
+                max_votes: 2,
+                generator: VoterGenerator::Voltdb,
+                phones: None,
+            }),
+            target: "null".into(),
+            load: LoadSpec {
+                clients: 4,
+                connections: 4,
+                pipeline: 1,
+                pacing: Pacing::Steady,
+                dispatch: Dispatch::Direct,
+                stop: Stop::Count(1000),
+                max_lag_secs: 10.0,
+                shard: Shard {
+                    index: shard,
+                    count: of,
+                },
+            },
+            seed: 42,
+            warmup_secs: 0.0,
+            interval_secs: 1.0,
+            threads: 2,
+            timeout_secs: 10.0,
+            max_error_rate: None,
+            verify: true,
+            keep: false,
+            preset: None,
+            processes: 1,
+        }
+    }
+
+    fn lap(unix_ms: u64, length_ms: u64, ok: u64, lat_us: u64) -> Lap {
+        let mut h = Histo::new();
+        for _ in 0..ok {
+            h.record(Duration::from_micros(lat_us));
+        }
+        Lap {
+            elapsed: Duration::from_millis(unix_ms % 100_000),
+            length: Duration::from_millis(length_ms),
+            unix_ms,
+            warmup: false,
+            ok,
+            errors: 0,
+            pending: 1,
+            latency: h.encode(),
+        }
+    }
+
+    fn report(
+        shard: u32,
+        snap: Snapshot,
+        started: u64,
+        elapsed: Duration,
+        laps: Vec<Lap>,
+    ) -> Report {
+        let spec = spec(shard, 2);
+        let outcome = Outcome {
+            warmup: Snapshot::new(2, 3),
+            measured: snap,
+            elapsed,
+            laps,
+            interrupted: false,
+        };
+        Report::build(RunRecord {
+            spec: &spec,
+            environment: Environment {
+                host: "h".into(),
+                cores: 2,
+                os: "linux".into(),
+                target: "null".into(),
+                server_version: None,
+                durability: None,
+            },
+            started_unix_ms: started,
+            kinds: &KINDS,
+            domains: &["a".into(), "b".into(), "c".into()],
+            outcome: &outcome,
+            usage: Usage {
+                cpu: Duration::from_millis(300),
+                user: Duration::from_millis(200),
+                system: Duration::from_millis(100),
+                max_rss_bytes: 10 << 20,
+            },
+            verification: None,
+            results: Results::default(),
+            exit_code: 0,
+        })
+    }
+
+    /// Samples spread over two processes and all in one.
+    fn samples() -> (Snapshot, Snapshot, Snapshot) {
+        let (mut a, mut b, mut all) = (
+            Snapshot::new(2, 3),
+            Snapshot::new(2, 3),
+            Snapshot::new(2, 3),
+        );
+        let mut x: u64 = 7;
+        for i in 0..30_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // The two processes see different distributions, so an
+            // average of their percentiles would be wrong.
+            let scale = if i % 3 == 0 { 40 } else { 1 };
+            let lat = Duration::from_nanos(((x >> 44) + 200) * scale);
+            let kind = (i % 2) as usize;
+            let one = if i % 3 == 0 { &mut a } else { &mut b };
+            for s in [&mut *one, &mut all] {
+                if i % 101 == 0 {
+                    s.failed(kind, OpError::server("40001"), Some((lat, lat / 2)));
+                } else {
+                    s.ok(kind, lat, lat / 2, Some((i % 3) as u16));
+                }
+            }
+        }
+        (a, b, all)
+    }
+
+    #[test]
+    fn merged_percentiles_are_those_of_one_histogram_of_every_sample() {
+        let (a, b, all) = samples();
+        let t0 = 1_795_000_000_000;
+        let ra = report(0, a, t0, Duration::from_secs(2), vec![]);
+        let rb = report(1, b, t0 + 3, Duration::from_millis(2500), vec![]);
+        let m = Report::merge(&[ra.clone(), rb.clone()]).unwrap();
+        let one = Measured::of(
+            &all,
+            &KINDS,
+            &["a".into(), "b".into(), "c".into()],
+            Duration::ZERO,
+        );
+        for (got, want) in m.measured.kinds.iter().zip(&one.kinds) {
+            assert_eq!(got.count, want.count);
+            assert_eq!(got.ok, want.ok);
+            assert_eq!(got.errors, want.errors);
+            assert_eq!(got.server_errors, want.server_errors);
+            for (g, w) in [(&got.latency, &want.latency), (&got.service, &want.service)] {
+                assert_eq!(g.count, w.count);
+                assert_eq!(
+                    (g.min_us, g.p50_us, g.p90_us, g.p99_us, g.p99_9_us, g.max_us),
+                    (w.min_us, w.p50_us, w.p90_us, w.p99_us, w.p99_9_us, w.max_us)
+                );
+                let (gh, wh) = (g.histogram().unwrap(), w.histogram().unwrap());
+                assert_eq!(gh.inner(), wh.inner());
+            }
+        }
+        assert_eq!(m.measured.ops, ra.measured.ops + rb.measured.ops);
+        assert_eq!(m.measured.ops, 30_000);
+        assert_eq!(m.measured.errors, ra.measured.errors + rb.measured.errors);
+        assert_eq!(m.measured.domains, one.domains);
+        // From the earliest start to the latest end.
+        assert!((m.measured.elapsed_secs - 2.503).abs() < 1e-9);
+        assert!((m.measured.throughput - m.measured.ok as f64 / 2.503).abs() < 1e-6);
+        assert!((m.client.cpu_secs - 0.6).abs() < 1e-9);
+        assert_eq!(m.client.max_rss_bytes, 20 << 20);
+        assert_eq!(m.spec.load.shard, Shard::WHOLE);
+        assert_eq!(m.processes.len(), 2);
+        assert_eq!(m.processes[1].started_unix_ms, t0 + 3);
+        assert_eq!(m.processes[1].max_rss_bytes, 10 << 20);
+        assert_eq!(m.started_unix_ms, t0);
+    }
+
+    #[test]
+    fn laps_align_by_wall_clock() {
+        let t0 = 1_795_000_000_000;
+        // Each closes a little after its boundary; b ends with a short lap.
+        let la = vec![
+            lap(t0 + 1_021, 1_000, 10, 100),
+            lap(t0 + 2_020, 1_000, 20, 200),
+        ];
+        let lb = vec![
+            lap(t0 + 1_025, 1_000, 1, 900),
+            lap(t0 + 2_030, 1_000, 2, 900),
+            lap(t0 + 2_300, 280, 3, 900),
+        ];
+        let ra = report(0, Snapshot::new(2, 3), t0, Duration::from_secs(2), la);
+        let rb = report(
+            1,
+            Snapshot::new(2, 3),
+            t0 + 1,
+            Duration::from_millis(2300),
+            lb,
+        );
+        let m = Report::merge(&[ra, rb]).unwrap();
+        let oks: Vec<u64> = m.laps.iter().map(|l| l.ok).collect();
+        assert_eq!(oks, vec![11, 22, 3]);
+        assert_eq!(m.laps[0].unix_ms, t0 + 1_025);
+        assert_eq!(m.laps[1].pending, 2);
+        let h = decode_hdr(&m.laps[1].latency_hdr).unwrap();
+        assert_eq!(h.len(), 22);
+        let mut one = Histo::new();
+        one.record(Duration::from_micros(900));
+        assert_eq!(h.max(), one.max());
+    }
+
+    #[test]
+    fn different_workloads_do_not_merge() {
+        let a = report(0, Snapshot::new(2, 3), 0, Duration::ZERO, vec![]);
+        let mut b = a.clone();
+        b.spec.workload = WorkloadSpec::Hello(loadrig_spec::HelloSpec { insert_ratio: 0.0 });
+        assert!(matches!(Report::merge(&[a, b]), Err(ReportError::Merge(_))));
+        assert!(Report::merge(&[]).is_err());
+    }
+}
