@@ -2,13 +2,17 @@
 //! words into these structs, then [`RunArgs::spec`] checks them together
 //! and builds the [`RunSpec`]. Help text lives in the doc comments.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loadrig_spec::{
-    Arrival, Dispatch, HelloSpec, LoadSpec, Pacing, RunSpec, Shard, SpecError, Stop,
+    Arrival, Dispatch, HelloSpec, LoadSpec, Pacing, Preset, RunSpec, Shard, SpecError, Stop,
     VoterGenerator, VoterSpec, WorkloadSpec,
 };
+
+use crate::start::StartRule;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -41,6 +45,7 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum Workload {
     /// VoltDB's Voter: one vote is one server-side transaction
+    #[command(after_help = PRESETS_HELP)]
     Voter {
         #[command(flatten)]
         run: RunArgs,
@@ -48,12 +53,69 @@ pub enum Workload {
         voter: VoterArgs,
     },
     /// Erlvolt's hello world: the smallest procedure call
+    #[command(after_help = PRESETS_HELP)]
     Hello {
         #[command(flatten)]
         run: RunArgs,
         #[command(flatten)]
         hello: HelloArgs,
     },
+}
+
+const PRESETS_HELP: &str =
+    "Presets (--preset) are the Erlvolt bench's setups, from etc/bench/Makefile of \
+voltdb-client-erlang: all -n 100000; the voter ones with --generator erlvolt. \
+vsd: steady, direct, 200 clients. vsm: steady, managed, 200 clients, --queue 100000 --slots 200. \
+vbm: bursts, managed, 100 clients, --burst 1 --burst-delay 1 --limit 1 --queue 10000 --slots 100. \
+vbd: bursts, direct, 100 clients, --burst 1 --burst-delay 5 --limit 1. \
+hsd (hello): steady, direct, 200 clients. --burst and --limit count per client, so 100 clients \
+with --burst 1 issue Erlvolt's bursts of 100. Flags given explicitly win over the preset.";
+
+impl Workload {
+    /// The shared flags, the workload's spec and the preset chosen.
+    pub fn parts(&self) -> (&RunArgs, WorkloadSpec, Option<Preset>) {
+        match self {
+            Workload::Voter { run, voter } => {
+                let preset = voter.preset.map(VoterPresetArg::preset);
+                (run, voter.spec(preset), preset)
+            }
+            Workload::Hello { run, hello } => {
+                let preset = hello.preset.map(|HelloPresetArg::Hsd| Preset::Hsd);
+                (run, hello.spec(), preset)
+            }
+        }
+    }
+}
+
+/// The Voter's presets (the Erlvolt bench's `make bench-v..`).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum VoterPresetArg {
+    /// Voter, steady, direct: 200 clients (Erlvolt bench-vsd)
+    Vsd,
+    /// Voter, steady, managed: 200 clients, queue 100000, 200 slots (bench-vsm)
+    Vsm,
+    /// Voter, bursts, managed: 100 clients, bursts of 1 per client every 1 ms, limit 1, queue 10000, 100 slots (bench-vbm)
+    Vbm,
+    /// Voter, bursts, direct: 100 clients, bursts of 1 per client every 5 ms, limit 1 (bench-vbd)
+    Vbd,
+}
+
+impl VoterPresetArg {
+    fn preset(self) -> Preset {
+        match self {
+            VoterPresetArg::Vsd => Preset::Vsd,
+            VoterPresetArg::Vsm => Preset::Vsm,
+            VoterPresetArg::Vbm => Preset::Vbm,
+            VoterPresetArg::Vbd => Preset::Vbd,
+        }
+    }
+}
+
+/// Hello's preset (the Erlvolt bench's `make bench-hsd`).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum HelloPresetArg {
+    /// Hello, steady, direct: 200 clients (Erlvolt bench-hsd)
+    Hsd,
 }
 
 #[derive(Debug, Args)]
@@ -97,9 +159,9 @@ pub struct RunArgs {
     /// Run the load this long first, without counting it
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "0")]
     pub warmup: f64,
-    /// Clients (callers); in the closed loop each waits for its previous operation
-    #[arg(long, short = 'c', default_value_t = 32)]
-    pub clients: u32,
+    /// Clients (callers); in the closed loop each waits for its previous operation [default: 32]
+    #[arg(long, short = 'c')]
+    pub clients: Option<u32>,
     /// Connections the clients share [default: one per client]
     #[arg(long)]
     pub connections: Option<u32>,
@@ -115,12 +177,12 @@ pub struct RunArgs {
     /// Bursts: this many operations at once per client
     #[arg(long, value_name = "B")]
     pub burst: Option<u32>,
-    /// Bursts: sleep this many milliseconds between bursts
-    #[arg(long, value_name = "MS", default_value_t = 1.0, requires = "burst")]
-    pub burst_delay: f64,
-    /// Bursts: wait until at most this many per client are pending
-    #[arg(long, value_name = "L", default_value_t = 0, requires = "burst")]
-    pub limit: u32,
+    /// Bursts: sleep this many milliseconds between bursts [default: 1]
+    #[arg(long, value_name = "MS")]
+    pub burst_delay: Option<f64>,
+    /// Bursts: wait until at most this many per client are pending [default: 0]
+    #[arg(long, value_name = "L")]
+    pub limit: Option<u32>,
     /// Managed mode: a queue of this many waiting operations before the connections
     #[arg(long, value_name = "Q")]
     pub queue: Option<u32>,
@@ -136,6 +198,18 @@ pub struct RunArgs {
     /// This process's part of a split run, i/N
     #[arg(long, value_name = "i/N")]
     pub shard: Option<String>,
+    /// Run K local processes, each a shard, begun together and merged (clients count per process)
+    #[arg(long, value_name = "K")]
+    pub processes: Option<u32>,
+    /// Begin the load at this wall-clock time (UNIX seconds), after connecting
+    #[arg(long, value_name = "UNIX_TIME", value_parser = unix_time, conflicts_with = "start_delay")]
+    pub start_at: Option<f64>,
+    /// Begin the load at the next multiple of S seconds after now + S (Erlvolt's common start)
+    #[arg(long, value_name = "S", value_parser = seconds)]
+    pub start_delay: Option<f64>,
+    /// Run as one of the processes of --processes (set by the parent)
+    #[arg(long, hide = true)]
+    pub child: bool,
     /// Seconds between lap lines
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "1")]
     pub interval: f64,
@@ -173,12 +247,15 @@ pub struct VoterArgs {
     /// Votes one phone number may cast [default: 2; 20000 with --generator erlvolt]
     #[arg(long)]
     pub max_votes: Option<u32>,
-    /// Whose caller mix: VoltDB's client (skewed, 1% invalid) or the Erlvolt bench (uniform)
-    #[arg(long, value_enum, default_value_t = GeneratorArg::Voltdb)]
-    pub generator: GeneratorArg,
+    /// Whose caller mix: VoltDB's client (skewed, 1% invalid) or the Erlvolt bench (uniform) [default: voltdb; erlvolt with --preset]
+    #[arg(long, value_enum)]
+    pub generator: Option<GeneratorArg>,
     /// Callers come from only this many phone numbers (to make them collide)
     #[arg(long, value_name = "N")]
     pub phones: Option<u64>,
+    /// An Erlvolt bench setup: sets the defaults above; flags given explicitly win
+    #[arg(long, value_enum)]
+    pub preset: Option<VoterPresetArg>,
 }
 
 #[derive(Debug, Args)]
@@ -186,12 +263,17 @@ pub struct HelloArgs {
     /// Fraction of operations that insert a new dialect (the rest select)
     #[arg(long, default_value_t = 0.0)]
     pub insert_ratio: f64,
+    /// An Erlvolt bench setup: sets the defaults above; flags given explicitly win
+    #[arg(long, value_enum)]
+    pub preset: Option<HelloPresetArg>,
 }
 
 /// Default managed-mode sizes when only one of --queue/--slots is given.
 const DEFAULT_QUEUE: u32 = 1_000;
 const DEFAULT_SLOTS: u32 = 100;
 pub const DEFAULT_REQUESTS: u64 = 100_000;
+const DEFAULT_CLIENTS: u32 = 32;
+const DEFAULT_BURST_DELAY_MS: f64 = 1.0;
 
 impl RunArgs {
     /// Check the flags together and build the run spec. `default_connections`
@@ -201,29 +283,28 @@ impl RunArgs {
     pub fn spec(
         &self,
         workload: WorkloadSpec,
+        preset: Option<Preset>,
         default_connections: Option<u32>,
     ) -> Result<RunSpec, SpecError> {
-        let pacing = match (self.rate, self.burst) {
-            (Some(rate), _) => Pacing::Rate {
-                rate,
-                arrival: match self.arrival {
-                    ArrivalArg::Regular => Arrival::Regular,
-                    ArrivalArg::Poisson => Arrival::Poisson,
-                },
-            },
-            (None, Some(size)) => Pacing::Burst {
-                size,
-                delay_ms: self.burst_delay,
-                limit: self.limit,
-            },
-            (None, None) => Pacing::Steady,
-        };
-        let dispatch = match (self.queue, self.slots) {
-            (None, None) => Dispatch::Direct,
-            (q, s) => Dispatch::Managed {
-                queue: q.unwrap_or(DEFAULT_QUEUE),
-                slots: s.unwrap_or(DEFAULT_SLOTS),
-            },
+        let defaults = preset.map(Preset::defaults);
+        let clients = self
+            .clients
+            .or(defaults.map(|d| d.clients))
+            .unwrap_or(DEFAULT_CLIENTS);
+        let pacing = self.pacing(defaults.map(|d| d.pacing))?;
+        let dispatch = match (self.queue, self.slots, defaults.map(|d| d.dispatch)) {
+            (None, None, Some(d)) => d,
+            (None, None, None) => Dispatch::Direct,
+            (q, s, d) => {
+                let (dq, ds) = match d {
+                    Some(Dispatch::Managed { queue, slots }) => (queue, slots),
+                    _ => (DEFAULT_QUEUE, DEFAULT_SLOTS),
+                };
+                Dispatch::Managed {
+                    queue: q.unwrap_or(dq),
+                    slots: s.unwrap_or(ds),
+                }
+            }
         };
         if dispatch != Dispatch::Direct && self.pipeline != 1 {
             return Err(SpecError::new(
@@ -234,20 +315,28 @@ impl RunArgs {
         let stop = match (self.requests, self.duration) {
             (_, Some(d)) => Stop::Seconds(d),
             (Some(n), None) => Stop::Count(n),
-            (None, None) => Stop::Count(DEFAULT_REQUESTS),
+            (None, None) => Stop::Count(defaults.map_or(DEFAULT_REQUESTS, |d| d.requests)),
         };
         let shard = match &self.shard {
             Some(s) => Shard::parse(s)?,
             None => Shard::WHOLE,
         };
+        let processes = self.processes.unwrap_or(1);
+        if processes > 1 && private_database(self.target.as_deref()) {
+            return Err(SpecError::new(
+                "--processes",
+                "the processes need a target they share; the default SQLite database is \
+                 private to one process (give --target sqlite:///path/to.db or a server)",
+            ));
+        }
         let spec = RunSpec {
             workload,
             target: mask_password(self.target.as_deref().unwrap_or("sqlite://")),
             load: LoadSpec {
-                clients: self.clients,
-                connections: self.connections.unwrap_or_else(|| {
-                    default_connections.map_or(self.clients, |n| n.min(self.clients))
-                }),
+                clients,
+                connections: self
+                    .connections
+                    .unwrap_or_else(|| default_connections.map_or(clients, |n| n.min(clients))),
                 pipeline: self.pipeline,
                 pacing,
                 dispatch,
@@ -265,17 +354,137 @@ impl RunArgs {
             max_error_rate: self.max_error_rate,
             verify: !self.no_verify,
             keep: self.keep,
+            preset,
+            processes,
         };
         spec.validate()?;
         Ok(spec)
     }
+
+    /// Open loop, bursts (from the flags or the preset) or steady.
+    fn pacing(&self, preset: Option<Pacing>) -> Result<Pacing, SpecError> {
+        let burst = match (self.burst, preset) {
+            (
+                Some(size),
+                Some(Pacing::Burst {
+                    delay_ms, limit, ..
+                }),
+            ) => Some((size, delay_ms, limit)),
+            (Some(size), _) => Some((size, DEFAULT_BURST_DELAY_MS, 0)),
+            (
+                None,
+                Some(Pacing::Burst {
+                    size,
+                    delay_ms,
+                    limit,
+                }),
+            ) => Some((size, delay_ms, limit)),
+            (None, _) => None,
+        };
+        let pacing = match (self.rate, burst) {
+            (Some(rate), _) => Pacing::Rate {
+                rate,
+                arrival: match self.arrival {
+                    ArrivalArg::Regular => Arrival::Regular,
+                    ArrivalArg::Poisson => Arrival::Poisson,
+                },
+            },
+            (None, Some((size, delay_ms, limit))) => Pacing::Burst {
+                size,
+                delay_ms: self.burst_delay.unwrap_or(delay_ms),
+                limit: self.limit.unwrap_or(limit),
+            },
+            (None, None) => Pacing::Steady,
+        };
+        if !matches!(pacing, Pacing::Burst { .. }) {
+            for (given, flag) in [
+                (self.burst_delay.is_some(), "--burst-delay"),
+                (self.limit.is_some(), "--limit"),
+            ] {
+                if given {
+                    return Err(SpecError::new(flag, "needs --burst (or a bursts preset)"));
+                }
+            }
+        }
+        Ok(pacing)
+    }
+
+    /// When the load begins, if not at once.
+    pub fn start(&self) -> Option<StartRule> {
+        match (self.start_at, self.start_delay) {
+            (Some(t), _) => Some(StartRule::At(t)),
+            (None, Some(s)) => Some(StartRule::Delay(s)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// No URL, or `sqlite://` without a path: a temporary database that only
+/// the process that made it can see.
+fn private_database(target: Option<&str>) -> bool {
+    let Some(url) = target else { return true };
+    let (scheme, rest) = url.split_once("://").unwrap_or((url, ""));
+    scheme == "sqlite" && rest.split('?').next().unwrap_or("").is_empty()
+}
+
+/// Flags that the parent of `--processes` sets for each child itself.
+const PARENT_ONLY: [&str; 8] = [
+    "processes",
+    "start_at",
+    "start_delay",
+    "out",
+    "csv",
+    "quiet",
+    "shard",
+    "child",
+];
+
+/// The command line of one child of `--processes`, less what the parent
+/// adds per child (`--shard`, `--start-at`, `--out`): `run WORKLOAD` and
+/// every flag the user gave, as given, except the parent's own.
+pub fn child_args(matches: &ArgMatches) -> Vec<OsString> {
+    let mut out: Vec<OsString> = vec!["run".into()];
+    let Some(("run", run)) = matches.subcommand() else {
+        return out;
+    };
+    let Some((name, given)) = run.subcommand() else {
+        return out;
+    };
+    out.push(name.into());
+    let cli = Cli::command();
+    let Some(cmd) = cli
+        .find_subcommand("run")
+        .and_then(|r| r.find_subcommand(name))
+    else {
+        return out;
+    };
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        let Some(long) = arg.get_long() else { continue };
+        if PARENT_ONLY.contains(&id) || given.value_source(id) != Some(ValueSource::CommandLine) {
+            continue;
+        }
+        if arg.get_action().takes_values() {
+            for v in given.get_raw(id).into_iter().flatten() {
+                let mut word = OsString::from(format!("--{long}="));
+                word.push(v);
+                out.push(word);
+            }
+        } else {
+            out.push(format!("--{long}").into());
+        }
+    }
+    out
 }
 
 impl VoterArgs {
-    pub fn spec(&self) -> WorkloadSpec {
+    pub fn spec(&self, preset: Option<Preset>) -> WorkloadSpec {
+        let erlvolt = preset.is_some_and(|p| p.defaults().erlvolt_generator);
         let generator = match self.generator {
-            GeneratorArg::Voltdb => VoterGenerator::Voltdb,
-            GeneratorArg::Erlvolt => VoterGenerator::Erlvolt,
+            Some(GeneratorArg::Voltdb) => VoterGenerator::Voltdb,
+            Some(GeneratorArg::Erlvolt) => VoterGenerator::Erlvolt,
+            None if erlvolt => VoterGenerator::Erlvolt,
+            None => VoterGenerator::Voltdb,
         };
         let default_max = match generator {
             VoterGenerator::Voltdb => 2,
@@ -319,6 +528,16 @@ fn seconds(s: &str) -> Result<f64, String> {
     Ok(v * scale)
 }
 
+/// A UNIX time in seconds, integer or fractional.
+fn unix_time(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a UNIX time in seconds (e.g. 1795000000 or 1795000000.5)"
+        )),
+    }
+}
+
 /// `scheme://user:secret@host` -> `scheme://user:***@host`, for output and reports.
 pub fn mask_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -342,15 +561,18 @@ mod tests {
     fn parse(args: &[&str]) -> Result<RunSpec, String> {
         let mut all = vec!["loadrig", "run", "voter"];
         all.extend_from_slice(args);
+        parse_all(&all)
+    }
+
+    fn parse_all(all: &[&str]) -> Result<RunSpec, String> {
         let cli = Cli::try_parse_from(all).map_err(|e| e.to_string())?;
         match cli.command {
-            Command::Run {
-                workload: Workload::Voter { run, voter },
-            } => {
+            Command::Run { workload } => {
+                let (run, w, preset) = workload.parts();
                 let conns = loadrig_targets::default_connections(run.target.as_deref());
-                run.spec(voter.spec(), conns).map_err(|e| e.to_string())
+                run.spec(w, preset, conns).map_err(|e| e.to_string())
             }
-            _ => Err("not voter".into()),
+            _ => Err("not run".into()),
         }
     }
 

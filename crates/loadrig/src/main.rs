@@ -4,20 +4,27 @@
 
 mod exit;
 mod flags;
+mod multi;
 mod plan;
 mod print;
 mod run;
+mod start;
 mod verify;
 
-use clap::Parser;
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use loadrig_report::Report;
 use loadrig_spec::RunSpec;
 
-use flags::{Cli, Command, Workload};
+use flags::{Cli, Command};
 
 fn main() {
-    let code = match Cli::try_parse() {
-        Ok(cli) => match execute(cli) {
+    // The matches are kept: a parent of --processes passes the flags the
+    // user gave on to its children, as given.
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let code = match parsed {
+        Ok((cli, matches)) => match execute(cli, &matches) {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {}", one_line(&e));
@@ -53,7 +60,7 @@ fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
-fn execute(cli: Cli) -> anyhow::Result<i32> {
+fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
     match cli.command {
         Command::Targets => {
             print_targets();
@@ -64,16 +71,24 @@ fn execute(cli: Cli) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Run { workload } => {
-            let (args, workload) = match workload {
-                Workload::Voter { run, voter } => (run, voter.spec()),
-                Workload::Hello { run, hello } => (run, hello.spec()),
-            };
+            let (args, workload, preset) = workload.parts();
             let conns = loadrig_targets::default_connections(args.target.as_deref());
-            let spec = args.spec(workload, conns)?;
+            let spec = args.spec(workload, preset, conns)?;
+            let role = if args.child {
+                run::Role::Child
+            } else if spec.processes > 1 {
+                run::Role::Parent {
+                    child_args: flags::child_args(matches),
+                }
+            } else {
+                run::Role::Single
+            };
             let opts = run::Options {
                 quiet: args.quiet,
                 csv: args.csv,
                 out: args.out.clone(),
+                start: args.start(),
+                role,
             };
             let target = plan::open(&spec, args.target.as_deref())?;
             runtime(&spec)?.block_on(plan::run(&spec, target, &opts))

@@ -1,49 +1,79 @@
 //! One run, start to end, for any (workload, target): connect, prepare,
-//! record the baseline, drive the engine, verify against the server,
-//! print the results, write the report, and choose the exit code.
+//! record the baseline, wait for the start, drive the engine, verify
+//! against the server, print the results, write the report, and choose
+//! the exit code. A child of `--processes` only connects, runs and writes
+//! its report; the parent ([`crate::multi`]) does the rest once.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use loadrig_engine::EngineConfig;
-use loadrig_metrics::ProcessUsage;
+use loadrig_metrics::{ProcessUsage, Snapshot};
 use loadrig_report::{Environment, Report, RunRecord, Verification};
 use loadrig_spec::{Dispatch, RunSpec, SpecError};
-use loadrig_workloads::{Bench, TargetInfo};
+use loadrig_workloads::{Bench, Results, TargetInfo};
 
 use crate::exit;
 use crate::print::{csv, Printer};
+use crate::start::{self, StartRule};
 
-/// Output choices that are not part of the run spec.
+/// Output choices and the process's part, none of them in the run spec.
 pub struct Options {
     pub quiet: bool,
     pub csv: bool,
     pub out: Option<PathBuf>,
+    /// When the load begins; `None`: as soon as the connections are open.
+    pub start: Option<StartRule>,
+    pub role: Role,
 }
 
-pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> anyhow::Result<i32> {
-    check_depth(&bench, spec)?;
-    let kinds = bench.kinds();
-    let domains = bench.domains();
-    let mut p = Printer::new(spec, opts.quiet, opts.csv);
-    p.header(spec);
+/// This process's part in the run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Role {
+    /// The whole run in this process.
+    Single,
+    /// The parent of `--processes`: it prepares, starts the children with
+    /// these arguments (plus each one's shard, start and report file),
+    /// merges, verifies and tears down.
+    Parent { child_args: Vec<OsString> },
+    /// One of the parent's children: connect, run, write the report.
+    Child,
+}
 
+pub async fn drive<B: Bench>(bench: B, spec: &RunSpec, opts: &Options) -> anyhow::Result<i32> {
+    check_depth(&bench, spec)?;
+    match &opts.role {
+        Role::Parent { child_args } => crate::multi::parent(bench, spec, opts, child_args).await,
+        Role::Single | Role::Child => single(bench, spec, opts).await,
+    }
+}
+
+/// What was there before the load.
+pub struct Prepared {
+    pub server_version: Option<String>,
+    pub baseline: serde_json::Value,
+}
+
+/// Connect, prepare and record the baseline (recorded even with
+/// --no-verify, so `loadrig verify REPORT` can check later).
+pub async fn prepare<B: Bench>(bench: &mut B, p: &mut Printer) -> anyhow::Result<Prepared> {
     p.phase("connect");
     let server_version = bench.target().server_version().await;
     p.phase("prepare");
     bench.prepare().await?;
-    // Recorded even with --no-verify, so `loadrig verify REPORT` can check later.
     let baseline = bench.baseline().await?;
-    let mut drivers = Vec::with_capacity(spec.load.connections as usize);
-    for _ in 0..spec.load.connections {
-        drivers.push(bench.connect().await?);
-    }
-    p.phase("run");
-    p.end_phases();
+    Ok(Prepared {
+        server_version,
+        baseline,
+    })
+}
 
+/// Set when Ctrl-C is pressed.
+pub fn ctrl_c_flag() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let on_signal = stop.clone();
     tokio::spawn(async move {
@@ -51,6 +81,42 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
             on_signal.store(true, Ordering::Relaxed);
         }
     });
+    stop
+}
+
+async fn single<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> anyhow::Result<i32> {
+    let child = opts.role == Role::Child;
+    let kinds = bench.kinds();
+    let domains = bench.domains();
+    let mut p = Printer::new(spec, opts.quiet, opts.csv);
+    p.header(spec);
+
+    let prepared = if child {
+        p.phase("connect");
+        Prepared {
+            server_version: bench.target().server_version().await,
+            baseline: serde_json::Value::Null,
+        }
+    } else {
+        prepare(&mut bench, &mut p).await?
+    };
+    let mut drivers = Vec::with_capacity(spec.load.connections as usize);
+    for _ in 0..spec.load.connections {
+        drivers.push(bench.connect().await?);
+    }
+    let stop = ctrl_c_flag();
+    let begin = match opts.start {
+        Some(rule) => {
+            let now = SystemTime::now();
+            let at = rule.resolve(now);
+            p.end_phases();
+            p.line(&start_line(at, now));
+            start::wait_for(at, &stop).await
+        }
+        None => start::now(),
+    };
+    p.phase("run");
+    p.end_phases();
 
     let cfg = EngineConfig {
         load: spec.load.clone(),
@@ -61,13 +127,9 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
         kinds: kinds.len(),
         domains: domains.len(),
     };
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
     let db_cpu_before = bench.target().embedded_cpu().await;
     let usage_before = ProcessUsage::now();
-    let start = tokio::time::Instant::now() + Duration::from_millis(5);
-    let outcome = loadrig_engine::run(&cfg, drivers, start, stop, |lap| p.lap(lap)).await;
+    let outcome = loadrig_engine::run(&cfg, drivers, begin.at, stop, |lap| p.lap(lap)).await;
     let mut usage = ProcessUsage::now().since(&usage_before);
     p.end_laps();
     // With an embedded database its thread's CPU is the server's, not the
@@ -81,74 +143,150 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
     }
 
     p.phase("cool down");
+    let report = Report::build(RunRecord {
+        spec,
+        environment: environment(spec, prepared.server_version, &bench),
+        started_unix_ms: begin.unix_ms,
+        kinds: &kinds,
+        domains: &domains,
+        outcome: &outcome,
+        usage,
+        verification: None,
+        results: Results::default(),
+        exit_code: exit::OK,
+    });
     let mut counted = outcome.warmup.clone();
     counted.merge(&outcome.measured);
-    let verdict = if spec.verify {
-        p.phase("verify");
-        let v = bench.verify(&baseline, &counted).await?;
-        p.line(&v.summary);
-        Some(v)
-    } else {
-        p.line("verify ... skipped (--no-verify; check later with `loadrig verify REPORT`)");
-        None
+    let after = db_cpu.map(|db| {
+        format!(
+            "embedded database: {:.3}s cpu on its own thread (not counted as client cpu)",
+            db.as_secs_f64()
+        )
+    });
+    let end = End {
+        report,
+        measured: outcome.measured,
+        counted,
+        baseline: (!child).then_some(prepared.baseline),
+        failed: Vec::new(),
+        after_summary: after.into_iter().collect(),
     };
-    let results = bench.results(&counted).await?;
-    p.results(&results);
+    conclude(&mut bench, spec, opts, &mut p, end).await
+}
 
-    let mut code = exit::OK;
-    let mut reasons = Vec::new();
-    if verdict.as_ref().and_then(|v| v.passed) == Some(false) {
-        code = exit::CHECK_FAILED;
-        reasons.push("verification failed".to_string());
+/// `start at ...`, and how late it is if that time has passed.
+pub fn start_line(at_ms: u64, now: SystemTime) -> String {
+    let now_ms = start::unix_ms(now);
+    if at_ms < now_ms {
+        format!(
+            "{}: {:.3}s late, starting now",
+            start::line(at_ms),
+            (now_ms - at_ms) as f64 / 1e3
+        )
+    } else {
+        start::line(at_ms)
     }
-    let ops = outcome.measured.ops();
+}
+
+pub fn environment<B: Bench>(
+    spec: &RunSpec,
+    server_version: Option<String>,
+    bench: &B,
+) -> Environment {
+    Environment {
+        host: hostname(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        os: std::env::consts::OS.to_string(),
+        target: spec.target.clone(),
+        server_version,
+        durability: bench.target().durability(),
+    }
+}
+
+/// A run's measurements, ready to be checked and shown.
+pub struct End {
+    /// Verification, results and exit code still to fill in.
+    pub report: Report,
+    pub measured: Snapshot,
+    /// Warm-up and measured together: what the server should hold.
+    pub counted: Snapshot,
+    /// `None`: a child, which neither verifies nor tears down.
+    pub baseline: Option<serde_json::Value>,
+    /// Why the run failed already (children that failed), if it did.
+    pub failed: Vec<String>,
+    /// Lines after the overall line.
+    pub after_summary: Vec<String>,
+}
+
+/// Verify, show the results, pick the exit code, print the summary, write
+/// the report, tear down.
+pub async fn conclude<B: Bench>(
+    bench: &mut B,
+    spec: &RunSpec,
+    opts: &Options,
+    p: &mut Printer,
+    end: End,
+) -> anyhow::Result<i32> {
+    let End {
+        mut report,
+        measured,
+        counted,
+        baseline,
+        failed,
+        after_summary,
+    } = end;
+    let mut reasons = failed;
+    if let Some(baseline) = &baseline {
+        let verdict = if spec.verify {
+            p.phase("verify");
+            let v = bench.verify(baseline, &counted).await?;
+            p.line(&v.summary);
+            Some(v)
+        } else {
+            p.line("verify ... skipped (--no-verify; check later with `loadrig verify REPORT`)");
+            None
+        };
+        if verdict.as_ref().and_then(|v| v.passed) == Some(false) {
+            reasons.push("verification failed".to_string());
+        }
+        report.results = bench.results(&counted).await?;
+        p.results(&report.results);
+        report.verification = Some(Verification {
+            baseline: baseline.clone(),
+            verdict,
+        });
+    } else {
+        p.end_phases();
+    }
+    let m = &report.measured;
     if let Some(max) = spec.max_error_rate {
-        let rate = if ops == 0 {
+        let rate = if m.ops == 0 {
             0.0
         } else {
-            outcome.measured.errors() as f64 / ops as f64
+            m.errors as f64 / m.ops as f64
         };
         if rate > max {
-            code = exit::CHECK_FAILED;
             reasons.push(format!(
                 "error rate {:.4} above --max-error-rate {max}",
                 rate
             ));
         }
     }
-    if outcome.interrupted {
-        code = exit::CHECK_FAILED;
+    if report.interrupted {
         reasons.push("interrupted".to_string());
     }
-
-    let report = Report::build(RunRecord {
-        spec,
-        environment: Environment {
-            host: hostname(),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            os: std::env::consts::OS.to_string(),
-            target: spec.target.clone(),
-            server_version,
-            durability: bench.target().durability(),
-        },
-        started_unix_ms,
-        kinds: &kinds,
-        domains: &domains,
-        outcome: &outcome,
-        usage,
-        verification: Some(Verification {
-            baseline: baseline.clone(),
-            verdict: verdict.clone(),
-        }),
-        results,
-        exit_code: code,
-    });
-    p.summary(&report, &outcome.measured, &kinds);
-    if let Some(db) = db_cpu {
-        p.line(&format!(
-            "embedded database: {:.3}s cpu on its own thread (not counted as client cpu)",
-            db.as_secs_f64()
-        ));
+    if !reasons.is_empty() {
+        report.exit_code = report.exit_code.max(exit::CHECK_FAILED);
+    }
+    let kinds: Vec<&str> = report
+        .measured
+        .kinds
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    p.summary(&report, &measured, &kinds);
+    for l in &after_summary {
+        p.line(l);
     }
     if opts.csv {
         for row in csv::rows(&report) {
@@ -158,11 +296,13 @@ pub async fn drive<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> an
     if let Some(path) = &opts.out {
         report.write(path).with_context(|| "writing the report")?;
     }
-    bench.finish(spec.keep).await?;
+    if baseline.is_some() {
+        bench.finish(spec.keep).await?;
+    }
     for r in reasons {
         p.line(&format!("check failed: {r}"));
     }
-    Ok(code)
+    Ok(report.exit_code)
 }
 
 /// The requests one connection must carry must fit what the target allows.

@@ -9,9 +9,9 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use loadrig_engine::LapView;
-use loadrig_metrics::{ErrorKind, Snapshot};
+use loadrig_metrics::Snapshot;
 use loadrig_report::fmt;
-use loadrig_report::Report;
+use loadrig_report::{Measured, Report};
 use loadrig_spec::{Dispatch, Pacing, RunSpec, Stop};
 use loadrig_workloads::{group, Results};
 
@@ -145,7 +145,7 @@ impl Printer {
         for l in table(measured, kinds, report.measured.elapsed_secs) {
             self.line(&l);
         }
-        for l in error_lines(measured, kinds) {
+        for l in error_lines(&report.measured) {
             self.line(&l);
         }
         self.line(&overall(report));
@@ -196,8 +196,17 @@ pub fn header(spec: &RunSpec) -> String {
     } else {
         String::new()
     };
+    let processes = if spec.processes > 1 {
+        format!(" in each of {} processes", spec.processes)
+    } else {
+        String::new()
+    };
+    let preset = match spec.preset {
+        Some(p) => format!("  preset {} ({})", p.label(), p.about()),
+        None => String::new(),
+    };
     format!(
-        "loadrig {}  {} on {}  {model}, {dispatch}, {} clients{conns}{pipeline}, {stop}{warmup}, seed {}{shard}",
+        "loadrig {}  {} on {}  {model}, {dispatch}, {} clients{conns}{pipeline}{processes}, {stop}{warmup}, seed {}{shard}{preset}",
         env!("CARGO_PKG_VERSION"),
         spec.workload.name(),
         spec.target,
@@ -287,41 +296,42 @@ pub fn table(s: &Snapshot, kinds: &[&str], elapsed_secs: f64) -> Vec<String> {
 }
 
 /// `errors: vote: io 3, server SQLITE_BUSY 2` for kinds that had any.
-pub fn error_lines(s: &Snapshot, kinds: &[&str]) -> Vec<String> {
+pub fn error_lines(m: &Measured) -> Vec<String> {
     let mut lines = Vec::new();
-    for (i, k) in s.kinds.iter().enumerate() {
-        if k.errors.total() == 0 {
-            continue;
-        }
-        let mut parts: Vec<String> = ErrorKind::ALL
+    for k in &m.kinds {
+        let mut parts: Vec<String> = k
+            .errors
             .iter()
-            .filter(|e| **e != ErrorKind::Server && k.errors.get(**e) > 0)
-            .map(|e| format!("{} {}", e.name(), group(k.errors.get(*e))))
+            .filter(|(e, n)| e != "server" && *n > 0)
+            .map(|(e, n)| format!("{e} {}", group(*n)))
             .collect();
         parts.extend(
-            k.errors
-                .server_classes
+            k.server_errors
                 .iter()
                 .map(|(c, n)| format!("server {c} {}", group(*n))),
         );
-        lines.push(format!(
-            "errors: {}: {}",
-            kinds.get(i).copied().unwrap_or("?"),
-            parts.join(", ")
-        ));
+        if !parts.is_empty() {
+            lines.push(format!("errors: {}: {}", k.name, parts.join(", ")));
+        }
     }
-    if s.reconnects > 0 || s.connect_failures > 0 {
+    if m.reconnects > 0 || m.connect_failures > 0 {
         lines.push(format!(
             "connections: {} re-established, {} attempts failed",
-            group(s.reconnects),
-            group(s.connect_failures)
+            group(m.reconnects),
+            group(m.connect_failures)
         ));
     }
     lines
 }
 
+/// `overall: ...`; for a merged run `overall (total of K processes): ...`,
+/// with the processes' peak memory summed.
 pub fn overall(r: &Report) -> String {
     let m = &r.measured;
+    let (label, mem) = match r.processes.len() {
+        0 | 1 => ("overall".to_string(), ""),
+        k => (format!("overall (total of {k} processes)"), " (sum)"),
+    };
     let fails = if m.ops == 0 {
         0.0
     } else {
@@ -329,7 +339,7 @@ pub fn overall(r: &Report) -> String {
     };
     let interrupted = if r.interrupted { "  INTERRUPTED" } else { "" };
     format!(
-        "overall: {}/s  {fails:.2}% fails  {} ops  {:.3}s  client cpu {:.0}% ({} us/op)  peak mem {}{interrupted}",
+        "{label}: {}/s  {fails:.2}% fails  {} ops  {:.3}s  client cpu {:.0}% ({} us/op)  peak mem {}{mem}{interrupted}",
         group(m.throughput as u64),
         group(m.ops),
         m.elapsed_secs,

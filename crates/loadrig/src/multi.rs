@@ -1,0 +1,271 @@
+//! `--processes K`: one run in K local processes (the Erlvolt multi-VM
+//! bench), engine.md section 6. The parent prepares and records the
+//! baseline once, picks one wall-clock start, and starts K copies of this
+//! binary, each the shard k/K of the run with `--child`; each connects,
+//! waits for the start, runs and writes its report. The parent merges the
+//! reports (`Report::merge`: histograms add, counts sum, laps align by wall
+//! clock), verifies with the merged counts, prints, writes, tears down.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use loadrig_report::Report;
+use loadrig_spec::RunSpec;
+use loadrig_workloads::Bench;
+
+use crate::exit;
+use crate::print::{overall, Printer};
+use crate::run::{self, End, Options};
+use crate::start::{self, StartRule};
+
+/// The start when neither `--start-at` nor `--start-delay` is given.
+const DEFAULT_START: StartRule = StartRule::Delay(1.0);
+
+/// How one child ended.
+struct Finished {
+    /// Its exit code; `None` when a signal ended it.
+    code: Option<i32>,
+    stderr: String,
+    report: Option<Report>,
+    /// Why there is no report, when there is none.
+    missing: Option<String>,
+}
+
+pub async fn parent<B: Bench>(
+    mut bench: B,
+    spec: &RunSpec,
+    opts: &Options,
+    child_args: &[OsString],
+) -> anyhow::Result<i32> {
+    let k = spec.processes;
+    let mut p = Printer::new(spec, opts.quiet, opts.csv);
+    p.header(spec);
+    let prepared = run::prepare(&mut bench, &mut p).await?;
+    // Ctrl-C reaches the children too (one process group); the parent
+    // waits for their reports instead of dying.
+    let stop = run::ctrl_c_flag();
+
+    let now = SystemTime::now();
+    let at = opts.start.unwrap_or(DEFAULT_START).resolve(now);
+    p.end_phases();
+    p.line(&run::start_line(at, now));
+    let dir = ReportDir::new(opts.out.as_deref())?;
+    let mut running = Vec::with_capacity(k as usize);
+    for i in 0..k {
+        let path = dir.child(i);
+        let mut cmd = Command::new(std::env::current_exe().context("finding this executable")?);
+        cmd.args(child_args)
+            .arg(format!("--shard={i}/{k}"))
+            .arg(format!("--start-at={}", start::unix_text(at)))
+            .arg("-q")
+            .arg("--child")
+            .arg(with_value("--out=", &path))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting process {i}"))?;
+        // Reading both pipes to the end while it runs, off the runtime.
+        running.push((
+            path,
+            tokio::task::spawn_blocking(move || child.wait_with_output()),
+        ));
+    }
+    p.phase(&format!("run {k} processes"));
+    p.end_phases();
+
+    let mut finished = Vec::with_capacity(running.len());
+    for (path, handle) in running {
+        let output = match handle.await {
+            Ok(Ok(o)) => Ok(o),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        finished.push(finish(output, &path));
+    }
+    dir.clean();
+
+    let (mut failed, children_code) = report_children(&mut p, &finished, at);
+    let reports: Vec<Report> = finished.into_iter().filter_map(|f| f.report).collect();
+    p.phase("cool down");
+    if reports.is_empty() {
+        p.line("");
+        p.line("no process left a report: nothing to merge");
+        bench.finish(spec.keep).await?;
+        for r in failed {
+            p.line(&format!("check failed: {r}"));
+        }
+        return Ok(children_code.max(exit::CHECK_FAILED));
+    }
+    let mut merged = Report::merge(&reports)?;
+    merged.spec = spec.clone();
+    merged.environment = run::environment(spec, prepared.server_version, &bench);
+    merged.exit_code = exit::OK;
+    if stop.load(Ordering::Relaxed) {
+        merged.interrupted = true;
+    }
+    let measured = merged
+        .measured
+        .snapshot()
+        .map_err(|e| anyhow::anyhow!("merged report: {e}"))?;
+    let mut counted = merged
+        .warmup
+        .snapshot()
+        .map_err(|e| anyhow::anyhow!("merged report: {e}"))?;
+    counted.merge(&measured);
+    if children_code != exit::OK {
+        merged.exit_code = children_code;
+    }
+    let end = End {
+        report: merged,
+        measured,
+        counted,
+        baseline: Some(prepared.baseline),
+        failed: std::mem::take(&mut failed),
+        after_summary: Vec::new(),
+    };
+    let code = run::conclude(&mut bench, spec, opts, &mut p, end).await?;
+    // A child that could not reach the target says so above all.
+    Ok(if children_code == exit::TARGET {
+        exit::TARGET
+    } else {
+        code
+    })
+}
+
+/// Read what a child left behind.
+fn finish(output: Result<Output, String>, path: &Path) -> Finished {
+    let (code, stderr) = match output {
+        Ok(o) => (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        ),
+        Err(e) => (None, e),
+    };
+    let (report, missing) = if path.exists() {
+        match Report::read(path) {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e.to_string())),
+        }
+    } else {
+        (None, Some("no report".to_string()))
+    };
+    Finished {
+        code,
+        stderr,
+        report,
+        missing,
+    }
+}
+
+/// One line per process (its overall line, or why it has none), its
+/// standard error when it failed; the reasons the run failed and the
+/// exit code the children call for (3 when one could not reach the target).
+fn report_children(p: &mut Printer, finished: &[Finished], at_ms: u64) -> (Vec<String>, i32) {
+    let mut reasons = Vec::new();
+    let mut code = exit::OK;
+    for (i, f) in finished.iter().enumerate() {
+        match (&f.report, &f.missing) {
+            (Some(r), _) => {
+                p.line(&format!("process {i}: {}", overall(r)));
+                // On time, a child's start is the start asked for, exactly.
+                if r.started_unix_ms > at_ms {
+                    p.line(&format!(
+                        "process {i}: started {:.3}s late (it connected after the start; \
+                         give a longer --start-delay)",
+                        (r.started_unix_ms - at_ms) as f64 / 1e3
+                    ));
+                }
+            }
+            (None, why) => {
+                let why = why.as_deref().unwrap_or("no report");
+                let line = format!("process {i}: {why}: its share is missing");
+                p.line(&line);
+                reasons.push(line);
+                code = code.max(exit::CHECK_FAILED);
+            }
+        }
+        match f.code {
+            Some(0) => {}
+            other => {
+                for l in f.stderr.lines() {
+                    p.line(&format!("[p{i}] {l}"));
+                }
+                let how = other.map_or("was killed by a signal".to_string(), |c| {
+                    format!("exited with code {c}")
+                });
+                reasons.push(format!("process {i} {how}"));
+                code = if other == Some(exit::TARGET) || code == exit::TARGET {
+                    exit::TARGET
+                } else {
+                    exit::CHECK_FAILED
+                };
+            }
+        }
+    }
+    (reasons, code)
+}
+
+/// `--out=PATH` as one word, without assuming the path is UTF-8.
+fn with_value(flag: &str, path: &Path) -> OsString {
+    let mut w = OsString::from(flag);
+    w.push(path.as_os_str());
+    w
+}
+
+/// Where the children write their reports: beside `--out` as
+/// `<stem>.p<k>.json`, kept; or in a private temporary folder, removed.
+struct ReportDir {
+    dir: PathBuf,
+    stem: String,
+    temporary: bool,
+}
+
+impl ReportDir {
+    fn new(out: Option<&Path>) -> anyhow::Result<ReportDir> {
+        if let Some(out) = out {
+            let dir = out
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf();
+            let stem = out
+                .file_stem()
+                .map_or("report".into(), |s| s.to_string_lossy().into_owned());
+            return Ok(ReportDir {
+                dir,
+                stem,
+                temporary: false,
+            });
+        }
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!("loadrig-{}-{nanos:09}", std::process::id()));
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("making a folder for the reports: {}", dir.display()))?;
+        Ok(ReportDir {
+            dir,
+            stem: "report".into(),
+            temporary: true,
+        })
+    }
+
+    fn child(&self, k: u32) -> PathBuf {
+        let path = self.dir.join(format!("{}.p{k}.json", self.stem));
+        // A report left by an earlier run must not pass for this one's.
+        let _ = std::fs::remove_file(&path);
+        path
+    }
+
+    fn clean(&self) {
+        if self.temporary {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
