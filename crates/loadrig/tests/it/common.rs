@@ -3,6 +3,7 @@
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_loadrig");
@@ -41,6 +42,21 @@ pub fn loadrig(args: &[&str]) -> Run {
         .output()
         .expect("the loadrig binary runs")
         .into()
+}
+
+/// Runs on one server share the `bench` database's tables, and a run's
+/// teardown drops them: a test that runs on a server holds its lock.
+pub fn hold(server: &str) -> MutexGuard<'static, ()> {
+    static POSTGRES: Mutex<()> = Mutex::new(());
+    static MARIADB: Mutex<()> = Mutex::new(());
+    static OTHER: Mutex<()> = Mutex::new(());
+    let lock = match server {
+        "postgres" => &POSTGRES,
+        "mariadb" => &MARIADB,
+        _ => &OTHER,
+    };
+    // A test that failed holding it leaves nothing behind to protect.
+    lock.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Fail (never skip) when a server the test needs is not listening.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::common::{json, loadrig};
 
-fn golden(name: &str, actual: &str) {
+pub(crate) fn golden(name: &str, actual: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(name);
@@ -35,7 +35,7 @@ fn golden(name: &str, actual: &str) {
 }
 
 /// Mask numbers as `#` and durations as `#t`, and fold runs of spaces.
-fn mask(text: &str) -> String {
+pub(crate) fn mask(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {

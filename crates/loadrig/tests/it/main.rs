@@ -7,6 +7,7 @@
 mod cli;
 mod common;
 mod golden;
+mod multi;
 mod servers;
 mod services;
 mod voter;

@@ -8,7 +8,7 @@
 
 use std::process::Command;
 
-use crate::common::{json, loadrig, need_server};
+use crate::common::{hold, json, loadrig, need_server};
 
 /// How to reach one server: the URL, and its command-line client for
 /// checking and cleaning up behind the binary's back.
@@ -212,6 +212,7 @@ impl Server {
     }
 
     fn all_cases(&self) {
+        let _one_at_a_time = hold(self.name);
         self.voter_keeps_the_limit();
         self.survives_killed_connections();
         self.hello_verifies();

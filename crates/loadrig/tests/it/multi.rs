@@ -1,0 +1,370 @@
+//! Many processes and a common start (`--processes`, `--start-delay`,
+//! `--start-at`), and the Erlvolt presets. The PostgreSQL case needs the
+//! server that `scripts/services up postgres` starts; it fails, never
+//! skips, when it is not there.
+
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use loadrig_report::Report;
+
+use crate::common::{hold, json, loadrig, need_server, Run};
+
+const POSTGRES: &str = "postgres://bench:bench@127.0.0.1/bench";
+
+/// The start the run printed (`start at ... (unix N)`), in ms.
+fn printed_start(r: &Run) -> u64 {
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("start at "))
+        .unwrap_or_else(|| panic!("no start line:\n{}", r.dump()));
+    let unix = line
+        .split("(unix ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap_or_else(|| panic!("no unix time in '{line}'"));
+    let secs: f64 = unix.parse().unwrap();
+    (secs * 1e3).round() as u64
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+fn read(path: &Path) -> Report {
+    Report::read(path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The children's reports beside `out` (`r.json` -> `r.p0.json`, ...).
+fn children(out: &Path, k: usize) -> Vec<Report> {
+    let dir = out.parent().unwrap();
+    let stem = out.file_stem().unwrap().to_str().unwrap();
+    (0..k)
+        .map(|i| read(&dir.join(format!("{stem}.p{i}.json"))))
+        .collect()
+}
+
+/// Three processes on PostgreSQL begin in the same second, at the start
+/// the parent printed; the merged report is their sum and verifies.
+#[test]
+fn three_processes_on_postgres_begin_together_and_merge() {
+    need_server("postgres", 5432);
+    let _one_at_a_time = hold("postgres");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    // Few clients per process: a debug build spends ~80 ms of CPU on each
+    // SCRAM login, and every child must be connected within the 2 s.
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        POSTGRES,
+        "--processes",
+        "3",
+        "--start-delay",
+        "2",
+        "-n",
+        "3000",
+        "--clients",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... ok (2"), "{}", r.dump());
+    assert!(
+        r.stdout.contains("overall (total of 3 processes): "),
+        "{}",
+        r.dump()
+    );
+    assert!(!r.stdout.contains("s late"), "{}", r.dump());
+    let start = printed_start(&r);
+    assert_eq!(start % 2_000, 0, "a multiple of 2 s: {start}");
+
+    let kids = children(&out, 3);
+    for (i, c) in kids.iter().enumerate() {
+        assert_eq!(c.started_unix_ms, start, "process {i}:\n{}", r.dump());
+        assert_eq!(c.spec.load.shard.index, i as u32);
+        assert_eq!(c.spec.load.shard.count, 3);
+        assert!(c.verification.is_none(), "a child does not verify");
+        assert!(r.stdout.contains(&format!("process {i}: overall: ")));
+    }
+    let seconds: Vec<u64> = kids.iter().map(|c| c.started_unix_ms / 1000).collect();
+    assert!(seconds.iter().all(|s| *s == seconds[0]), "{seconds:?}");
+
+    let merged = read(&out);
+    let sum: u64 = kids.iter().map(|c| c.measured.ops).sum();
+    assert_eq!(merged.measured.ops, sum);
+    assert_eq!(merged.measured.ops, 3000);
+    let ok: u64 = kids.iter().map(|c| c.measured.ok).sum();
+    assert_eq!(merged.measured.ok, ok);
+    let kind = &merged.measured.kinds[0];
+    assert_eq!(kind.latency.histogram().unwrap().len(), 3000);
+    let verdict = merged
+        .verification
+        .as_ref()
+        .and_then(|v| v.verdict.as_ref())
+        .expect("the parent verifies");
+    assert_eq!(verdict.passed, Some(true), "{}", r.dump());
+    assert_eq!(merged.processes.len(), 3);
+    assert!(merged.processes.iter().all(|p| p.started_unix_ms == start));
+    let peak: u64 = merged.processes.iter().map(|p| p.max_rss_bytes).sum();
+    assert_eq!(merged.client.max_rss_bytes, peak);
+    assert_eq!(merged.spec.processes, 3);
+    assert_eq!(merged.spec.load.shard.count, 1);
+    assert_eq!(merged.exit_code, 0);
+}
+
+/// On the null target, without --out: the children's reports go to a
+/// temporary folder, and the merged counts are still the sum.
+#[test]
+fn processes_on_null_merge_without_out() {
+    let r = loadrig(&[
+        "run",
+        "hello",
+        "--target",
+        "null://",
+        "--processes",
+        "2",
+        "-n",
+        "4000",
+        "--csv",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    // The default start: the next whole second after now + 1.
+    assert!(r.stderr.contains("start at "), "{}", r.dump());
+    assert!(r.stderr.contains("process 1: overall: "), "{}", r.dump());
+    let counts: Vec<&str> = r
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap())
+        .collect();
+    // select latency and service; no inserts (--insert-ratio 0).
+    assert_eq!(counts, ["4000", "4000", "0", "0"], "{}", r.dump());
+}
+
+#[test]
+fn processes_and_shard_conflict() {
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        "null://",
+        "--processes",
+        "2",
+        "--shard",
+        "0/2",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("--processes"), "{}", r.dump());
+    assert!(r.stdout.is_empty(), "{}", r.dump());
+}
+
+#[test]
+fn processes_need_a_database_they_share() {
+    let r = loadrig(&["run", "voter", "--processes", "2"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("--processes"), "{}", r.dump());
+}
+
+#[test]
+fn start_at_and_start_delay_conflict() {
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        "null://",
+        "--start-at",
+        "1795000000",
+        "--start-delay",
+        "2",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("--start-delay"), "{}", r.dump());
+}
+
+/// A start that has passed begins at once, and says how late it is.
+#[test]
+fn start_at_in_the_past_begins_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let past = now_ms() / 1000 - 30;
+    let before = now_ms();
+    let t = Instant::now();
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        "null://",
+        "-n",
+        "2000",
+        "--start-at",
+        &past.to_string(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert_eq!(printed_start(&r), past * 1000);
+    assert!(r.stdout.contains("s late, starting now"), "{}", r.dump());
+    let started = read(&out).started_unix_ms;
+    assert!(started >= before, "{started} < {before}");
+}
+
+/// A start a little ahead is waited for, and is the report's start.
+#[test]
+fn start_at_in_the_future_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let at = now_ms() + 1_500;
+    let at_text = format!("{}.{:03}", at / 1000, at % 1000);
+    let r = loadrig(&[
+        "run",
+        "hello",
+        "--target",
+        "null://",
+        "-n",
+        "500",
+        "--start-at",
+        &at_text,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_eq!(printed_start(&r), at);
+    assert!(!r.stdout.contains("s late"), "{}", r.dump());
+    assert_eq!(read(&out).started_unix_ms, at);
+}
+
+/// What a preset run recorded: (clients, pacing, dispatch, preset, stop).
+fn preset_spec(workload: &str, extra: &[&str]) -> (Run, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut args = vec![
+        "run",
+        workload,
+        "--target",
+        "null://",
+        "-n",
+        "2000",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let r = loadrig(&args);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let spec = json(&out)["spec"].clone();
+    (r, spec)
+}
+
+#[test]
+fn presets_set_erlvolts_setups() {
+    use serde_json::json;
+    let cases = [
+        (
+            "vsd",
+            200,
+            json!({"model": "steady"}),
+            json!({"mode": "direct"}),
+        ),
+        (
+            "vsm",
+            200,
+            json!({"model": "steady"}),
+            json!({"mode": "managed", "queue": 100000, "slots": 200}),
+        ),
+        (
+            "vbm",
+            100,
+            json!({"model": "burst", "size": 1, "delay_ms": 1.0, "limit": 1}),
+            json!({"mode": "managed", "queue": 10000, "slots": 100}),
+        ),
+        (
+            "vbd",
+            100,
+            json!({"model": "burst", "size": 1, "delay_ms": 5.0, "limit": 1}),
+            json!({"mode": "direct"}),
+        ),
+    ];
+    for (name, clients, pacing, dispatch) in cases {
+        let (r, spec) = preset_spec("voter", &["--preset", name]);
+        assert_eq!(spec["preset"], name, "{}", r.dump());
+        assert_eq!(spec["load"]["clients"], clients, "{name}");
+        assert_eq!(spec["load"]["pacing"], pacing, "{name}");
+        assert_eq!(spec["load"]["dispatch"], dispatch, "{name}");
+        assert_eq!(spec["workload"]["generator"], "erlvolt", "{name}");
+        assert_eq!(spec["workload"]["max_votes"], 20000, "{name}");
+        // -n given explicitly wins over the preset's 100,000.
+        assert_eq!(spec["load"]["stop"]["count"], 2000, "{name}");
+        let label = format!("preset {} (Erlvolt: voter, ", name.to_uppercase());
+        assert!(r.stdout.contains(&label), "{}", r.dump());
+    }
+    let (r, spec) = preset_spec("hello", &["--preset", "hsd"]);
+    assert_eq!(spec["preset"], "hsd");
+    assert_eq!(spec["load"]["clients"], 200);
+    assert!(
+        r.stdout
+            .contains("preset HSD (Erlvolt: hello, steady, direct, 200 clients)"),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn flags_given_win_over_the_preset() {
+    let (_, spec) = preset_spec("voter", &["--clients", "7", "--preset", "vsd"]);
+    assert_eq!(spec["load"]["clients"], 7);
+    let (_, spec) = preset_spec(
+        "voter",
+        &["--preset", "vbm", "--burst-delay", "3", "--slots", "9"],
+    );
+    assert_eq!(spec["load"]["pacing"]["delay_ms"], 3.0);
+    assert_eq!(spec["load"]["pacing"]["size"], 1);
+    assert_eq!(spec["load"]["dispatch"]["slots"], 9);
+    assert_eq!(spec["load"]["dispatch"]["queue"], 10000);
+    let (_, spec) = preset_spec("voter", &["--preset", "vbd", "--generator", "voltdb"]);
+    assert_eq!(spec["workload"]["generator"], "voltdb");
+    assert_eq!(spec["workload"]["max_votes"], 2);
+    let (_, spec) = preset_spec("voter", &["--preset", "vbd", "--rate", "5000"]);
+    assert_eq!(spec["load"]["pacing"]["model"], "rate");
+}
+
+#[test]
+fn a_voter_preset_is_not_hellos() {
+    let r = loadrig(&["run", "hello", "--target", "null://", "--preset", "vsd"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("--preset"), "{}", r.dump());
+}
+
+/// What a run of two processes prints, numbers masked.
+#[test]
+fn processes_text_output() {
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        "null",
+        "-n",
+        "1000",
+        "--interval",
+        "1h",
+        "--seed",
+        "7",
+        "--processes",
+        "2",
+        "--preset",
+        "vsd",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    crate::golden::golden("voter-null-processes.txt", &crate::golden::mask(&r.stdout));
+}
