@@ -328,9 +328,21 @@ pub fn error_lines(m: &Measured) -> Vec<String> {
 /// with the processes' peak memory summed.
 pub fn overall(r: &Report) -> String {
     let m = &r.measured;
-    let (label, mem) = match r.processes.len() {
-        0 | 1 => ("overall".to_string(), ""),
-        k => (format!("overall (total of {k} processes)"), " (sum)"),
+    let n = r.processes.len();
+    let (label, mem) = if n == 0 {
+        ("overall".to_string(), "")
+    } else {
+        let of = if (r.spec.processes as usize) > n {
+            format!(" of {}", r.spec.processes)
+        } else {
+            String::new()
+        };
+        let noun = if n == 1 && of.is_empty() {
+            "process"
+        } else {
+            "processes"
+        };
+        (format!("overall (total of {n}{of} {noun})"), " (sum)")
     };
     let fails = if m.ops == 0 {
         0.0
