@@ -40,6 +40,8 @@ pub enum Command {
     Workloads,
     /// Check a kept database against the counts in a report
     Verify(VerifyArgs),
+    /// Join the reports of one run's processes or hosts (--shard i/N) into one
+    Merge(MergeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,6 +127,16 @@ pub struct VerifyArgs {
     /// The target, if not the one named in the report
     #[arg(long, short = 't')]
     pub target: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The reports, one per process or host
+    #[arg(required = true, value_name = "REPORT")]
+    pub reports: Vec<PathBuf>,
+    /// Write the merged report (JSON, schema loadrig.report/1) to this file
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

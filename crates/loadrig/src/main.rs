@@ -4,6 +4,7 @@
 
 mod exit;
 mod flags;
+mod merge;
 mod multi;
 mod plan;
 mod print;
@@ -93,6 +94,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             let target = plan::open(&spec, args.target.as_deref())?;
             runtime(&spec)?.block_on(plan::run(&spec, target, &opts))
         }
+        Command::Merge(m) => merge::run(&m.reports, m.out.as_deref()),
         Command::Verify(v) => {
             let report = Report::read(&v.report)?;
             let url = v

@@ -368,3 +368,59 @@ fn processes_text_output() {
     assert_eq!(r.code, 0, "{}", r.dump());
     crate::golden::golden("voter-null-processes.txt", &crate::golden::mask(&r.stdout));
 }
+
+/// Two shards run apart, then `loadrig merge`: the counts sum, the
+/// histograms add, and a file that is not a report is named in one line.
+#[test]
+fn merge_joins_shards_run_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    for i in 0..2 {
+        let r = loadrig(&[
+            "run",
+            "voter",
+            "--target",
+            "null://",
+            "-n",
+            "3000",
+            "-q",
+            "--shard",
+            &format!("{i}/2"),
+            "--out",
+            &path(&format!("s{i}.json")),
+        ]);
+        assert_eq!(r.code, 0, "{}", r.dump());
+    }
+    let r = loadrig(&[
+        "merge",
+        &path("s0.json"),
+        &path("s1.json"),
+        "-o",
+        &path("m.json"),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("overall (total of 2 processes): "),
+        "{}",
+        r.dump()
+    );
+    let parts = [
+        read(Path::new(&path("s0.json"))),
+        read(Path::new(&path("s1.json"))),
+    ];
+    let merged = read(Path::new(&path("m.json")));
+    assert_eq!(merged.measured.ops, 3000);
+    assert_eq!(merged.spec.load.shard.count, 1);
+    let mut all = parts[0].measured.kinds[0].latency.histogram().unwrap();
+    all.add(&parts[1].measured.kinds[0].latency.histogram().unwrap());
+    let got = merged.measured.kinds[0].latency.histogram().unwrap();
+    for p in [50.0, 90.0, 99.0, 99.9, 100.0] {
+        assert_eq!(got.percentile(p), all.percentile(p), "p{p}");
+    }
+
+    std::fs::write(path("junk.json"), "{}").unwrap();
+    let r = loadrig(&["merge", &path("s0.json"), &path("junk.json")]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("junk.json"), "{}", r.dump());
+}

@@ -1,0 +1,56 @@
+//! `loadrig merge REPORT... [-o OUT]`: the reports of one run's processes
+//! or hosts joined into one, without re-running anything: histograms add,
+//! counts sum, laps align by wall clock, percentiles are recomputed
+//! (`Report::merge`). It prints what a run prints after its load: each
+//! report's overall line, then the merged latency table and overall line.
+
+use std::path::Path;
+
+use anyhow::Context;
+use loadrig_report::Report;
+
+use crate::exit;
+use crate::print::{error_lines, header, overall, table};
+
+pub fn run(paths: &[impl AsRef<Path>], out: Option<&Path>) -> anyhow::Result<i32> {
+    let reports = paths
+        .iter()
+        .map(|p| Report::read(p.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let merged = Report::merge(&reports)?;
+    let measured = merged
+        .measured
+        .snapshot()
+        .map_err(|e| anyhow::anyhow!("merged report: {e}"))?;
+    println!("{}", header(&merged.spec));
+    for (path, r) in paths.iter().zip(&reports) {
+        let shard = r.spec.load.shard;
+        println!(
+            "{} (shard {}/{}, {}): {}",
+            path.as_ref().display(),
+            shard.index,
+            shard.count,
+            r.environment.host,
+            overall(r)
+        );
+    }
+    let kinds: Vec<&str> = merged
+        .measured
+        .kinds
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    for l in table(&measured, &kinds, merged.measured.elapsed_secs) {
+        println!("{l}");
+    }
+    for l in error_lines(&merged.measured) {
+        println!("{l}");
+    }
+    println!("{}", overall(&merged));
+    if let Some(path) = out {
+        merged
+            .write(path)
+            .with_context(|| "writing the merged report")?;
+    }
+    Ok(exit::OK)
+}
