@@ -610,6 +610,105 @@ mod tests {
     }
 
     #[test]
+    fn a_preset_sets_defaults_and_flags_given_win() {
+        let s = parse(&["--preset", "vbm"]).unwrap();
+        assert_eq!(s.preset, Some(Preset::Vbm));
+        assert_eq!(s.load.clients, 100);
+        assert_eq!(
+            s.load.pacing,
+            Pacing::Burst {
+                size: 1,
+                delay_ms: 1.0,
+                limit: 1
+            }
+        );
+        assert_eq!(
+            s.load.dispatch,
+            Dispatch::Managed {
+                queue: 10_000,
+                slots: 100
+            }
+        );
+        assert_eq!(s.load.stop, Stop::Count(100_000));
+        let WorkloadSpec::Voter(v) = &s.workload else {
+            panic!("voter")
+        };
+        assert_eq!(v.generator, VoterGenerator::Erlvolt);
+        assert_eq!(v.max_votes, 20_000);
+
+        let s = parse(&["--clients", "7", "--preset", "vsd", "-d", "3"]).unwrap();
+        assert_eq!(s.load.clients, 7);
+        assert_eq!(s.load.stop, Stop::Seconds(3.0));
+        let s = parse(&["--preset", "vbd", "--limit", "4"]).unwrap();
+        assert!(matches!(
+            s.load.pacing,
+            Pacing::Burst {
+                delay_ms: 5.0,
+                limit: 4,
+                ..
+            }
+        ));
+        assert!(parse(&["--burst-delay", "2"])
+            .unwrap_err()
+            .starts_with("--burst-delay:"));
+        let hello = parse_all(&["loadrig", "run", "hello", "--preset", "hsd"]).unwrap();
+        assert_eq!(hello.load.clients, 200);
+        assert!(parse_all(&["loadrig", "run", "hello", "--preset", "vsd"]).is_err());
+    }
+
+    #[test]
+    fn children_get_the_flags_given_less_the_parents_own() {
+        let words = [
+            "loadrig",
+            "run",
+            "voter",
+            "-t",
+            "null://?delay=1ms",
+            "-n",
+            "3000",
+            "--processes",
+            "3",
+            "-o",
+            "r.json",
+            "-q",
+            "--start-delay",
+            "2",
+            "--keep",
+            "--preset",
+            "vsd",
+            "--csv",
+        ];
+        let m = Cli::command().try_get_matches_from(words).unwrap();
+        let args: Vec<String> = child_args(&m)
+            .into_iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "run",
+                "voter",
+                "--target=null://?delay=1ms",
+                "--requests=3000",
+                "--keep",
+                "--preset=vsd"
+            ]
+        );
+    }
+
+    #[test]
+    fn processes_refuse_shards_and_a_private_database() {
+        let e = parse(&["-t", "null://", "--processes", "2", "--shard", "0/2"]).unwrap_err();
+        assert!(e.starts_with("--processes:"), "{e}");
+        let e = parse(&["--processes", "2"]).unwrap_err();
+        assert!(e.starts_with("--processes:"), "{e}");
+        let e = parse(&["-t", "sqlite://?sync=full", "--processes", "2"]).unwrap_err();
+        assert!(e.starts_with("--processes:"), "{e}");
+        let s = parse(&["-t", "sqlite:///tmp/x.db", "--processes", "2"]).unwrap();
+        assert_eq!(s.processes, 2);
+    }
+
+    #[test]
     fn rate_zero_names_the_flag() {
         assert!(parse(&["--rate", "0"]).unwrap_err().starts_with("--rate:"));
     }
