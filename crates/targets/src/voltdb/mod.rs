@@ -136,6 +136,8 @@ pub struct VoltTarget {
     next_host: AtomicUsize,
     /// The server's build string, from the first login.
     build: OnceLock<String>,
+    /// What a commit promises, from the deployment; `durability()` is sync.
+    durability: OnceLock<String>,
 }
 
 impl VoltTarget {
@@ -144,6 +146,7 @@ impl VoltTarget {
             at: Arc::new(at),
             next_host: AtomicUsize::new(0),
             build: OnceLock::new(),
+            durability: OnceLock::new(),
         }
     }
 
@@ -192,8 +195,11 @@ impl VoltTarget {
 
 impl TargetInfo for VoltTarget {
     async fn server_version(&self) -> Option<String> {
-        if self.build.get().is_none() {
-            self.link().await.ok()?;
+        let mut a = self.admin().await.ok()?;
+        if self.durability.get().is_none() {
+            if let Ok(d) = a.durability().await {
+                let _ = self.durability.set(d);
+            }
         }
         // "9.3.2_voltdb-9.3.2-0-g6c6cf8d-local": the version is before '_'.
         let build = self.build.get()?;
@@ -204,11 +210,7 @@ impl TargetInfo for VoltTarget {
     }
 
     fn durability(&self) -> Option<String> {
-        Some(
-            "a commit is in the memory of every replica of its partition; without command \
-             logging (an Enterprise feature) a crash of the cluster loses what no snapshot holds"
-                .to_string(),
-        )
+        self.durability.get().cloned()
     }
 
     fn max_depth(&self) -> usize {
@@ -438,6 +440,43 @@ impl Admin<'_> {
         Ok((0..t.row_count())
             .filter_map(|r| t.get_str(r, c).map(str::to_ascii_uppercase))
             .collect())
+    }
+
+    /// The deployment's durability settings, in a sentence.
+    async fn durability(&mut self) -> Result<String, TargetError> {
+        let tables = self
+            .call(
+                "@SystemInformation",
+                &[vw::Value::String("DEPLOYMENT".into())],
+            )
+            .await?
+            .tables;
+        let setting = |name: &str| {
+            tables.first().and_then(|t| {
+                (0..t.row_count())
+                    .find(|&r| t.get_str(r, 0) == Some(name))
+                    .and_then(|r| t.get_str(r, 1))
+                    .map(str::to_string)
+            })
+        };
+        let log = setting("commandlogenabled").unwrap_or_else(|| "false".into());
+        let sync = setting("commandlogmode").unwrap_or_default();
+        let k = setting("kfactor").unwrap_or_else(|| "0".into());
+        let meaning = if log == "true" && sync == "sync" {
+            "each commit is in the command log on disk before it is answered"
+        } else if log == "true" {
+            "commits are logged to disk in the background: a crash may lose the last few"
+        } else {
+            "a commit lives in memory only: a crash of the cluster loses what no snapshot holds"
+        };
+        Ok(format!(
+            "commandlog={log}{}, kfactor={k}: {meaning}",
+            if sync.is_empty() {
+                String::new()
+            } else {
+                format!(" ({sync})")
+            }
+        ))
     }
 
     /// Run DDL statements one by one, so an error names its statement.

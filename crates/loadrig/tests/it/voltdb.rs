@@ -1,0 +1,241 @@
+//! The Voter and Hello on the real VoltDB (started by `scripts/services up
+//! voltdb`), through loadrig's native driver: 200 clients with the vote
+//! limit checked by VoltDB's own sqlcmd, Hello, several hosts, a link cut
+//! mid-run, and the line a user gets when nothing listens.
+//!
+//! Runs share the server's one schema (a run's teardown drops it), so
+//! every case runs in one test, in turn.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::common::{hold, json, loadrig, need_server};
+
+const URL: &str = "voltdb://127.0.0.1:21212";
+
+/// SQL through VoltDB's sqlcmd (scripts/voltdb/sqlcmd); its output.
+fn sqlcmd(sql: &str) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/voltdb/sqlcmd");
+    let mut child = Command::new(script)
+        .arg("--output-format=csv")
+        .arg("--output-skip-metadata")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("scripts/voltdb/sqlcmd runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(sql.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // CSV quotes every cell.
+    String::from_utf8_lossy(&out.stdout)
+        .replace('"', "")
+        .trim()
+        .to_string()
+}
+
+/// 200 clients on one connection (VoltDB's default: one per host) and a
+/// small phone space, so the limit is hit often; kept, then checked by sqlcmd.
+fn voter_with_200_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("voter.json");
+    let r = loadrig(&[
+        "run", "voter", "--target", URL, "--clients", "200", "--phones", "50", "--max-votes",
+        "2", "-n", "20000", "--keep", "--out", out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    assert!(
+        r.stdout.contains("200 clients over 1 connections"),
+        "{}",
+        r.dump()
+    );
+    let most: i64 = sqlcmd("SELECT MAX(num_votes) FROM v_votes_by_phone_number;")
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&most), "a phone holds {most} votes");
+    let report = json(&out);
+    let env = &report["environment"];
+    assert!(
+        env["server_version"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("VoltDB 9."),
+        "{env}"
+    );
+    // The votes are the server's: per-contestant totals from sqlcmd equal
+    // the client's accepted counts.
+    let rows = sqlcmd("SELECT COUNT(*) FROM votes;");
+    let accepted: i64 = report["verification"]["verdict"]["checks"][0]["expected"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(rows.parse::<i64>().unwrap(), accepted, "{report}");
+    // Without --keep the run removes what it made, procedures and classes too.
+    let r = loadrig(&["run", "voter", "--target", URL, "-n", "100"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let tables = sqlcmd("SELECT COUNT(*) FROM votes;");
+    assert!(
+        tables.is_empty() || tables.contains("object not found"),
+        "{tables}"
+    );
+}
+
+fn hello_verifies() {
+    let r = loadrig(&[
+        "run",
+        "hello",
+        "--target",
+        URL,
+        "--clients",
+        "16",
+        "-n",
+        "5000",
+        "--insert-ratio",
+        "0.2",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+}
+
+/// Two host names for the one server: connections are dealt over both.
+fn several_hosts() {
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        "voltdb://127.0.0.1:21212,localhost:21212",
+        "--clients",
+        "40",
+        "-n",
+        "5000",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("40 clients over 2 connections"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+}
+
+/// A relay to VoltDB that can cut every link it carries.
+struct Relay {
+    port: u16,
+    links: Arc<Mutex<Vec<TcpStream>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Relay {
+    fn start() -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let links = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (l, s) = (links.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if s.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect("127.0.0.1:21212") else {
+                    continue;
+                };
+                l.lock()
+                    .unwrap()
+                    .extend([client.try_clone().unwrap(), server.try_clone().unwrap()]);
+                pump(client.try_clone().unwrap(), server.try_clone().unwrap());
+                pump(server, client);
+            }
+        });
+        Relay { port, links, stop }
+    }
+
+    /// Close every link now; new ones are still relayed.
+    fn cut(&self) {
+        for s in self.links.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.cut();
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn pump(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 64 * 1024];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+    });
+}
+
+/// Every link cut mid-run: the calls in flight count as errors (and as
+/// votes in doubt), the connection comes back, the run ends with a report
+/// and the server's counts still agree.
+fn survives_cut_links() {
+    let relay = Relay::start();
+    let url = format!("voltdb://127.0.0.1:{}", relay.port);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cut.json");
+    let child = {
+        let (url, out) = (url.clone(), out.clone());
+        std::thread::spawn(move || {
+            loadrig(&[
+                "run", "voter", "--target", &url, "--clients", "64", "--duration", "8", "-q",
+                "--out", out.to_str().unwrap(),
+            ])
+        })
+    };
+    // Prepare compiles the procedures: cut well after the load started.
+    std::thread::sleep(Duration::from_secs(5));
+    relay.cut();
+    let r = child.join().unwrap();
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    let report = json(&out);
+    let reconnects = report["measured"]["reconnects"].as_u64().unwrap_or(0);
+    assert!(reconnects >= 1, "no reconnect: {}", r.dump());
+}
+
+/// Nothing listening: exit 3 and one line.
+fn nothing_listening() {
+    let r = loadrig(&["run", "voter", "--target", "voltdb://127.0.0.1:1", "-n", "10"]);
+    assert_eq!(r.code, 3, "{}", r.dump());
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("connection refused"), "{}", r.dump());
+}
+
+#[test]
+fn voltdb_voter_hello_hosts_and_cut_links() {
+    need_server("voltdb", 21212);
+    let _one_at_a_time = hold("voltdb");
+    voter_with_200_clients();
+    hello_verifies();
+    several_hosts();
+    survives_cut_links();
+    nothing_listening();
+}
