@@ -12,7 +12,8 @@ use loadrig_workloads::Results;
 
 use crate::schema::{b64, decode_hdr};
 use crate::{
-    ClientUsage, HistSummary, KindReport, LapReport, Measured, Report, ReportError, SCHEMA,
+    ClientUsage, HistSummary, KindReport, LapReport, Measured, Report, ReportError, Verification,
+    SCHEMA,
 };
 
 impl Report {
@@ -24,8 +25,11 @@ impl Report {
     /// Laps whose wall-clock spans fall in the same interval of the first
     /// report's `--interval`, counted from the earliest start, are added.
     /// The spec and environment are the first report's (the spec for the
-    /// whole run when the reports are every shard of it); verification and
-    /// results are left to whoever can ask the target.
+    /// whole run when the reports are every shard of it). The baseline is
+    /// kept when every report recorded the same one (shards that prepared
+    /// before a common start), so `loadrig verify` can check the merged
+    /// counts; the verdict and the results are left to whoever can ask
+    /// the target.
     pub fn merge(reports: &[Report]) -> Result<Report, ReportError> {
         let Some(first) = reports.first() else {
             return Err(ReportError::Merge("no reports".into()));
@@ -102,7 +106,7 @@ impl Report {
             warmup,
             client,
             laps,
-            verification: None,
+            verification: common_baseline(reports),
             results: Results::default(),
             exit_code: reports.iter().map(|r| r.exit_code).max().unwrap_or(0),
             processes,
@@ -131,6 +135,22 @@ fn check_same_run(first: &Report, r: &Report, i: usize) -> Result<(), ReportErro
         }
     }
     Ok(())
+}
+
+/// The baseline every report recorded, if they all recorded the same.
+fn common_baseline(reports: &[Report]) -> Option<Verification> {
+    let first = reports.first()?.verification.as_ref()?;
+    reports
+        .iter()
+        .all(|r| {
+            r.verification
+                .as_ref()
+                .is_some_and(|v| v.baseline == first.baseline)
+        })
+        .then(|| Verification {
+            baseline: first.baseline.clone(),
+            verdict: None,
+        })
 }
 
 /// Shards 0..N of N, each once.
@@ -467,6 +487,31 @@ mod tests {
         let mut one = Histo::new();
         one.record(Duration::from_micros(900));
         assert_eq!(h.max(), one.max());
+    }
+
+    #[test]
+    fn a_baseline_all_share_is_kept() {
+        let with = |n: i64| {
+            let mut r = report(0, Snapshot::new(2, 3), 0, Duration::ZERO, vec![]);
+            r.verification = Some(Verification {
+                baseline: serde_json::json!({ "rows": n }),
+                verdict: None,
+            });
+            r
+        };
+        let m = Report::merge(&[with(5), with(5)]).unwrap();
+        let v = m.verification.expect("the shared baseline");
+        assert_eq!(v.baseline["rows"], 5);
+        assert!(v.verdict.is_none());
+        assert!(Report::merge(&[with(5), with(6)])
+            .unwrap()
+            .verification
+            .is_none());
+        let none = report(1, Snapshot::new(2, 3), 0, Duration::ZERO, vec![]);
+        assert!(Report::merge(&[with(5), none])
+            .unwrap()
+            .verification
+            .is_none());
     }
 
     #[test]
