@@ -10,4 +10,5 @@ mod golden;
 mod multi;
 mod servers;
 mod services;
+mod voltdb;
 mod voter;
