@@ -137,13 +137,20 @@ fn print_targets() {
 }
 
 fn print_workloads() {
-    println!("{:<8} {:<16} about", "workload", "targets");
-    for (name, about) in loadrig_targets::WORKLOADS {
-        let targets: Vec<&str> = loadrig_targets::TARGETS
-            .iter()
-            .filter(|d| d.workloads.contains(name))
-            .map(|d| d.name)
-            .collect();
-        println!("{:<8} {:<16} {about}", name, targets.join(","));
+    let rows: Vec<(&str, String, &str)> = loadrig_targets::WORKLOADS
+        .iter()
+        .map(|(name, about)| {
+            let targets: Vec<&str> = loadrig_targets::TARGETS
+                .iter()
+                .filter(|d| d.workloads.contains(name))
+                .map(|d| d.name)
+                .collect();
+            (*name, targets.join(","), *about)
+        })
+        .collect();
+    let w = rows.iter().map(|r| r.1.len()).chain([7]).max().unwrap_or(7);
+    println!("{:<8} {:<w$} about", "workload", "targets");
+    for (name, targets, about) in rows {
+        println!("{name:<8} {targets:<w$} {about}");
     }
 }
