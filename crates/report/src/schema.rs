@@ -334,7 +334,13 @@ impl Report {
                 r.domains,
                 Duration::from_secs_f64(r.spec.warmup_secs),
             ),
-            client: ClientUsage::of(&r.usage, o.measured.ops(), o.elapsed),
+            // The CPU sample spans warm-up and measured load alike, so it
+            // is divided by the operations and the time of both.
+            client: ClientUsage::of(
+                &r.usage,
+                o.warmup.ops() + o.measured.ops(),
+                o.elapsed + Duration::from_secs_f64(r.spec.warmup_secs),
+            ),
             laps: o.laps.iter().map(LapReport::of).collect(),
             verification: r.verification,
             results: r.results,
