@@ -1,7 +1,8 @@
 //! The Voter and Hello on the real VoltDB (started by `scripts/services up
 //! voltdb`), through loadrig's native driver: 200 clients with the vote
 //! limit checked by VoltDB's own sqlcmd, Hello, several hosts, a link cut
-//! mid-run, and the line a user gets when nothing listens.
+//! mid-run, the Erlvolt presets, three processes started in the same
+//! second, and the line a user gets when nothing listens.
 //!
 //! Runs share the server's one schema (a run's teardown drops it), so
 //! every case runs in one test, in turn.
@@ -18,8 +19,9 @@ use crate::common::{hold, json, loadrig, need_server};
 
 const URL: &str = "voltdb://127.0.0.1:21212";
 
-/// SQL through VoltDB's sqlcmd (scripts/voltdb/sqlcmd); its output.
-fn sqlcmd(sql: &str) -> String {
+/// SQL through VoltDB's sqlcmd (scripts/voltdb/sqlcmd): whether it
+/// succeeded, and its output (standard error when it failed).
+fn try_sqlcmd(sql: &str) -> Result<String, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/voltdb/sqlcmd");
     let mut child = Command::new(script)
         .arg("--output-format=csv")
@@ -36,16 +38,18 @@ fn sqlcmd(sql: &str) -> String {
         .write_all(sql.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
     // CSV quotes every cell.
-    String::from_utf8_lossy(&out.stdout)
+    Ok(String::from_utf8_lossy(&out.stdout)
         .replace('"', "")
         .trim()
-        .to_string()
+        .to_string())
+}
+
+fn sqlcmd(sql: &str) -> String {
+    try_sqlcmd(sql).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 /// 200 clients on one connection (VoltDB's default: one per host) and a
@@ -54,8 +58,21 @@ fn voter_with_200_clients() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("voter.json");
     let r = loadrig(&[
-        "run", "voter", "--target", URL, "--clients", "200", "--phones", "50", "--max-votes",
-        "2", "-n", "20000", "--keep", "--out", out.to_str().unwrap(),
+        "run",
+        "voter",
+        "--target",
+        URL,
+        "--clients",
+        "200",
+        "--phones",
+        "50",
+        "--max-votes",
+        "2",
+        "-n",
+        "20000",
+        "--keep",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
@@ -87,10 +104,10 @@ fn voter_with_200_clients() {
     // Without --keep the run removes what it made, procedures and classes too.
     let r = loadrig(&["run", "voter", "--target", URL, "-n", "100"]);
     assert_eq!(r.code, 0, "{}", r.dump());
-    let tables = sqlcmd("SELECT COUNT(*) FROM votes;");
+    let gone = try_sqlcmd("SELECT COUNT(*) FROM votes;");
     assert!(
-        tables.is_empty() || tables.contains("object not found"),
-        "{tables}"
+        gone.as_ref().is_err_and(|e| e.contains("object not found")),
+        "{gone:?}"
     );
 }
 
@@ -205,8 +222,17 @@ fn survives_cut_links() {
         let (url, out) = (url.clone(), out.clone());
         std::thread::spawn(move || {
             loadrig(&[
-                "run", "voter", "--target", &url, "--clients", "64", "--duration", "8", "-q",
-                "--out", out.to_str().unwrap(),
+                "run",
+                "voter",
+                "--target",
+                &url,
+                "--clients",
+                "64",
+                "--duration",
+                "8",
+                "-q",
+                "--out",
+                out.to_str().unwrap(),
             ])
         })
     };
@@ -221,21 +247,100 @@ fn survives_cut_links() {
     assert!(reconnects >= 1, "no reconnect: {}", r.dump());
 }
 
+/// The Erlvolt bench's four setups, each verified by the server.
+fn presets() {
+    for (preset, shape) in [
+        ("vsd", "preset VSD"),
+        ("vsm", "preset VSM"),
+        ("vbm", "preset VBM"),
+        ("vbd", "preset VBD"),
+    ] {
+        let r = loadrig(&[
+            "run", "voter", "--preset", preset, "--target", URL, "-n", "20000", "-q",
+        ]);
+        assert_eq!(r.code, 0, "{preset}: {}", r.dump());
+        assert!(r.stdout.contains(shape), "{preset}: {}", r.dump());
+        assert!(
+            r.stdout.contains("verify ... ok ("),
+            "{preset}: {}",
+            r.dump()
+        );
+    }
+}
+
+/// Erlvolt's multi-VM batch: three processes begin in the same second;
+/// the total is the sum of the three, and the server agrees.
+fn three_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--preset",
+        "vsd",
+        "--target",
+        URL,
+        "--processes",
+        "3",
+        "--start-delay",
+        "2",
+        "-n",
+        "30000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    assert!(!r.stdout.contains("s late"), "{}", r.dump());
+    let kids: Vec<serde_json::Value> = (0..3)
+        .map(|i| json(&dir.path().join(format!("r.p{i}.json"))))
+        .collect();
+    let starts: Vec<u64> = kids
+        .iter()
+        .map(|k| k["started_unix_ms"].as_u64().unwrap())
+        .collect();
+    assert!(
+        starts.iter().all(|s| s / 1000 == starts[0] / 1000),
+        "{starts:?}"
+    );
+    assert_eq!(starts[0] % 2000, 0, "a multiple of 2 s: {starts:?}");
+    let ops = |r: &serde_json::Value| r["measured"]["ops"].as_u64().unwrap();
+    let merged = json(&out);
+    assert_eq!(ops(&merged), kids.iter().map(ops).sum::<u64>());
+    assert_eq!(ops(&merged), 30000);
+    for i in 0..3 {
+        assert!(
+            r.stdout.contains(&format!("process {i}: overall: ")),
+            "{}",
+            r.dump()
+        );
+    }
+}
+
 /// Nothing listening: exit 3 and one line.
 fn nothing_listening() {
-    let r = loadrig(&["run", "voter", "--target", "voltdb://127.0.0.1:1", "-n", "10"]);
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        "voltdb://127.0.0.1:1",
+        "-n",
+        "10",
+    ]);
     assert_eq!(r.code, 3, "{}", r.dump());
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
     assert!(r.stderr.contains("connection refused"), "{}", r.dump());
 }
 
 #[test]
-fn voltdb_voter_hello_hosts_and_cut_links() {
+fn voltdb_voter_hello_hosts_cut_links_presets_and_processes() {
     need_server("voltdb", 21212);
     let _one_at_a_time = hold("voltdb");
     voter_with_200_clients();
     hello_verifies();
     several_hosts();
     survives_cut_links();
+    presets();
+    three_processes();
     nothing_listening();
 }

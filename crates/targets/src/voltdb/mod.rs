@@ -221,7 +221,7 @@ impl TargetInfo for VoltTarget {
 /// Why a link could not be opened or went down.
 #[derive(Debug, thiserror::Error)]
 enum LinkError {
-    #[error("{host}: {source}")]
+    #[error("{host}: {}", said(source))]
     Io {
         host: String,
         #[source]
@@ -235,6 +235,18 @@ enum LinkError {
         #[source]
         source: vw::WireError,
     },
+}
+
+/// An I/O error in the words a user needs.
+fn said(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+        io::ErrorKind::TimedOut => "timed out".to_string(),
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
+            "the server closed the connection".to_string()
+        }
+        _ => e.to_string(),
+    }
 }
 
 /// One logged-in socket with its buffers.
