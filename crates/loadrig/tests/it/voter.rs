@@ -216,9 +216,12 @@ fn open_loop_achieves_the_rate() {
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     let j = json(&out);
+    // The schedule: exactly rate x duration operations were issued.
     assert_eq!(j["measured"]["ops"], 4000, "{}", r.dump());
+    // The elapsed time runs to the last completion, which a machine busy
+    // with other tests (VoltDB among them) may delay by tens of ms.
     let tput = j["measured"]["throughput"].as_f64().unwrap();
-    assert!((tput - 2000.0).abs() / 2000.0 < 0.01, "throughput {tput}");
+    assert!((tput - 2000.0).abs() / 2000.0 < 0.05, "throughput {tput}");
 }
 
 #[test]
