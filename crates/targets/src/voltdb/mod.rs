@@ -245,6 +245,7 @@ fn said(e: &io::Error) -> String {
         io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
             "the server closed the connection".to_string()
         }
+        io::ErrorKind::InvalidData => format!("not a VoltDB server ({e})"),
         _ => e.to_string(),
     }
 }
