@@ -56,11 +56,15 @@ impl ProcessUsage {
             Duration::from_secs(t.tv_sec.max(0) as u64)
                 + Duration::from_micros(t.tv_usec.max(0) as u64)
         };
+        // Linux reports ru_maxrss in kilobytes. For this process it also
+        // keeps the peak of whatever ran before `exec` (cargo, under
+        // `cargo run`), so the process's own peak comes from VmHWM.
+        let rusage_peak = (ru.ru_maxrss.max(0) as u64) * 1024;
+        let own_peak = (who == libc::RUSAGE_SELF).then(vm_hwm).flatten();
         ProcessUsage {
             user: tv(ru.ru_utime),
             system: tv(ru.ru_stime),
-            // Linux reports ru_maxrss in kilobytes.
-            max_rss_bytes: (ru.ru_maxrss.max(0) as u64) * 1024,
+            max_rss_bytes: own_peak.unwrap_or(rusage_peak),
         }
     }
 
@@ -75,6 +79,21 @@ impl ProcessUsage {
             max_rss_bytes: self.max_rss_bytes,
         }
     }
+}
+
+/// This process's peak resident memory since it was exec'd (`VmHWM` in
+/// /proc/self/status), in bytes; `None` where there is no such file.
+fn vm_hwm() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
 }
 
 #[cfg(test)]
@@ -93,5 +112,18 @@ mod tests {
         let u = ProcessUsage::now().since(&a);
         assert!(u.cpu >= Duration::from_millis(10), "{u:?}");
         assert!(u.max_rss_bytes > 0);
+    }
+
+    #[test]
+    fn own_peak_is_at_most_what_rusage_says() {
+        let own = vm_hwm().expect("Linux has /proc/self/status");
+        // SAFETY: as in `read`.
+        #[allow(unsafe_code)]
+        let ru = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+            ru
+        };
+        assert!(own > 0 && own <= (ru.ru_maxrss as u64) * 1024 + 4096);
     }
 }
