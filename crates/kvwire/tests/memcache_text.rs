@@ -106,6 +106,38 @@ fn delete_incr_decr() {
 }
 
 #[test]
+fn longest_command_lines_are_whole() {
+    // Lines are assembled in a fixed stack buffer; its size must hold the
+    // worst case of every command.
+    let key = vec![b'k'; MAX_KEY_LEN];
+    let k = String::from_utf8(key.clone()).unwrap();
+    let opts = StoreOpts {
+        flags: u32::MAX,
+        exptime: u32::MAX,
+        noreply: true,
+    };
+    let value = vec![b'v'; 1_000_000];
+    let got = encoded(|b| encode_store(b, StoreCmd::Replace, &key, &value, opts));
+    let head = format!("replace {k} 4294967295 4294967295 1000000 noreply\r\n");
+    assert_eq!(got, [head.as_bytes(), &value, b"\r\n"].concat());
+    assert_eq!(
+        encoded(|b| encode_incr(b, &key, u64::MAX, true)),
+        format!("incr {k} 18446744073709551615 noreply\r\n").as_bytes()
+    );
+    assert_eq!(
+        encoded(|b| encode_delete(b, &key, true)),
+        format!("delete {k} noreply\r\n").as_bytes()
+    );
+    assert_eq!(
+        encoded(|b| encode_gets(b, &key)),
+        format!("gets {k}\r\n").as_bytes()
+    );
+    let many: Vec<&[u8]> = vec![&key; 100];
+    let want = format!("get{}\r\n", format!(" {k}").repeat(100));
+    assert_eq!(encoded(|b| encode_get_multi(b, &many)), want.as_bytes());
+}
+
+#[test]
 fn keys_are_checked_and_a_refused_request_writes_nothing() {
     let long = vec![b'k'; MAX_KEY_LEN];
     assert!(encoded(|b| encode_get(b, &long)).ends_with(b"k\r\n"));

@@ -91,6 +91,33 @@ fn integer_arguments_are_decimal_bulk_strings() {
 }
 
 #[test]
+fn lengths_across_digit_boundaries_match_a_naive_encoder() {
+    // The encoders compute each command's exact size up front; check it
+    // where the length's digit count changes.
+    let naive = |parts: &[&[u8]]| {
+        let mut v = format!("*{}\r\n", parts.len()).into_bytes();
+        for p in parts {
+            v.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
+            v.extend_from_slice(p);
+            v.extend_from_slice(b"\r\n");
+        }
+        v
+    };
+    for len in [0, 1, 9, 10, 11, 99, 100, 999, 1000, 65_536, 1_000_000] {
+        let value = vec![b'v'; len];
+        let want = naive(&[b"SET", b"k", &value]);
+        assert_eq!(encoded(|b| encode_cmd3(b, b"SET", b"k", &value)), want);
+        assert_eq!(
+            encoded(|b| encode_command(b, &[b"SET", b"k", &value])),
+            want
+        );
+    }
+    let many: Vec<&[u8]> = vec![b"x"; 12];
+    assert_eq!(encoded(|b| encode_command(b, &many)), naive(&many));
+    assert_eq!(encoded(|b| encode_command(b, &[])), b"*0\r\n");
+}
+
+#[test]
 fn arguments_are_binary_safe_and_may_be_empty() {
     let got = encoded(|b| encode_command(b, &[b"SET", b"", b"a\r\nb\0"]));
     assert_eq!(got, b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$5\r\na\r\nb\0\r\n");

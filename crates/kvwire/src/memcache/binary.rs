@@ -23,6 +23,7 @@
 use bytes::{BufMut, BytesMut};
 
 use super::{McError, MAX_VALUE_LEN};
+use crate::num::Scratch;
 use crate::step::{finish, Halt};
 
 type Step<T> = crate::step::Step<T, McError>;
@@ -425,23 +426,24 @@ impl Header {
 }
 
 fn put_header(buf: &mut BytesMut, h: &Header) {
-    buf.put_u8(h.magic);
-    buf.put_u8(h.opcode);
-    buf.put_u16(h.key_len);
-    buf.put_u8(h.extras_len);
-    buf.put_u8(h.data_type);
-    buf.put_u16(h.status_or_reserved);
-    buf.put_u32(h.body_len);
-    buf.put_u32(h.opaque);
-    buf.put_u64(h.cas);
+    Scratch::<HEADER_LEN>::new()
+        .push(&[h.magic, h.opcode])
+        .push(&h.key_len.to_be_bytes())
+        .push(&[h.extras_len, h.data_type])
+        .push(&h.status_or_reserved.to_be_bytes())
+        .push(&h.body_len.to_be_bytes())
+        .push(&h.opaque.to_be_bytes())
+        .push(&h.cas.to_be_bytes())
+        .put_into(buf);
 }
 
 fn put_packet(buf: &mut BytesMut, h: &Header, extras: &[u8], key: &[u8], value: &[u8]) {
-    buf.reserve(HEADER_LEN.saturating_add(h.body_len as usize));
     put_header(buf, h);
-    buf.put_slice(extras);
-    buf.put_slice(key);
-    buf.put_slice(value);
+    for part in [extras, key, value] {
+        if !part.is_empty() {
+            buf.put_slice(part);
+        }
+    }
 }
 
 /// Reads a header with `magic` and slices its body; returns the header,

@@ -13,8 +13,8 @@
 use bytes::{BufMut, BytesMut};
 
 use super::{McError, MAX_KEY_LEN, MAX_VALUE_LEN};
-use crate::num::{parse_u64, put_len, put_u64};
-use crate::step::{byte, finish, Halt};
+use crate::num::{parse_u64, Scratch};
+use crate::step::{byte, find_line_end, finish, Halt};
 
 type Step<T> = crate::step::Step<T, McError>;
 
@@ -34,9 +34,17 @@ fn check_key(key: &[u8]) -> Result<(), McError> {
     }
 }
 
-fn put_noreply(buf: &mut BytesMut, noreply: bool) {
+/// Room for any single-key command line this module writes: the longest
+/// (`replace`, a 250-byte key, flags and exptime of 10 digits, a length of
+/// 20, spaces, ` noreply`, CRLF) is 311 bytes. Lines are assembled on the
+/// stack and appended with one copy.
+const LINE: usize = 320;
+
+fn noreply_word(noreply: bool) -> &'static [u8] {
     if noreply {
-        buf.put_slice(b" noreply");
+        b" noreply"
+    } else {
+        b""
     }
 }
 
@@ -62,24 +70,32 @@ pub fn encode_gets_multi(buf: &mut BytesMut, keys: &[&[u8]]) -> Result<(), McErr
 }
 
 fn encode_retrieval(buf: &mut BytesMut, cmd: &[u8], keys: &[&[u8]]) -> Result<(), McError> {
-    if keys.is_empty() {
-        return Err(McError::NoKeys);
-    }
     // Check every key before writing anything, so a bad key leaves `buf`
     // as it was.
-    let mut len = cmd.len().saturating_add(2);
     for key in keys {
         check_key(key)?;
-        len = len.saturating_add(key.len()).saturating_add(1);
     }
-    buf.reserve(len);
-    buf.put_slice(cmd);
-    for key in keys {
-        buf.put_u8(b' ');
-        buf.put_slice(key);
+    match keys {
+        [] => Err(McError::NoKeys),
+        [key] => {
+            Scratch::<LINE>::new()
+                .push(cmd)
+                .push(b" ")
+                .push(key)
+                .push(b"\r\n")
+                .put_into(buf);
+            Ok(())
+        }
+        _ => {
+            buf.put_slice(cmd);
+            for key in keys {
+                buf.put_u8(b' ');
+                buf.put_slice(key);
+            }
+            buf.put_slice(b"\r\n");
+            Ok(())
+        }
     }
-    buf.put_slice(b"\r\n");
-    Ok(())
 }
 
 /// The three storage commands that differ only in their condition.
@@ -125,19 +141,19 @@ pub fn encode_store(
     opts: StoreOpts,
 ) -> Result<(), McError> {
     check_key(key)?;
-    // Name, key, three numbers of at most 20 digits, spaces, noreply, CRLFs.
-    buf.reserve(key.len().saturating_add(value.len()).saturating_add(96));
-    buf.put_slice(cmd.name());
-    buf.put_u8(b' ');
-    buf.put_slice(key);
-    buf.put_u8(b' ');
-    put_u64(buf, u64::from(opts.flags));
-    buf.put_u8(b' ');
-    put_u64(buf, u64::from(opts.exptime));
-    buf.put_u8(b' ');
-    put_len(buf, value.len());
-    put_noreply(buf, opts.noreply);
-    buf.put_slice(b"\r\n");
+    Scratch::<LINE>::new()
+        .push(cmd.name())
+        .push(b" ")
+        .push(key)
+        .push(b" ")
+        .push_u64(u64::from(opts.flags))
+        .push(b" ")
+        .push_u64(u64::from(opts.exptime))
+        .push(b" ")
+        .push_len(value.len())
+        .push(noreply_word(opts.noreply))
+        .push(b"\r\n")
+        .put_into(buf);
     buf.put_slice(value);
     buf.put_slice(b"\r\n");
     Ok(())
@@ -146,11 +162,12 @@ pub fn encode_store(
 /// Appends `delete <key> [noreply]\r\n` (answer: `DELETED` or `NOT_FOUND`).
 pub fn encode_delete(buf: &mut BytesMut, key: &[u8], noreply: bool) -> Result<(), McError> {
     check_key(key)?;
-    buf.reserve(key.len().saturating_add(17));
-    buf.put_slice(b"delete ");
-    buf.put_slice(key);
-    put_noreply(buf, noreply);
-    buf.put_slice(b"\r\n");
+    Scratch::<LINE>::new()
+        .push(b"delete ")
+        .push(key)
+        .push(noreply_word(noreply))
+        .push(b"\r\n")
+        .put_into(buf);
     Ok(())
 }
 
@@ -183,13 +200,14 @@ fn encode_arith(
     noreply: bool,
 ) -> Result<(), McError> {
     check_key(key)?;
-    buf.reserve(key.len().saturating_add(40));
-    buf.put_slice(cmd);
-    buf.put_slice(key);
-    buf.put_u8(b' ');
-    put_u64(buf, delta);
-    put_noreply(buf, noreply);
-    buf.put_slice(b"\r\n");
+    Scratch::<LINE>::new()
+        .push(cmd)
+        .push(key)
+        .push(b" ")
+        .push_u64(delta)
+        .push(noreply_word(noreply))
+        .push(b"\r\n")
+        .put_into(buf);
     Ok(())
 }
 
@@ -239,6 +257,9 @@ pub struct Values<'a> {
     len: usize,
     /// From the first `VALUE` line to just before `END\r\n`.
     body: &'a [u8],
+    /// Kept from validation: a single-key get, the common case, needs no
+    /// second parse.
+    first: Option<Item<'a>>,
 }
 
 impl<'a> Values<'a> {
@@ -262,7 +283,7 @@ impl<'a> Values<'a> {
 
     /// The first item, the whole answer to a single-key get.
     pub fn first(&self) -> Option<Item<'a>> {
-        self.iter().next()
+        self.first
     }
 }
 
@@ -333,21 +354,28 @@ impl std::iter::FusedIterator for Items<'_> {}
 /// response (for a retrieval, every item and the `END` line), `Ok(None)`
 /// when more bytes are needed, and an error when the bytes cannot be a
 /// response. Data blocks are skipped by their length, not scanned.
+#[inline]
 pub fn parse_response(buf: &[u8]) -> Result<Option<(Response<'_>, usize)>, McError> {
     finish(response(buf))
 }
 
 fn response(buf: &[u8]) -> Step<(Response<'_>, usize)> {
+    if buf.starts_with(b"VALUE ") {
+        return values(buf);
+    }
     let (first, next) = line(buf, 0)?;
     let r = match first {
-        b"END" => Response::Values(Values { len: 0, body: &[] }),
+        b"END" => Response::Values(Values {
+            len: 0,
+            body: &[],
+            first: None,
+        }),
         b"STORED" => Response::Stored,
         b"NOT_STORED" => Response::NotStored,
         b"EXISTS" => Response::Exists,
         b"NOT_FOUND" => Response::NotFound,
         b"DELETED" => Response::Deleted,
         b"ERROR" => Response::Error,
-        _ if first.starts_with(b"VALUE ") => return values(buf),
         _ => {
             if let Some(msg) = message(first, b"CLIENT_ERROR") {
                 Response::ClientError(msg)
@@ -387,13 +415,15 @@ fn number(line: &[u8]) -> Step<u64> {
 fn values(buf: &[u8]) -> Step<(Response<'_>, usize)> {
     let mut pos = 0;
     let mut len = 0usize;
+    let mut first = None;
     loop {
         if line_is(buf, pos, b"END\r\n")? {
             let body = buf.get(..pos).ok_or(Halt::Incomplete)?;
             let end = pos.saturating_add(5);
-            return Ok((Response::Values(Values { len, body }), end));
+            return Ok((Response::Values(Values { len, body, first }), end));
         }
-        let (_, next) = item(buf, pos)?;
+        let (item, next) = item(buf, pos)?;
+        first = first.or(Some(item));
         pos = next;
         len = len.saturating_add(1);
     }
@@ -414,27 +444,25 @@ fn line_is(buf: &[u8], pos: usize, expected: &[u8]) -> Step<bool> {
 
 /// One `VALUE` line and its data block at `pos`; returns the item and the
 /// position after the block's CRLF.
+#[inline]
 fn item(buf: &[u8], pos: usize) -> Step<(Item<'_>, usize)> {
     let (line, start) = line(buf, pos)?;
     let fields = line
         .strip_prefix(b"VALUE ")
         .ok_or(Halt::Bad(McError::Malformed("line in a VALUE block")))?;
     let bad = || Halt::Bad(McError::Malformed("VALUE line"));
-    let mut it = fields.split(|&b| b == b' ').filter(|t| !t.is_empty());
-    let key = it.next().ok_or_else(bad)?;
-    let flags = it
-        .next()
-        .and_then(parse_u64)
+    let (key, rest) = token(fields).ok_or_else(bad)?;
+    let (flags, rest) = token(rest).ok_or_else(bad)?;
+    let (bytes, rest) = token(rest).ok_or_else(bad)?;
+    let cas = match token(rest) {
+        None => None,
+        Some((cas, rest)) if token(rest).is_none() => Some(parse_u64(cas).ok_or_else(bad)?),
+        Some(_) => return Err(bad()),
+    };
+    let flags = parse_u64(flags)
         .and_then(|f| u32::try_from(f).ok())
         .ok_or_else(bad)?;
-    let bytes = it.next().and_then(parse_u64).ok_or_else(bad)?;
-    let cas = match it.next() {
-        Some(t) => Some(parse_u64(t).ok_or_else(bad)?),
-        None => None,
-    };
-    if it.next().is_some() {
-        return Err(bad());
-    }
+    let bytes = parse_u64(bytes).ok_or_else(bad)?;
     let bytes = usize::try_from(bytes)
         .ok()
         .filter(|&b| b <= MAX_VALUE_LEN)
@@ -458,7 +486,18 @@ fn item(buf: &[u8], pos: usize) -> Step<(Item<'_>, usize)> {
     ))
 }
 
+/// The first space-separated token of `s` and what follows it; `None`
+/// when only spaces are left.
+#[inline]
+fn token(s: &[u8]) -> Option<(&[u8], &[u8])> {
+    let start = s.iter().position(|&b| b != b' ')?;
+    let s = s.get(start..)?;
+    let end = s.iter().position(|&b| b == b' ').unwrap_or(s.len());
+    s.split_at_checked(end)
+}
+
 /// Expects CRLF at `pos`; returns the position after it.
+#[inline]
 fn crlf(buf: &[u8], pos: usize, what: &'static str) -> Step<usize> {
     match (byte(buf, pos)?, byte(buf, pos.saturating_add(1))) {
         (b'\r', Ok(b'\n')) => Ok(pos.saturating_add(2)),
@@ -469,13 +508,10 @@ fn crlf(buf: &[u8], pos: usize, what: &'static str) -> Step<usize> {
 
 /// The line at `pos` up to CRLF (neither CR nor LF inside); returns it with
 /// the position after the CRLF.
+#[inline]
 fn line(buf: &[u8], pos: usize) -> Step<(&[u8], usize)> {
     let rest = buf.get(pos..).ok_or(Halt::Incomplete)?;
-    let end = rest
-        .iter()
-        .take(MAX_LINE_LEN.saturating_add(1))
-        .position(|&b| b == b'\r' || b == b'\n');
-    match end {
+    match find_line_end(rest, MAX_LINE_LEN) {
         Some(n) => {
             let next = crlf(buf, pos.saturating_add(n), "response line")?;
             Ok((rest.get(..n).ok_or(Halt::Incomplete)?, next))

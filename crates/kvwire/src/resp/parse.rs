@@ -7,7 +7,7 @@
 
 use super::{Array, Reply, RespError, MAX_ARRAY_LEN, MAX_BULK_LEN, MAX_DEPTH, MAX_LINE_LEN};
 use crate::num::MAX_DIGITS;
-use crate::step::{byte, finish, Halt};
+use crate::step::{byte, find_line_end, finish, Halt};
 
 type Step<T> = crate::step::Step<T, RespError>;
 
@@ -22,25 +22,32 @@ type Step<T> = crate::step::Step<T, RespError>;
 /// length, not scanned. A caller that gets `Ok(None)` parses again from the
 /// start once more bytes arrived, so a huge array trickling in is rescanned;
 /// replies a load generator asks for are small.
+#[inline]
 pub fn parse_reply(buf: &[u8]) -> Result<Option<(Reply<'_>, usize)>, RespError> {
-    finish(reply(buf))
+    // Scalars (the replies to GET, SET, INCR) return straight from `head`;
+    // only arrays take the walk, kept out of line with its stack of
+    // counters.
+    match head(buf, 0) {
+        Ok((Head::Value(r), n)) => Ok(Some((r, n))),
+        Ok((Head::Array(len), start)) => finish(array(buf, start, len)),
+        Err(Halt::Incomplete) => Ok(None),
+        Err(Halt::Bad(e)) => Err(e),
+    }
 }
 
 /// Reports whether `buf` starts with a whole reply and how long it is, with
 /// the same rules and answers as [`parse_reply`].
+#[inline]
 pub fn reply_len(buf: &[u8]) -> Result<Option<usize>, RespError> {
-    finish(reply(buf).map(|(_, n)| n))
+    parse_reply(buf).map(|o| o.map(|(_, n)| n))
 }
 
-fn reply(buf: &[u8]) -> Step<(Reply<'_>, usize)> {
-    match head(buf, 0)? {
-        (Head::Value(r), next) => Ok((r, next)),
-        (Head::Array(len), start) => {
-            let end = skip_elements(buf, start, len)?;
-            let body = buf.get(start..end).ok_or(Halt::Incomplete)?;
-            Ok((Reply::Array(Some(Array { len, body })), end))
-        }
-    }
+/// A non-empty array whose `len` elements start at `start`.
+#[inline(never)]
+fn array(buf: &[u8], start: usize, len: usize) -> Step<(Reply<'_>, usize)> {
+    let end = skip_elements(buf, start, len)?;
+    let body = buf.get(start..end).ok_or(Halt::Incomplete)?;
+    Ok((Reply::Array(Some(Array { len, body })), end))
 }
 
 /// A value's first line: either the whole value, or the count of a
@@ -52,6 +59,7 @@ enum Head<'a> {
 
 /// Reads the value starting at `pos` up to its elements (for an array) or
 /// its end (anything else); returns it with the position after it.
+#[inline]
 fn head(buf: &[u8], pos: usize) -> Step<(Head<'_>, usize)> {
     let ty = byte(buf, pos)?;
     let pos = pos.saturating_add(1);
@@ -122,6 +130,7 @@ fn too_large(what: &'static str, len: usize, max: usize) -> Halt<RespError> {
 }
 
 /// Expects CRLF at `pos`; returns the position after it.
+#[inline]
 fn crlf(buf: &[u8], pos: usize, what: &'static str) -> Step<usize> {
     match (buf.get(pos), buf.get(pos.saturating_add(1))) {
         (Some(b'\r'), Some(b'\n')) => Ok(pos.saturating_add(2)),
@@ -132,13 +141,10 @@ fn crlf(buf: &[u8], pos: usize, what: &'static str) -> Step<usize> {
 
 /// A simple-string or error line from `pos` to CRLF (neither CR nor LF
 /// allowed inside); returns it with the position after the CRLF.
+#[inline]
 fn line<'a>(buf: &'a [u8], pos: usize, what: &'static str) -> Step<(&'a [u8], usize)> {
     let rest = buf.get(pos..).ok_or(Halt::Incomplete)?;
-    let end = rest
-        .iter()
-        .take(MAX_LINE_LEN.saturating_add(1))
-        .position(|&b| b == b'\r' || b == b'\n');
-    match end {
+    match find_line_end(rest, MAX_LINE_LEN) {
         Some(n) => {
             let at = pos.saturating_add(n);
             let next = crlf(buf, at, what)?;
@@ -150,6 +156,7 @@ fn line<'a>(buf: &'a [u8], pos: usize, what: &'static str) -> Step<(&'a [u8], us
 }
 
 /// `[+|-]digits CRLF` as an `i64`.
+#[inline]
 fn integer(buf: &[u8], pos: usize) -> Step<(i64, usize)> {
     const WHAT: &str = "integer";
     let (negative, start) = match byte(buf, pos)? {
@@ -188,6 +195,7 @@ fn integer(buf: &[u8], pos: usize) -> Step<(i64, usize)> {
 }
 
 /// A bulk length or array count: `digits CRLF`, or `-1 CRLF` for null.
+#[inline]
 fn length(buf: &[u8], pos: usize, what: &'static str) -> Step<(Option<usize>, usize)> {
     if byte(buf, pos)? == b'-' {
         let one = pos.saturating_add(1);
