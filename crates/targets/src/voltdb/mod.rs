@@ -51,6 +51,9 @@ const MAX_DEPTH: usize = 65_536;
 /// How long a login may take.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a cold-path call (DDL, class loading, counts) may take.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Read buffer growth step.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -407,10 +410,14 @@ impl Admin<'_> {
     ) -> Result<vw::Response, TargetError> {
         vw::encode_invocation(&mut self.link.wbuf, procedure, 1, params)
             .map_err(|e| self.target.failed(format!("{procedure}: {e}")))?;
-        let r = self
-            .link
-            .response()
+        let r = tokio::time::timeout(ADMIN_TIMEOUT, self.link.response())
             .await
+            .map_err(|_| {
+                self.target.failed(format!(
+                    "{procedure}: no answer in {} s",
+                    ADMIN_TIMEOUT.as_secs()
+                ))
+            })?
             .map_err(|e| self.target.failed(format!("{procedure}: {e}")))?;
         if !r.status.is_success() {
             let why = r.status_string.as_deref().unwrap_or(status_class(r.status));
