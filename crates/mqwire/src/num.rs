@@ -1,0 +1,81 @@
+//! Owns decimal numbers on the text protocol's wire: formatted on the
+//! stack (no `String`, no allocation) and parsed with overflow checks.
+
+/// Most digits a `u64` has in base 10.
+pub(crate) const MAX_DIGITS: usize = 20;
+
+/// A `u64` in decimal, held on the stack.
+pub(crate) struct Decimal {
+    digits: [u8; MAX_DIGITS],
+    start: usize,
+}
+
+impl Decimal {
+    #[inline]
+    pub(crate) fn new(mut n: u64) -> Self {
+        let mut digits = [b'0'; MAX_DIGITS];
+        let mut start = MAX_DIGITS;
+        for slot in digits.iter_mut().rev() {
+            *slot = b'0'.wrapping_add((n % 10) as u8);
+            start = start.saturating_sub(1);
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        Self { digits, start }
+    }
+
+    #[inline]
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        self.digits.get(self.start..).unwrap_or_default()
+    }
+}
+
+/// Parses a whole slice of ASCII digits (no sign, no spaces) as a `u64`.
+/// `None` for an empty slice, a non-digit, more than [`MAX_DIGITS`] digits,
+/// or overflow.
+#[inline]
+pub(crate) fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > MAX_DIGITS {
+        return None;
+    }
+    s.iter().try_fold(0u64, |acc, &b| {
+        if b.is_ascii_digit() {
+            acc.checked_mul(10)?
+                .checked_add(u64::from(b.wrapping_sub(b'0')))
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_edges() {
+        for (n, want) in [
+            (0u64, "0"),
+            (7, "7"),
+            (10, "10"),
+            (99, "99"),
+            (1234567890, "1234567890"),
+            (u64::MAX, "18446744073709551615"),
+        ] {
+            assert_eq!(Decimal::new(n).as_bytes(), want.as_bytes());
+            assert_eq!(parse_u64(want.as_bytes()), Some(n));
+        }
+    }
+
+    #[test]
+    fn parse_edges() {
+        assert_eq!(parse_u64(b"007"), Some(7));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b"000000000000000000001"), None);
+        assert_eq!(parse_u64(b""), None);
+        assert_eq!(parse_u64(b"-1"), None);
+        assert_eq!(parse_u64(b"1 "), None);
+    }
+}
