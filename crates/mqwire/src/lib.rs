@@ -1,8 +1,8 @@
 //! A pure, synchronous codec for the message brokers loadrig drives in its
 //! `pubsub` and `chat` workloads: the NATS client protocol and MQTT 3.1.1,
-//! and (to come) the stamp loadrig puts in every message it publishes. No
-//! sockets, no async runtime, just bytes in and bytes out, on the hot path
-//! of a load generator. (Redis pub/sub needs no codec of its own: `PUBLISH`
+//! plus the stamp loadrig puts in every message it publishes. No sockets,
+//! no async runtime, just bytes in and bytes out, on the hot path of a
+//! load generator. (Redis pub/sub needs no codec of its own: `PUBLISH`
 //! and `SUBSCRIBE` are RESP commands and messages RESP arrays, which
 //! `loadrig-kvwire` already speaks.)
 //!
@@ -16,6 +16,11 @@
 //!   and how many bytes it took, so the caller can `advance` past it and
 //!   parse the next one. Frames borrow from the read buffer: a message's
 //!   subject or topic and payload are slices, not copies.
+//! - **messages** ([`stamp`]): a published payload starts with a 24-byte
+//!   stamp (publisher, sequence, send time) followed by filler up to the
+//!   message size. The broker never looks inside; the subscriber decodes
+//!   the stamp from the payload slice the frame parser returned, and
+//!   measures end-to-end latency, loss, duplicates and reordering from it.
 //!
 //! Both protocols are covered in both directions (a client's and a
 //! server's side), so tests can play a fake broker against loadrig's
@@ -30,27 +35,33 @@
 //! leave the buffer exactly as it was.
 //!
 //! ```
-//! use bytes::BytesMut;
-//! use loadrig_mqwire::{mqtt, nats};
+//! use bytes::{Buf, BytesMut};
+//! use loadrig_mqwire::{mqtt, nats, stamp::{self, Stamp}};
 //!
-//! // One payload, published over NATS and over MQTT at QoS 0.
-//! let payload = b"hello";
+//! // A publisher: stamp, filler, frame.
+//! let sent = Stamp { publisher: 7, seq: 42, sent_unix_ns: 1_700_000_000_000_000_000 };
+//! let mut payload = BytesMut::new();
+//! stamp::encode_message(&mut payload, &sent, 64).unwrap();
 //! let mut wire = BytesMut::new();
-//! nats::encode_pub(&mut wire, b"bench.0", None, payload).unwrap();
+//! nats::encode_pub(&mut wire, b"bench.0", None, &payload).unwrap();
+//!
+//! // A subscriber reads the MSG the server made of it.
+//! let mut input = BytesMut::new();
+//! nats::encode_msg(&mut input, b"bench.0", b"1", None, &payload).unwrap();
+//! let (op, used) = nats::parse_server_op(&input).unwrap().unwrap();
+//! let nats::ServerOp::Msg(msg) = op else { unreachable!() };
+//! assert_eq!(Stamp::decode(msg.payload), Ok(sent));
+//! input.advance(used);
+//!
+//! // The same payload over MQTT, QoS 0.
 //! let publish = mqtt::Publish {
 //!     topic: "bench/0",
 //!     qos: mqtt::QosPid::AtMostOnce,
 //!     retain: false,
 //!     dup: false,
-//!     payload,
+//!     payload: &payload,
 //! };
 //! mqtt::encode_publish(&mut wire, &publish).unwrap();
-//!
-//! // A test's fake NATS server reads the first; the MQTT one the second.
-//! let (op, used) = nats::parse_client_op(&wire).unwrap().unwrap();
-//! assert!(matches!(op, nats::ClientOp::Pub(p) if p.payload == payload));
-//! let (packet, _) = mqtt::parse_packet(&wire[used..]).unwrap().unwrap();
-//! assert_eq!(packet, mqtt::Packet::Publish(publish));
 //! ```
 #![forbid(unsafe_code)]
 #![deny(
@@ -65,4 +76,5 @@
 pub mod mqtt;
 pub mod nats;
 mod num;
+pub mod stamp;
 mod step;
