@@ -695,6 +695,18 @@ fn lines_over_the_limit_are_refused_even_without_their_end() {
         parse_server_op_with(b"MSG a 1 4\r\nabcd\r\n", &tight),
         Ok(Some(_))
     ));
+    // Even a limit shorter than the verb holds.
+    let tiny = Limits {
+        max_control_line: 2,
+        ..tight
+    };
+    for input in [&b"PING\r\n"[..], b"MSG a 1 0\r\n\r\n", b"+OK\r\n"] {
+        assert!(matches!(
+            parse_server_op_with(input, &tiny),
+            Err(NatsError::TooLarge { .. })
+        ));
+    }
+    assert_eq!(parse_server_op_with(b"PIN", &tiny), Ok(None));
 }
 
 // ---- encoders refuse what would not parse, and leave the buffer alone ----

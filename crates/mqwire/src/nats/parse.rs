@@ -8,7 +8,7 @@
 
 use super::{ClientOp, Json, Limits, Msg, NatsError, Pub, ServerOp, Sub, Unsub};
 use crate::num::parse_u64;
-use crate::step::{byte, finish, Halt};
+use crate::step::{byte, find_line_end, finish, Halt};
 
 type Step<T> = crate::step::Step<T, NatsError>;
 
@@ -196,6 +196,13 @@ fn is_space(b: u8) -> bool {
 /// beginning of one is incomplete.
 #[inline]
 fn verb(buf: &[u8], table: &[(&[u8], Verb)]) -> Step<(Verb, usize)> {
+    // The first entry is the verb of the hot path (MSG, PUB), as servers
+    // and clients write it: upper case, one space.
+    if let Some(&(name, v)) = table.first() {
+        if buf.get(name.len()) == Some(&b' ') && buf.starts_with(name) {
+            return Ok((v, name.len()));
+        }
+    }
     let window = buf.get(..MAX_VERB.saturating_add(1)).unwrap_or(buf);
     match window
         .iter()
@@ -228,9 +235,11 @@ fn verb(buf: &[u8], table: &[(&[u8], Verb)]) -> Step<(Verb, usize)> {
 /// included.
 #[inline]
 fn line(buf: &[u8], at: usize, max: usize) -> Step<(&[u8], usize)> {
-    let window = buf.get(..max.saturating_add(1)).unwrap_or(buf);
-    let rest = window.get(at..).unwrap_or_default();
-    match rest.iter().position(|&b| b == b'\r' || b == b'\n') {
+    let rest = buf.get(at..).unwrap_or_default();
+    match max
+        .checked_sub(at)
+        .and_then(|room| find_line_end(rest, room))
+    {
         Some(n) => {
             let cr = at.saturating_add(n);
             let next = crlf(buf, cr, "control line")?;
@@ -262,8 +271,20 @@ fn crlf(buf: &[u8], pos: usize, what: &'static str) -> Step<usize> {
 fn fields<const N: usize>(args: &[u8]) -> Option<(usize, [&[u8]; N])> {
     let mut out: [&[u8]; N] = [&[]; N];
     let mut n = 0usize;
-    for f in args.split(|&b| is_space(b)).filter(|f| !f.is_empty()) {
-        *out.get_mut(n)? = f;
+    let mut start = None;
+    for (i, &b) in args.iter().enumerate() {
+        match (is_space(b), start) {
+            (false, None) => start = Some(i),
+            (true, Some(s)) => {
+                *out.get_mut(n)? = args.get(s..i)?;
+                n = n.saturating_add(1);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        *out.get_mut(n)? = args.get(s..)?;
         n = n.saturating_add(1);
     }
     Some((n, out))
