@@ -307,7 +307,7 @@ fn exercise_nats<'a>(buf: &'a [u8], rng: &mut XorShift, acc: &mut Accepted) {
 fn reencode_mqtt(p: &Packet<'_>) -> Vec<u8> {
     let mut b = BytesMut::new();
     match *p {
-        Packet::Connect(c) => mqtt::encode_connect(&mut b, &c).unwrap(),
+        Packet::Connect(c) => mqtt::encode_connect(&mut b, &c.connect()).unwrap(),
         Packet::ConnAck(a) => mqtt::encode_connack(&mut b, a).unwrap(),
         Packet::Publish(p) => mqtt::encode_publish(&mut b, &p).unwrap(),
         Packet::PubAck(id) => mqtt::encode_puback(&mut b, id),

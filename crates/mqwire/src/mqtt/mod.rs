@@ -57,7 +57,7 @@ pub use encode::{
 };
 pub use parse::{
     decode_remaining_len, packet_len, packet_len_with, parse_packet, parse_packet_with,
-    SubAckCodes, SubscribeTopics, UnsubscribeTopics,
+    ConnectView, SubAckCodes, SubscribeTopics, UnsubscribeTopics,
 };
 
 /// The protocol level of MQTT 3.1.1 in CONNECT.
@@ -457,8 +457,8 @@ pub struct Unsubscribe<'a> {
 /// One packet, borrowing from the read buffer it was parsed from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Packet<'a> {
-    /// CONNECT
-    Connect(Connect<'a>),
+    /// CONNECT, its fields read on demand (see [`ConnectView`]).
+    Connect(ConnectView<'a>),
     /// CONNACK
     ConnAck(ConnAck),
     /// PUBLISH

@@ -138,7 +138,11 @@ fn packet<'a>(buf: &'a [u8], limits: &Limits) -> Step<(Packet<'a>, usize)> {
     let p = match f.packet {
         PacketType::Publish => Packet::Publish(publish(&mut r, f.flags)?),
         PacketType::PubAck => Packet::PubAck(pid_only(&mut r)?),
-        PacketType::Connect => Packet::Connect(connect(&mut r)?),
+        PacketType::Connect => {
+            let body = r.b;
+            connect(&mut r)?;
+            Packet::Connect(ConnectView { body })
+        }
         PacketType::ConnAck => Packet::ConnAck(connack(&mut r)?),
         PacketType::PubRec => Packet::PubRec(pid_only(&mut r)?),
         PacketType::PubRel => Packet::PubRel(pid_only(&mut r)?),
@@ -202,11 +206,16 @@ impl<'a> Reader<'a> {
     /// A string field: UTF-8 without U+0000.
     #[inline]
     fn str(&mut self) -> Result<&'a str, MqttError> {
-        let b = self.bin()?;
-        if b.contains(&0) {
+        Reader { b: self.bin()? }.as_str()
+    }
+
+    /// All that is left, as a string: UTF-8 without U+0000.
+    #[inline]
+    fn as_str(&self) -> Result<&'a str, MqttError> {
+        if self.b.contains(&0) {
             return Err(MqttError::BadUtf8);
         }
-        std::str::from_utf8(b).map_err(|_| MqttError::BadUtf8)
+        std::str::from_utf8(self.b).map_err(|_| MqttError::BadUtf8)
     }
 
     #[inline]
@@ -217,8 +226,14 @@ impl<'a> Reader<'a> {
 
 #[inline]
 fn publish<'a>(r: &mut Reader<'a>, flags: u8) -> Result<Publish<'a>, MqttError> {
-    let topic = r.str()?;
-    check_topic_name(topic)?;
+    // The hot path: one pass over the topic for NUL and wildcards, where
+    // `str` and `check_topic_name` would take two.
+    let raw = r.bin()?;
+    if raw.is_empty() || raw.iter().any(|&b| b == 0 || b == b'+' || b == b'#') {
+        let topic = Reader { b: raw }.as_str()?;
+        check_topic_name(topic)?;
+    }
+    let topic = std::str::from_utf8(raw).map_err(|_| MqttError::BadUtf8)?;
     let qos = match (flags >> 1) & 0b11 {
         0 => QosPid::AtMostOnce,
         1 => QosPid::AtLeastOnce(r.pid()?),
@@ -354,6 +369,34 @@ fn unsubscribe<'a>(r: &mut Reader<'a>) -> Result<Unsubscribe<'a>, MqttError> {
         pid,
         topics: UnsubscribeTopics { rest: body, len },
     })
+}
+
+/// A parsed CONNECT: its body, checked when it was parsed, read into a
+/// [`Connect`] on demand.
+///
+/// Kept as a slice because a [`Connect`] is twice the size of any other
+/// packet, and [`Packet`] is as large as its largest variant: every
+/// PUBLISH and PUBACK would pay to move those bytes, for a packet a broker
+/// sees once per connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectView<'a> {
+    body: &'a [u8],
+}
+
+impl<'a> ConnectView<'a> {
+    /// The CONNECT's fields.
+    pub fn connect(&self) -> Connect<'a> {
+        // Checked at parse time, so this succeeds; should it not, an
+        // empty CONNECT comes back rather than a panic.
+        connect(&mut Reader { b: self.body }).unwrap_or(Connect {
+            client_id: "",
+            clean_session: true,
+            keep_alive: 0,
+            will: None,
+            username: None,
+            password: None,
+        })
+    }
 }
 
 /// The (topic filter, requested QoS) pairs of a parsed SUBSCRIBE, checked
