@@ -103,6 +103,13 @@ macro_rules! with_bench {
                 };
                 $body
             }
+            // `open` refuses these: the target does not list the workload.
+            #[allow(unreachable_patterns)]
+            (w, t) => Err(anyhow::Error::from(TargetError::Unsupported(format!(
+                "--target: {} cannot run {}",
+                t.descriptor().name,
+                w.name()
+            )))),
         }
     }};
 }

@@ -9,6 +9,8 @@ mod mariadb;
 mod null;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "redis")]
+mod redis;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "voltdb")]
@@ -22,6 +24,8 @@ pub use mariadb::MariadbTarget;
 pub use null::{NullDelay, NullTarget};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresTarget;
+#[cfg(feature = "redis")]
+pub use redis::{RedisConn, RedisTarget};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;
 #[cfg(feature = "voltdb")]
@@ -47,6 +51,8 @@ pub const TARGETS: &[Descriptor] = &[
     mariadb::DESCRIPTOR,
     #[cfg(feature = "voltdb")]
     voltdb::DESCRIPTOR,
+    #[cfg(feature = "redis")]
+    redis::DESCRIPTOR,
     null::DESCRIPTOR,
 ];
 
@@ -72,6 +78,8 @@ pub enum Target {
     Mariadb(MariadbTarget),
     #[cfg(feature = "voltdb")]
     Voltdb(VoltTarget),
+    #[cfg(feature = "redis")]
+    Redis(RedisTarget),
     Null(NullTarget),
 }
 
@@ -101,6 +109,10 @@ impl Target {
             "voltdb" => Ok(Target::Voltdb(VoltTarget::new(voltdb::VoltUrl::parse(
                 rest,
             )?))),
+            #[cfg(feature = "redis")]
+            "redis" => Ok(Target::Redis(RedisTarget::new(redis::RedisUrl::parse(
+                rest,
+            )?))),
             "null" => Ok(Target::Null(NullTarget::parse(rest)?)),
             other => Err(OpenError::Spec(SpecError::new(
                 "--target",
@@ -119,6 +131,8 @@ impl Target {
             Target::Mariadb(_) => &mariadb::DESCRIPTOR,
             #[cfg(feature = "voltdb")]
             Target::Voltdb(_) => &voltdb::DESCRIPTOR,
+            #[cfg(feature = "redis")]
+            Target::Redis(_) => &redis::DESCRIPTOR,
             Target::Null(_) => &null::DESCRIPTOR,
         }
     }

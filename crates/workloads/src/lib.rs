@@ -5,6 +5,7 @@
 //! prepare, connect, baseline, verify, summarise.
 
 pub mod hello;
+pub mod redis;
 pub mod voter;
 
 use std::future::Future;

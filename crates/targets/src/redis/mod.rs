@@ -1,0 +1,695 @@
+//! Redis over RESP2, hand written on `loadrig-kvwire` and tokio sockets:
+//! one pipelined FIFO connection per engine connection, dealt over the
+//! servers of the URL round robin.
+//!
+//! [`RedisConn`] keeps its write buffer, its read buffer and the tags in
+//! flight in send order. `out` + `queued` append a command; `next` hands
+//! back the reply at the front of the read buffer (whole, or not at all)
+//! with the oldest tag; `fill` flushes and waits for bytes with `ready` +
+//! `try_read`/`try_write`, so a dropped `fill` loses nothing (the VoltDB
+//! connection's model). Bytes that are not RESP, or a reply nobody asked
+//! for, break the connection (a protocol error; the engine reconnects),
+//! never the process.
+//!
+//! Logging in (`AUTH`, with `redis://[USER]:PASSWORD@...`) and `SELECT db`
+//! are pipelined at connect time, and their replies checked.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use loadrig_engine::Tag;
+use loadrig_kvwire::resp::{self, Reply};
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_spec::SpecError;
+use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, RespConn, Value};
+use loadrig_workloads::{TargetError, TargetInfo};
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+use crate::{split_host_port, Descriptor};
+
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: "redis",
+    schemes: &["redis"],
+    workloads: &["redis"],
+    example:
+        "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
+    about: "Redis (RESP2): pipelined connections dealt over the servers round robin",
+};
+
+const DEFAULT_PORT: u16 = 6379;
+
+/// The most commands one connection keeps in flight: a bound on memory.
+const MAX_DEPTH: usize = 65_536;
+
+/// How long connecting and logging in may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a cold-path batch of commands may take.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long the server's version and durability settings may take.
+const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Read buffer growth step.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// The servers and the login, from
+/// `redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...]`: a bare
+/// number after a comma is another port on the host before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RedisUrl {
+    pub servers: Vec<(String, u16)>,
+    pub user: Option<String>,
+    pub password: Option<String>,
+}
+
+impl RedisUrl {
+    pub fn parse(rest: &str) -> Result<RedisUrl, SpecError> {
+        let bad = |why: &str| {
+            SpecError::new(
+                "--target",
+                format!(
+                    "{why} in 'redis://{}' (expected redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...])",
+                    masked(rest)
+                ),
+            )
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.contains(['/', '?']) {
+            return Err(bad(
+                "no database or options are taken (the database is --dbnum)",
+            ));
+        }
+        let (userinfo, hosts) = match rest.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, rest),
+        };
+        let (user, password) = match userinfo {
+            None => (None, None),
+            Some(u) => {
+                let (user, pass) = u
+                    .split_once(':')
+                    .ok_or_else(|| bad("a login is :PASSWORD@ or USER:PASSWORD@"))?;
+                let user = crate::decode(user).ok_or_else(|| bad("bad %-escape"))?;
+                let pass = crate::decode(pass).ok_or_else(|| bad("bad %-escape"))?;
+                ((!user.is_empty()).then_some(user), Some(pass))
+            }
+        };
+        let mut servers: Vec<(String, u16)> = Vec::new();
+        for entry in hosts.split(',') {
+            if !entry.is_empty() && entry.bytes().all(|b| b.is_ascii_digit()) {
+                let Some((host, _)) = servers.last().cloned() else {
+                    return Err(bad(&format!("port '{entry}' before any host")));
+                };
+                let port = entry
+                    .parse()
+                    .ok()
+                    .filter(|&p| p != 0)
+                    .ok_or_else(|| bad(&format!("bad port '{entry}'")))?;
+                servers.push((host, port));
+                continue;
+            }
+            let server = split_host_port(entry, DEFAULT_PORT)
+                .filter(|(host, _)| !host.is_empty())
+                .ok_or_else(|| bad(&format!("bad host '{entry}'")))?;
+            servers.push(server);
+        }
+        Ok(RedisUrl {
+            servers,
+            user,
+            password,
+        })
+    }
+
+    /// The URL for messages and reports: the password masked.
+    pub fn label(&self) -> String {
+        let who = match (&self.user, &self.password) {
+            (_, None) => String::new(),
+            (None, Some(_)) => ":***@".to_string(),
+            (Some(u), Some(_)) => format!("{u}:***@"),
+        };
+        format!("redis://{who}{}", self.servers_label())
+    }
+
+    fn servers_label(&self) -> String {
+        let s: Vec<String> = self.servers.iter().map(|(h, p)| hostport(h, *p)).collect();
+        s.join(",")
+    }
+}
+
+/// What follows `redis://`, with whatever precedes `@` but a user name masked.
+fn masked(rest: &str) -> String {
+    match rest.rsplit_once('@') {
+        Some((userinfo, hosts)) => {
+            let user = userinfo.split_once(':').map_or("", |(u, _)| u);
+            format!("{user}:***@{hosts}")
+        }
+        None => rest.to_string(),
+    }
+}
+
+fn hostport(h: &str, p: u16) -> String {
+    if h.contains(':') {
+        format!("[{h}]:{p}")
+    } else {
+        format!("{h}:{p}")
+    }
+}
+
+/// One or more Redis servers. Cheap: it connects per use.
+pub struct RedisTarget {
+    at: Arc<RedisUrl>,
+    /// The server the next engine connection goes to (round robin).
+    next: AtomicUsize,
+    version: OnceLock<String>,
+    durability: OnceLock<String>,
+}
+
+impl RedisTarget {
+    pub(crate) fn new(at: RedisUrl) -> RedisTarget {
+        RedisTarget {
+            at: Arc::new(at),
+            next: AtomicUsize::new(0),
+            version: OnceLock::new(),
+            durability: OnceLock::new(),
+        }
+    }
+
+    fn unreachable(&self, e: LinkError) -> TargetError {
+        TargetError::Unreachable {
+            target: self.at.label(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// What a commit promises, from the first server's configuration.
+    async fn ask_durability(&self) -> Option<String> {
+        let mut a = self.admin(0, 0).await.ok()?;
+        let config = |name: &str| cmd(&["CONFIG", "GET", name]);
+        let replies = a
+            .call(&[config("appendonly"), config("appendfsync"), config("save")])
+            .await
+            .ok()?;
+        let setting = |v: &Value| match v {
+            Value::Array(Some(kv)) => match kv.get(1) {
+                Some(Value::Bulk(Some(b))) => Some(String::from_utf8_lossy(b).into_owned()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let aof = setting(replies.first()?)?;
+        let fsync = setting(replies.get(1)?).unwrap_or_default();
+        let save = setting(replies.get(2)?).unwrap_or_default();
+        let meaning = match (aof.as_str(), fsync.as_str()) {
+            ("yes", "always") => "each write is fsynced to the append-only file before it is answered",
+            ("yes", "everysec") => "writes reach the append-only file's disk once a second: a crash may lose the last second",
+            ("yes", _) => "writes go to the append-only file, fsynced when the OS chooses",
+            _ if !save.is_empty() => "writes live in memory, saved by snapshots: a crash loses what came after the last one",
+            _ => "writes live in memory only: a restart loses them",
+        };
+        Some(format!(
+            "appendonly={aof}, appendfsync={fsync}, save='{save}': {meaning}"
+        ))
+    }
+}
+
+impl TargetInfo for RedisTarget {
+    async fn server_version(&self) -> Option<String> {
+        // Nice to know, never worth waiting for: a server that does not
+        // answer INFO or CONFIG is found out by the run itself.
+        if self.durability.get().is_none() {
+            if let Ok(Some(d)) = tokio::time::timeout(ASIDE_TIMEOUT, self.ask_durability()).await {
+                let _ = self.durability.set(d);
+            }
+        }
+        if let Some(v) = self.version.get() {
+            return Some(v.clone());
+        }
+        tokio::time::timeout(ASIDE_TIMEOUT, self.ask_version())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    fn durability(&self) -> Option<String> {
+        self.durability.get().cloned()
+    }
+
+    fn max_depth(&self) -> usize {
+        MAX_DEPTH
+    }
+}
+
+impl RedisTarget {
+    /// `Redis 7.0.15`, from the first server's `INFO server`.
+    async fn ask_version(&self) -> Option<String> {
+        let mut a = self.admin(0, 0).await.ok()?;
+        let info = a.call(&[cmd(&["INFO", "server"])]).await.ok()?;
+        let Some(Value::Bulk(Some(text))) = info.first() else {
+            return None;
+        };
+        let text = String::from_utf8_lossy(text);
+        let v = text
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))?
+            .trim()
+            .to_string();
+        let v = format!("Redis {v}");
+        let _ = self.version.set(v.clone());
+        Some(v)
+    }
+}
+
+impl RedisBackend for RedisTarget {
+    type Conn = RedisConn;
+    type Admin = Admin;
+
+    fn servers(&self) -> usize {
+        self.at.servers.len()
+    }
+
+    async fn connect(&self, db: u32) -> Result<RedisConn, TargetError> {
+        let server = self.next.fetch_add(1, Ordering::Relaxed) % self.at.servers.len();
+        let link = Link::open(&self.at, server, db)
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        Ok(RedisConn {
+            at: self.at.clone(),
+            server,
+            db,
+            link,
+            tags: VecDeque::new(),
+            stray: false,
+        })
+    }
+
+    async fn admin(&self, server: usize, db: u32) -> Result<Admin, TargetError> {
+        let link = Link::open(&self.at, server, db)
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        Ok(Admin {
+            link,
+            label: self.at.label(),
+        })
+    }
+}
+
+/// Why a link could not be opened.
+#[derive(Debug, thiserror::Error)]
+enum LinkError {
+    #[error("{server}: {}", said(source))]
+    Io {
+        server: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{server}: {what} refused: {why}")]
+    Refused {
+        server: String,
+        what: &'static str,
+        why: String,
+    },
+}
+
+/// An I/O error in the words a user needs.
+fn said(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+        io::ErrorKind::TimedOut => "timed out".to_string(),
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
+            "the server closed the connection".to_string()
+        }
+        io::ErrorKind::InvalidData => format!("not a Redis server ({e})"),
+        _ => e.to_string(),
+    }
+}
+
+/// One socket with its buffers.
+struct Link {
+    stream: TcpStream,
+    wbuf: BytesMut,
+    rbuf: BytesMut,
+    sent: u64,
+    received: u64,
+}
+
+impl Link {
+    /// Connect to server `i`, log in, select `db`.
+    async fn open(at: &RedisUrl, i: usize, db: u32) -> Result<Link, LinkError> {
+        let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
+        let name = hostport(&host, port);
+        let io = |source| LinkError::Io {
+            server: name.clone(),
+            source,
+        };
+        let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "timed out");
+        let stream =
+            tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host.as_str(), port)))
+                .await
+                .map_err(|_| io(timed_out()))?
+                .map_err(io)?;
+        stream.set_nodelay(true).map_err(io)?;
+        let mut link = Link {
+            stream,
+            wbuf: BytesMut::with_capacity(READ_CHUNK),
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            sent: 0,
+            received: 0,
+        };
+        let mut asked: Vec<&'static str> = Vec::new();
+        if let Some(pass) = &at.password {
+            match &at.user {
+                Some(user) => {
+                    resp::encode_cmd3(&mut link.wbuf, b"AUTH", user.as_str(), pass.as_str())
+                }
+                None => resp::encode_cmd2(&mut link.wbuf, b"AUTH", pass.as_str()),
+            }
+            asked.push("login");
+        }
+        if db != 0 {
+            resp::encode_cmd2(&mut link.wbuf, b"SELECT", db);
+            asked.push("SELECT");
+        }
+        for what in asked {
+            let reply = tokio::time::timeout(CONNECT_TIMEOUT, link.reply())
+                .await
+                .map_err(|_| io(timed_out()))?
+                .map_err(io)?;
+            match reply {
+                Value::Simple(ok) if ok == b"OK" => {}
+                Value::Error(why) => {
+                    return Err(LinkError::Refused {
+                        server: name,
+                        what,
+                        why,
+                    })
+                }
+                other => {
+                    return Err(io(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{what} answered {other:?}"),
+                    )))
+                }
+            }
+        }
+        Ok(link)
+    }
+
+    /// Write what is queued and wait until more bytes arrived. Cancel
+    /// safe: only `try_*` calls touch the socket, after readiness.
+    async fn fill(&mut self) -> io::Result<()> {
+        loop {
+            self.flush()?;
+            let interest = if self.wbuf.is_empty() {
+                Interest::READABLE
+            } else {
+                Interest::READABLE | Interest::WRITABLE
+            };
+            let ready = self.stream.ready(interest).await?;
+            if ready.is_readable() {
+                self.rbuf.reserve(READ_CHUNK);
+                match self.stream.try_read_buf(&mut self.rbuf) {
+                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                    Ok(n) => {
+                        self.received += n as u64;
+                        return Ok(());
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+
+    /// Write what the socket takes now.
+    fn flush(&mut self) -> io::Result<()> {
+        while !self.wbuf.is_empty() {
+            match self.stream.try_write(&self.wbuf) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.wbuf.advance(n);
+                    self.sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// The next whole reply, owned (cold path).
+    async fn reply(&mut self) -> io::Result<Value> {
+        loop {
+            match resp::parse_reply(&self.rbuf) {
+                Ok(Some((reply, n))) => {
+                    let v = Value::of(reply);
+                    self.rbuf.advance(n);
+                    return Ok(v);
+                }
+                Ok(None) => self.fill().await?,
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+            }
+        }
+    }
+}
+
+/// A cold-path connection.
+pub struct Admin {
+    link: Link,
+    label: String,
+}
+
+impl RespAdmin for Admin {
+    async fn call(&mut self, commands: &[Command]) -> Result<Vec<Value>, TargetError> {
+        for c in commands {
+            let parts: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
+            resp::encode_command(&mut self.link.wbuf, &parts);
+        }
+        let replies = async {
+            let mut out = Vec::with_capacity(commands.len());
+            for _ in commands {
+                out.push(self.link.reply().await?);
+            }
+            Ok::<_, io::Error>(out)
+        };
+        let what = commands
+            .first()
+            .and_then(|c| c.first())
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .unwrap_or_default();
+        match tokio::time::timeout(ADMIN_TIMEOUT, replies).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(TargetError::Prepare {
+                target: self.label.clone(),
+                reason: format!("{what}: {}", said(&e)),
+            }),
+            Err(_) => Err(TargetError::Prepare {
+                target: self.label.clone(),
+                reason: format!("{what}: no answer in {} s", ADMIN_TIMEOUT.as_secs()),
+            }),
+        }
+    }
+}
+
+/// One engine connection: commands pipelined, replies in order.
+pub struct RedisConn {
+    at: Arc<RedisUrl>,
+    server: usize,
+    db: u32,
+    link: Link,
+    /// Tags of the commands in flight, oldest first.
+    tags: VecDeque<Tag>,
+    /// Bytes came that no command asked for: the stream is out of step.
+    stray: bool,
+}
+
+const PROTOCOL: OpError = OpError {
+    kind: ErrorKind::Protocol,
+    class: "",
+};
+
+impl RespConn for RedisConn {
+    #[inline]
+    fn out(&mut self) -> &mut BytesMut {
+        &mut self.link.wbuf
+    }
+
+    #[inline]
+    fn queued(&mut self, tag: Tag) {
+        // With nothing in flight every byte read is a reply to nothing
+        // (the next command would take it for its own).
+        if self.tags.is_empty() && !self.link.rbuf.is_empty() {
+            self.stray = true;
+        }
+        self.tags.push_back(tag);
+    }
+
+    #[inline]
+    fn next<R>(&mut self, f: impl FnOnce(Tag, Reply<'_>) -> R) -> Option<Result<R, OpError>> {
+        if self.stray {
+            return Some(Err(PROTOCOL));
+        }
+        match resp::parse_reply(&self.link.rbuf) {
+            Ok(None) => None,
+            Ok(Some((reply, n))) => {
+                // A reply with nothing in flight: the stream is not ours.
+                let Some(tag) = self.tags.pop_front() else {
+                    return Some(Err(PROTOCOL));
+                };
+                let out = f(tag, reply);
+                self.link.rbuf.advance(n);
+                Some(Ok(out))
+            }
+            Err(_) => Some(Err(PROTOCOL)),
+        }
+    }
+
+    async fn fill(&mut self) -> Result<(), OpError> {
+        self.link.fill().await.map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => PROTOCOL,
+            _ => OpError::new(ErrorKind::Io),
+        })
+    }
+
+    /// A fresh link, to the same server first, then the others.
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        self.tags.clear();
+        self.stray = false;
+        let n = self.at.servers.len();
+        for k in 0..n {
+            let i = (self.server + k) % n;
+            if let Ok(link) = Link::open(&self.at, i, self.db).await {
+                self.link = link;
+                self.server = i;
+                return Ok(());
+            }
+        }
+        Err(OpError::new(ErrorKind::Connect))
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        let out = (self.link.sent, self.link.received);
+        self.link.sent = 0;
+        self.link.received = 0;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_redis_urls() {
+        let u = RedisUrl::parse("127.0.0.1").unwrap();
+        assert_eq!(u.servers, vec![("127.0.0.1".to_string(), 6379)]);
+        assert_eq!((u.user.as_deref(), u.password.as_deref()), (None, None));
+        assert_eq!(u.label(), "redis://127.0.0.1:6379");
+        let u = RedisUrl::parse("127.0.0.1:6379,6380,h2,[::1]:7000,7001/").unwrap();
+        let ports: Vec<(&str, u16)> = u.servers.iter().map(|(h, p)| (h.as_str(), *p)).collect();
+        assert_eq!(
+            ports,
+            [
+                ("127.0.0.1", 6379),
+                ("127.0.0.1", 6380),
+                ("h2", 6379),
+                ("::1", 7000),
+                ("::1", 7001)
+            ]
+        );
+        let u = RedisUrl::parse(":s%40cret@h").unwrap();
+        assert_eq!((u.user, u.password.as_deref()), (None, Some("s@cret")));
+        let u = RedisUrl::parse("bench:pw@h:1").unwrap();
+        assert_eq!(u.user.as_deref(), Some("bench"));
+        assert_eq!(u.label(), "redis://bench:***@h:1");
+        assert_eq!(
+            RedisUrl::parse(":pw@h").unwrap().label(),
+            "redis://:***@h:6379"
+        );
+    }
+
+    #[test]
+    fn bad_redis_urls_name_the_flag_and_hide_the_password() {
+        for rest in [
+            "",
+            ":secret@h,,h2",
+            ":secret@h:0",
+            ":secret@6380",
+            "h/0",
+            "h?db=1",
+            "secret@h",
+            ":secret@h,99999",
+        ] {
+            let e = RedisUrl::parse(rest).unwrap_err();
+            assert_eq!(e.flag, "--target", "{rest}");
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+    }
+
+    /// A one-connection server on loopback: for each answer it reads
+    /// once and writes the answer, then keeps the connection open a while.
+    fn fake(answers: &'static [&'static [u8]]) -> RedisTarget {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            for answer in answers {
+                let _ = s.read(&mut buf);
+                s.write_all(answer).unwrap();
+            }
+            std::thread::sleep(Duration::from_secs(2));
+        });
+        RedisTarget::new(RedisUrl::parse(&format!(":pw@127.0.0.1:{port}")).unwrap())
+    }
+
+    #[tokio::test]
+    async fn replies_answer_tags_in_order_until_garbage() {
+        // AUTH and SELECT answered first, then the four commands.
+        let t = fake(&[
+            b"+OK\r\n+OK\r\n",
+            b"+PONG\r\n:7\r\n-WRONGTYPE no\r\n?garbage\r\n",
+        ]);
+        let mut c = t.connect(3).await.unwrap();
+        for tag in [5, 2, 9, 4] {
+            resp::encode_cmd1(c.out(), b"PING");
+            c.queued(tag);
+        }
+        let mut got = Vec::new();
+        let broken = loop {
+            match c.next(|tag, r| (tag, Value::of(r))) {
+                Some(Ok(x)) => got.push(x),
+                Some(Err(e)) => break e,
+                None => c.fill().await.unwrap(),
+            }
+        };
+        assert_eq!(
+            got,
+            [
+                (5, Value::Simple(b"PONG".to_vec())),
+                (2, Value::Integer(7)),
+                (9, Value::Error("WRONGTYPE no".into()))
+            ]
+        );
+        assert_eq!(broken.kind, ErrorKind::Protocol);
+        let (sent, received) = c.take_bytes();
+        assert!(sent > 0 && received > 0);
+    }
+
+    #[tokio::test]
+    async fn a_refused_login_is_unreachable_and_says_why() {
+        let t = fake(&[b"-WRONGPASS invalid username-password pair\r\n"]);
+        let Err(e) = t.connect(0).await else {
+            panic!("a refused login connects")
+        };
+        let e = e.to_string();
+        assert!(e.contains("login refused: WRONGPASS"), "{e}");
+        assert!(e.contains("redis://:***@127.0.0.1:"), "{e}");
+    }
+}

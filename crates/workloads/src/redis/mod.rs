@@ -1,0 +1,106 @@
+//! The redis capability, for the coming redis workload: anything that
+//! carries RESP2 commands over pipelined FIFO connections ([`RespConn`])
+//! and answers cold-path commands ([`RespAdmin`]). The workload encodes the
+//! commands itself (with `loadrig-kvwire`) and reads each reply where it
+//! lies in the connection's read buffer; the target moves bytes, logs in
+//! and selects the database.
+
+use std::future::Future;
+
+use bytes::BytesMut;
+use loadrig_engine::Tag;
+use loadrig_kvwire::resp::Reply;
+use loadrig_metrics::OpError;
+
+use crate::{TargetError, TargetInfo};
+
+/// A reply as the cold path keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    Simple(Vec<u8>),
+    Error(String),
+    Integer(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Option<Vec<Value>>),
+}
+
+impl Value {
+    /// An owned copy of a parsed reply.
+    pub fn of(r: Reply<'_>) -> Value {
+        match r {
+            Reply::Simple(s) => Value::Simple(s.to_vec()),
+            Reply::Error(e) => Value::Error(String::from_utf8_lossy(e).into_owned()),
+            Reply::Integer(n) => Value::Integer(n),
+            Reply::Bulk(b) => Value::Bulk(b.map(<[u8]>::to_vec)),
+            Reply::Array(a) => Value::Array(a.map(|a| a.iter().map(Value::of).collect())),
+        }
+    }
+
+    /// An integer reply, or a bulk string holding one (GET of a counter).
+    pub fn integer(&self) -> Option<i64> {
+        match self {
+            Value::Integer(n) => Some(*n),
+            Value::Bulk(Some(b)) => std::str::from_utf8(b).ok()?.parse().ok(),
+            _ => None,
+        }
+    }
+}
+
+/// A command for the cold path: its parts, the name first.
+pub type Command = Vec<Vec<u8>>;
+
+/// Build a [`Command`] from its parts.
+pub fn cmd<P: AsRef<[u8]>>(parts: &[P]) -> Command {
+    parts.iter().map(|p| p.as_ref().to_vec()).collect()
+}
+
+/// The redis capability: servers that speak RESP2.
+pub trait RedisBackend: TargetInfo {
+    type Conn: RespConn;
+    type Admin: RespAdmin;
+
+    /// How many servers the target names; engine connections are dealt
+    /// over them round robin, and checks add up what each one holds.
+    fn servers(&self) -> usize;
+    /// One engine connection, logged in, on logical database `db`.
+    fn connect(&self, db: u32) -> impl Future<Output = Result<Self::Conn, TargetError>>;
+    /// A cold-path connection to server `server`, on database `db`.
+    fn admin(
+        &self,
+        server: usize,
+        db: u32,
+    ) -> impl Future<Output = Result<Self::Admin, TargetError>>;
+}
+
+/// A cold-path connection: commands out, whole replies back.
+pub trait RespAdmin {
+    /// Send `commands` pipelined and return their replies in order. An
+    /// error reply is a [`Value::Error`], not an `Err`: the caller says
+    /// what it means.
+    fn call(
+        &mut self,
+        commands: &[Command],
+    ) -> impl Future<Output = Result<Vec<Value>, TargetError>>;
+}
+
+/// One pipelined RESP connection: commands are appended to its write
+/// buffer, replies come back in order, each answering the oldest tag.
+pub trait RespConn: Send + 'static {
+    /// The write buffer: append one whole command, then call [`queued`](RespConn::queued).
+    fn out(&mut self) -> &mut BytesMut;
+    /// The command just appended is answered under `tag`.
+    fn queued(&mut self, tag: Tag);
+    /// The next reply, if it is whole in the read buffer: `f` sees it with
+    /// its tag, and it leaves the buffer. `None`: not all here yet.
+    /// `Some(Err)`: bytes that are not RESP, or a reply nobody asked for;
+    /// the stream is out of step.
+    fn next<R>(&mut self, f: impl FnOnce(Tag, Reply<'_>) -> R) -> Option<Result<R, OpError>>;
+    /// Write what is queued and wait until more bytes arrived. Cancel safe:
+    /// bytes stay in the connection's buffers.
+    fn fill(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
+    /// A fresh connection to the same server (else the next one); what
+    /// was in flight is forgotten.
+    fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
+    /// Bytes sent and received since the last call.
+    fn take_bytes(&mut self) -> (u64, u64);
+}
