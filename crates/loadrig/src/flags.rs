@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loadrig_spec::{
-    Arrival, Dispatch, HelloSpec, LoadSpec, Pacing, Preset, RunSpec, Shard, SpecError, Stop,
-    VoterGenerator, VoterSpec, WorkloadSpec,
+    Arrival, Dispatch, HelloSpec, LoadSpec, Pacing, Preset, RedisSpec, RedisTest, RunSpec, Shard,
+    SpecError, Stop, VoterGenerator, VoterSpec, WorkloadSpec,
 };
 
 use crate::start::StartRule;
@@ -62,7 +62,32 @@ pub enum Workload {
         #[command(flatten)]
         hello: HelloArgs,
     },
+    /// redis-benchmark's tests and flags, one test after the other
+    #[command(
+        after_help = REDIS_HELP,
+        mut_arg("target", |a| a.short(None).help("Target URL [default: redis://127.0.0.1:6379]")),
+        mut_arg("duration", |a| a.short(None).help("Measure each test for this long instead of -n (e.g. 10, 10s, 500ms)")),
+        mut_arg("requests", |a| a.help("Requests per test, over all clients [default: 100000]")),
+        mut_arg("clients", |a| a.help("Clients, each with its connection [default: 50]")),
+        mut_arg("threads", |a| a.help("Threads driving the load [default: 1, as redis-benchmark]")),
+        mut_arg("quiet", |a| a.help("No lap lines: one line per test, as redis-benchmark -q")),
+        mut_arg("csv", |a| a.help("redis-benchmark's CSV on standard output (the rest goes to standard error)"))
+    )]
+    Redis {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        redis: RedisArgs,
+    },
 }
+
+const REDIS_HELP: &str =
+    "As redis-benchmark: -t picks tests, -c clients (50), -n requests per test (100000), \
+-P requests in flight per client, -d value size, -r random keys, -q one line per test, --csv \
+redis-benchmark's CSV on standard output; one runtime thread unless --threads. Here -t is not \
+--target and -d is not --duration (give them long). Default target redis://127.0.0.1:6379; keys \
+go to database --dbnum (9). Each test runs as its own phase over fresh connections; the report \
+(--out) is one document with one operation kind per test, each with its own measured time.";
 
 const PRESETS_HELP: &str =
     "Presets (--preset) are the Erlvolt bench's setups, from etc/bench/Makefile of \
@@ -73,19 +98,80 @@ vbd: bursts, direct, 100 clients, --burst 1 --burst-delay 5 --limit 1. \
 hsd (hello): steady, direct, 200 clients. --burst and --limit count per client, so 100 clients \
 with --burst 1 issue Erlvolt's bursts of 100. Flags given explicitly win over the preset.";
 
+/// What a workload assumes when a flag is not given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Defaults {
+    pub clients: u32,
+    /// Runtime threads; `None`: one per core.
+    pub threads: Option<usize>,
+    pub target: &'static str,
+}
+
+const DB_DEFAULTS: Defaults = Defaults {
+    clients: DEFAULT_CLIENTS,
+    threads: None,
+    target: "sqlite://",
+};
+
+/// redis-benchmark's: 50 clients, one thread, the local server.
+const REDIS_DEFAULTS: Defaults = Defaults {
+    clients: 50,
+    threads: Some(1),
+    target: "redis://127.0.0.1:6379",
+};
+
+/// A workload's command line, taken apart.
+pub struct Parts<'a> {
+    pub run: &'a RunArgs,
+    pub workload: WorkloadSpec,
+    pub preset: Option<Preset>,
+    pub defaults: Defaults,
+}
+
+impl Parts<'_> {
+    /// The target URL as given, or the workload's default.
+    pub fn target(&self) -> &str {
+        self.run.target.as_deref().unwrap_or(self.defaults.target)
+    }
+
+    /// The run spec (see [`RunArgs::spec`]).
+    pub fn spec(&self) -> Result<RunSpec, SpecError> {
+        let conns = loadrig_targets::default_connections(Some(self.target()));
+        self.run
+            .spec(self.workload.clone(), self.preset, &self.defaults, conns)
+    }
+}
+
 impl Workload {
-    /// The shared flags, the workload's spec and the preset chosen.
-    pub fn parts(&self) -> (&RunArgs, WorkloadSpec, Option<Preset>) {
-        match self {
+    /// The shared flags, the workload's spec, the preset chosen and the
+    /// workload's defaults.
+    pub fn parts(&self) -> Result<Parts<'_>, SpecError> {
+        Ok(match self {
             Workload::Voter { run, voter } => {
                 let preset = voter.preset.map(VoterPresetArg::preset);
-                (run, voter.spec(preset), preset)
+                Parts {
+                    run,
+                    workload: voter.spec(preset),
+                    preset,
+                    defaults: DB_DEFAULTS,
+                }
             }
             Workload::Hello { run, hello } => {
                 let preset = hello.preset.map(|HelloPresetArg::Hsd| Preset::Hsd);
-                (run, hello.spec(), preset)
+                Parts {
+                    run,
+                    workload: hello.spec(),
+                    preset,
+                    defaults: DB_DEFAULTS,
+                }
             }
-        }
+            Workload::Redis { run, redis } => Parts {
+                run,
+                workload: redis.spec()?,
+                preset: None,
+                defaults: REDIS_DEFAULTS,
+            },
+        })
     }
 }
 
@@ -280,6 +366,42 @@ pub struct HelloArgs {
     pub preset: Option<HelloPresetArg>,
 }
 
+#[derive(Debug, Args)]
+pub struct RedisArgs {
+    /// Tests, comma separated, as redis-benchmark names them: ping (= ping_inline,ping_mbulk), set, get, incr, lpush, rpush, lpop, rpop, sadd, hset, spop, zadd, zpopmin, lrange (= lrange_100,lrange_300,lrange_500,lrange_600), mset, xadd [default: all]
+    #[arg(short = 't', long = "tests", value_name = "TESTS")]
+    pub tests: Option<String>,
+    /// Bytes of each value written (SET, LPUSH, RPUSH, HSET, MSET, XADD)
+    #[arg(
+        short = 'd',
+        long = "data-size",
+        value_name = "BYTES",
+        default_value_t = 3
+    )]
+    pub data_size: usize,
+    /// Random keys: __rand_int__ in keys, members and scores becomes a 12-digit number below this, per command
+    #[arg(short = 'r', long = "keyspace", value_name = "KEYSPACELEN")]
+    pub keyspace: Option<u64>,
+    /// The logical database the workload's keys live in (SELECT)
+    #[arg(long, value_name = "DB", default_value_t = 9)]
+    pub dbnum: u32,
+}
+
+impl RedisArgs {
+    pub fn spec(&self) -> Result<WorkloadSpec, SpecError> {
+        let tests = match &self.tests {
+            Some(list) => RedisTest::select(list)?,
+            None => RedisTest::ALL.to_vec(),
+        };
+        Ok(WorkloadSpec::Redis(RedisSpec {
+            tests,
+            data_size: self.data_size,
+            keyspace: self.keyspace,
+            dbnum: self.dbnum,
+        }))
+    }
+}
+
 /// Default managed-mode sizes when only one of --queue/--slots is given.
 const DEFAULT_QUEUE: u32 = 1_000;
 const DEFAULT_SLOTS: u32 = 100;
@@ -296,13 +418,15 @@ impl RunArgs {
         &self,
         workload: WorkloadSpec,
         preset: Option<Preset>,
+        workload_defaults: &Defaults,
         default_connections: Option<u32>,
     ) -> Result<RunSpec, SpecError> {
         let defaults = preset.map(Preset::defaults);
         let clients = self
             .clients
             .or(defaults.map(|d| d.clients))
-            .unwrap_or(DEFAULT_CLIENTS);
+            .unwrap_or(workload_defaults.clients);
+        let target = self.target.as_deref().unwrap_or(workload_defaults.target);
         let pacing = self.pacing(defaults.map(|d| d.pacing))?;
         let dispatch = match (self.queue, self.slots, defaults.map(|d| d.dispatch)) {
             (None, None, Some(d)) => d,
@@ -334,7 +458,7 @@ impl RunArgs {
             None => Shard::WHOLE,
         };
         let processes = self.processes.unwrap_or(1);
-        if processes > 1 && private_database(self.target.as_deref()) {
+        if processes > 1 && private_database(target) {
             return Err(SpecError::new(
                 "--processes",
                 "the processes need a target they share; the default SQLite database is \
@@ -343,7 +467,7 @@ impl RunArgs {
         }
         let spec = RunSpec {
             workload,
-            target: mask_password(self.target.as_deref().unwrap_or("sqlite://")),
+            target: mask_password(target),
             load: LoadSpec {
                 clients,
                 connections: self
@@ -361,6 +485,7 @@ impl RunArgs {
             interval_secs: self.interval,
             threads: self
                 .threads
+                .or(workload_defaults.threads)
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
             timeout_secs: self.timeout,
             max_error_rate: self.max_error_rate,
@@ -431,10 +556,9 @@ impl RunArgs {
     }
 }
 
-/// No URL, or `sqlite://` without a path: a temporary database that only
-/// the process that made it can see.
-fn private_database(target: Option<&str>) -> bool {
-    let Some(url) = target else { return true };
+/// `sqlite://` without a path: a temporary database that only the process
+/// that made it can see.
+fn private_database(url: &str) -> bool {
     let (scheme, rest) = url.split_once("://").unwrap_or((url, ""));
     scheme == "sqlite" && rest.split('?').next().unwrap_or("").is_empty()
 }
@@ -579,11 +703,10 @@ mod tests {
     fn parse_all(all: &[&str]) -> Result<RunSpec, String> {
         let cli = Cli::try_parse_from(all).map_err(|e| e.to_string())?;
         match cli.command {
-            Command::Run { workload } => {
-                let (run, w, preset) = workload.parts();
-                let conns = loadrig_targets::default_connections(run.target.as_deref());
-                run.spec(w, preset, conns).map_err(|e| e.to_string())
-            }
+            Command::Run { workload } => workload
+                .parts()
+                .and_then(|p| p.spec())
+                .map_err(|e| e.to_string()),
             _ => Err("not run".into()),
         }
     }

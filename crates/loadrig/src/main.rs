@@ -72,9 +72,9 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Run { workload } => {
-            let (args, workload, preset) = workload.parts();
-            let conns = loadrig_targets::default_connections(args.target.as_deref());
-            let spec = args.spec(workload, preset, conns)?;
+            let parts = workload.parts()?;
+            let args = parts.run;
+            let spec = parts.spec()?;
             let role = if args.child {
                 run::Role::Child
             } else if spec.processes > 1 {
@@ -91,7 +91,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 start: args.start(),
                 role,
             };
-            let target = plan::open(&spec, args.target.as_deref())?;
+            let target = plan::open(&spec, Some(parts.target()))?;
             runtime(&spec)?.block_on(plan::run(&spec, target, &opts))
         }
         Command::Merge(m) => merge::run(&m.reports, m.out.as_deref()),

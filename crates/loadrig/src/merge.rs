@@ -40,7 +40,7 @@ pub fn run(paths: &[impl AsRef<Path>], out: Option<&Path>) -> anyhow::Result<i32
         .iter()
         .map(|k| k.name.as_str())
         .collect();
-    for l in table(&measured, &kinds, merged.measured.elapsed_secs) {
+    for l in table(&measured, &kinds, &merged.measured) {
         println!("{l}");
     }
     for l in error_lines(&merged.measured) {

@@ -6,6 +6,8 @@
 use loadrig_spec::{RunSpec, WorkloadSpec};
 use loadrig_targets::Target;
 use loadrig_workloads::hello::HelloBench;
+#[cfg(feature = "redis")]
+use loadrig_workloads::redis::RedisBench;
 use loadrig_workloads::voter::VoterBench;
 use loadrig_workloads::TargetError;
 
@@ -101,6 +103,14 @@ macro_rules! with_bench {
                     spec: h.clone(),
                     seed,
                 };
+                $body
+            }
+            #[cfg(feature = "redis")]
+            (WorkloadSpec::Redis(r), Target::Redis(t)) => {
+                // Which keys SET and MSET wrote is known only for the
+                // whole index space and no warm-up.
+                let whole = $spec.load.shard.count == 1 && $spec.warmup_secs == 0.0;
+                let $bench = RedisBench::new(t, r.clone(), seed, $spec.load.stop, whole);
                 $body
             }
             // `open` refuses these: the target does not list the workload.

@@ -11,14 +11,14 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use loadrig_engine::EngineConfig;
+use loadrig_engine::{EngineConfig, Outcome};
 use loadrig_metrics::{ProcessUsage, Snapshot};
 use loadrig_report::{Environment, Report, RunRecord, Verification};
-use loadrig_spec::{Dispatch, RunSpec, SpecError};
+use loadrig_spec::{Dispatch, RunSpec, SpecError, WorkloadSpec};
 use loadrig_workloads::{Bench, Results, TargetInfo};
 
 use crate::exit;
-use crate::print::{csv, Printer};
+use crate::print::{csv, redis, Printer};
 use crate::start::{self, StartRule};
 
 /// Output choices and the process's part, none of them in the run spec.
@@ -100,24 +100,6 @@ async fn single<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> anyho
     } else {
         prepare(&mut bench, &mut p).await?
     };
-    let mut drivers = Vec::with_capacity(spec.load.connections as usize);
-    for _ in 0..spec.load.connections {
-        drivers.push(bench.connect().await?);
-    }
-    let stop = ctrl_c_flag();
-    let begin = match opts.start {
-        Some(rule) => {
-            let now = SystemTime::now();
-            let at = rule.resolve(now);
-            p.end_phases();
-            p.line(&start_line(at, now));
-            start::wait_for(at, &stop).await
-        }
-        None => start::now(),
-    };
-    p.phase("run");
-    p.end_phases();
-
     let cfg = EngineConfig {
         load: spec.load.clone(),
         seed: spec.seed,
@@ -127,11 +109,69 @@ async fn single<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> anyho
         kinds: kinds.len(),
         domains: domains.len(),
     };
-    let db_cpu_before = bench.target().embedded_cpu().await;
-    let usage_before = ProcessUsage::now();
-    let outcome = loadrig_engine::run(&cfg, drivers, begin.at, stop, |lap| p.lap(lap)).await;
+    // One phase running every kind, or (redis-benchmark's tests) one per
+    // kind, one after the other, each over fresh connections.
+    let phases: Vec<Option<usize>> = if bench.sequential() {
+        (0..kinds.len()).map(Some).collect()
+    } else {
+        vec![None]
+    };
+    let stop = ctrl_c_flag();
+    let mut begin: Option<start::Begin> = None;
+    let mut total: Option<Outcome> = None;
+    let mut kind_elapsed: Vec<Option<Duration>> = Vec::new();
+    let mut db_cpu_before = None;
+    let mut usage_before = None;
+    for phase in phases {
+        if let Some(k) = phase {
+            bench.enter(k);
+        }
+        let mut drivers = Vec::with_capacity(spec.load.connections as usize);
+        for _ in 0..spec.load.connections {
+            drivers.push(bench.connect().await?);
+        }
+        let at = match &begin {
+            Some(_) => start::now(),
+            None => {
+                let b = match opts.start {
+                    Some(rule) => {
+                        let now = SystemTime::now();
+                        let at = rule.resolve(now);
+                        p.end_phases();
+                        p.line(&start_line(at, now));
+                        start::wait_for(at, &stop).await
+                    }
+                    None => start::now(),
+                };
+                p.phase("run");
+                p.end_phases();
+                db_cpu_before = bench.target().embedded_cpu().await;
+                usage_before = Some(ProcessUsage::now());
+                *begin.insert(b)
+            }
+        };
+        let first = begin.as_ref().map_or(at.at, |b| b.at);
+        let outcome =
+            loadrig_engine::run(&cfg, drivers, at.at, stop.clone(), |lap| p.lap(lap)).await;
+        p.end_laps();
+        if let Some(k) = phase {
+            kind_elapsed.resize(kinds.len(), None);
+            kind_elapsed[k] = Some(outcome.elapsed);
+            p.test_line(kinds[k], &outcome.measured, k, outcome.elapsed);
+        }
+        let interrupted = outcome.interrupted;
+        match &mut total {
+            None => total = Some(outcome),
+            Some(t) => append(t, outcome, at.at.saturating_duration_since(first)),
+        }
+        if interrupted {
+            break;
+        }
+    }
+    let (Some(outcome), Some(begin), Some(usage_before)) = (total, begin, usage_before) else {
+        anyhow::bail!("nothing to run");
+    };
     let mut usage = ProcessUsage::now().since(&usage_before);
-    p.end_laps();
     // With an embedded database its thread's CPU is the server's, not the
     // client's: take it out, and say so.
     let db_cpu = match (db_cpu_before, bench.target().embedded_cpu().await) {
@@ -150,6 +190,7 @@ async fn single<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> anyho
         kinds: &kinds,
         domains: &domains,
         outcome: &outcome,
+        kind_elapsed: &kind_elapsed,
         usage,
         verification: None,
         results: Results::default(),
@@ -172,6 +213,20 @@ async fn single<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> anyho
         after_summary: after.into_iter().collect(),
     };
     conclude(&mut bench, spec, opts, &mut p, end).await
+}
+
+/// Add the outcome of a later phase that started `offset` after the
+/// first: counts and histograms add, laps follow on (their times shifted
+/// to count from the first phase's start), measured times add up.
+fn append(total: &mut Outcome, next: Outcome, offset: Duration) {
+    total.warmup.merge(&next.warmup);
+    total.measured.merge(&next.measured);
+    total.laps.extend(next.laps.into_iter().map(|mut l| {
+        l.elapsed += offset;
+        l
+    }));
+    total.elapsed += next.elapsed;
+    total.interrupted |= next.interrupted;
 }
 
 /// `start at ...`, and how late it is if that time has passed.
@@ -289,7 +344,11 @@ pub async fn conclude<B: Bench>(
         p.line(l);
     }
     if opts.csv {
-        for row in csv::rows(&report) {
+        let rows = match spec.workload {
+            WorkloadSpec::Redis(_) => redis::csv_rows(&report),
+            _ => csv::rows(&report),
+        };
+        for row in rows {
             println!("{row}");
         }
     }

@@ -188,12 +188,16 @@ fn merge_measured<'a>(
                     server_errors: Vec::new(),
                     latency: HistSummary::of(&Histo::new()),
                     service: HistSummary::of(&Histo::new()),
+                    elapsed_secs: None,
                 });
                 hists.push((Histo::new(), Histo::new()));
             }
             let (into, (lat, svc)) = (&mut kinds[i], &mut hists[i]);
             into.count += k.count;
             into.ok += k.ok;
+            if let Some(e) = k.elapsed_secs {
+                into.elapsed_secs = Some(into.elapsed_secs.map_or(e, |m| m.max(e)));
+            }
             add_pairs(&mut into.errors, &k.errors);
             add_pairs(&mut into.server_errors, &k.server_errors);
             let bad = |e: String| ReportError::Merge(format!("{}: {e}", k.name));
@@ -371,6 +375,7 @@ mod tests {
             kinds: &KINDS,
             domains: &["a".into(), "b".into(), "c".into()],
             outcome: &outcome,
+            kind_elapsed: &[],
             usage: Usage {
                 cpu: Duration::from_millis(300),
                 user: Duration::from_millis(200),

@@ -101,6 +101,12 @@ pub struct KindReport {
     pub latency: HistSummary,
     /// Completion minus actual send.
     pub service: HistSummary,
+    /// The kind's own measured time, when the kinds ran one after the
+    /// other (the redis workload's tests); its rate is `ok` over this, not
+    /// over the run's `elapsed_secs`. Absent when the kinds ran together.
+    /// A merged report keeps the longest of its processes'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_secs: Option<f64>,
 }
 
 /// Percentiles in microseconds, and the histogram itself.
@@ -262,7 +268,13 @@ impl KindReport {
                 .collect(),
             latency: HistSummary::of(&k.latency),
             service: HistSummary::of(&k.service),
+            elapsed_secs: None,
         }
+    }
+
+    /// The measured time its rate is over: its own, or the run's.
+    pub fn secs(&self, run_secs: f64) -> f64 {
+        self.elapsed_secs.unwrap_or(run_secs)
     }
 }
 
@@ -311,6 +323,9 @@ pub struct RunRecord<'a> {
     pub kinds: &'a [&'static str],
     pub domains: &'a [String],
     pub outcome: &'a Outcome,
+    /// Per kind, its own measured time when the kinds ran one after the
+    /// other; empty when they ran together.
+    pub kind_elapsed: &'a [Option<Duration>],
     pub usage: Usage,
     pub verification: Option<Verification>,
     pub results: Results,
@@ -320,6 +335,10 @@ pub struct RunRecord<'a> {
 impl Report {
     pub fn build(r: RunRecord<'_>) -> Report {
         let o = r.outcome;
+        let mut measured = Measured::of(&o.measured, r.kinds, r.domains, o.elapsed);
+        for (k, e) in measured.kinds.iter_mut().zip(r.kind_elapsed) {
+            k.elapsed_secs = e.map(|d| d.as_secs_f64());
+        }
         Report {
             schema: SCHEMA.to_string(),
             loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -327,7 +346,7 @@ impl Report {
             environment: r.environment,
             started_unix_ms: r.started_unix_ms,
             interrupted: o.interrupted,
-            measured: Measured::of(&o.measured, r.kinds, r.domains, o.elapsed),
+            measured,
             warmup: Measured::of(
                 &o.warmup,
                 r.kinds,

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::SpecError;
+use crate::{RedisSpec, SpecError};
 
 /// The Voter's contestants, numbered 1..=N in this order.
 pub const CONTESTANT_NAMES: [&str; 12] = [
@@ -26,6 +26,7 @@ pub const CONTESTANT_NAMES: [&str; 12] = [
 pub enum WorkloadSpec {
     Voter(VoterSpec),
     Hello(HelloSpec),
+    Redis(RedisSpec),
 }
 
 impl WorkloadSpec {
@@ -33,6 +34,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Voter(_) => "voter",
             WorkloadSpec::Hello(_) => "hello",
+            WorkloadSpec::Redis(_) => "redis",
         }
     }
 
@@ -40,6 +42,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Voter(v) => v.validate(),
             WorkloadSpec::Hello(h) => h.validate(),
+            WorkloadSpec::Redis(r) => r.validate(),
         }
     }
 }

@@ -66,6 +66,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "hello",
         "Erlvolt's hello world: the smallest procedure call (select, optional insert)",
     ),
+    (
+        "redis",
+        "redis-benchmark's tests and flags (-t -c -n -P -d -r -q --csv), one test after the other",
+    ),
 ];
 
 /// An opened target.

@@ -170,6 +170,17 @@ pub trait Bench {
     /// Names of the domain counters, indexed as drivers report them.
     fn domains(&self) -> Vec<String>;
 
+    /// Whether the kinds run one after the other instead of mixed: each
+    /// kind is a phase of its own over fresh connections, stopping after
+    /// `-n` operations (or `--duration`) like a whole run (redis-benchmark's
+    /// tests). The report keeps each kind's own measured time.
+    fn sequential(&self) -> bool {
+        false
+    }
+    /// Sequential runs: the drivers `connect` makes from now on issue
+    /// operations of kind `kind` only.
+    fn enter(&mut self, _kind: usize) {}
+
     /// Create the schema and initial data; idempotent.
     fn prepare(&mut self) -> impl Future<Output = Result<(), TargetError>>;
     /// Record what the server holds before the run, for verification.

@@ -4,6 +4,7 @@
 //! machine-readable CSV takes standard output.
 
 pub mod csv;
+pub mod redis;
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -96,6 +97,14 @@ impl Printer {
         let _ = err.flush();
     }
 
+    /// The line a test of a sequential run ends with (redis-benchmark's
+    /// `-q` line for the redis workload), in every mode.
+    pub fn test_line(&mut self, title: &str, s: &Snapshot, kind: usize, elapsed: Duration) {
+        if let Some(k) = s.kinds.get(kind) {
+            self.line(&redis::quiet_line(title, k, elapsed));
+        }
+    }
+
     pub fn end_laps(&mut self) {
         if self.bar {
             let _ = writeln!(std::io::stderr());
@@ -142,7 +151,7 @@ impl Printer {
 
     /// The per-kind table, then errors by kind, then the overall line.
     pub fn summary(&mut self, report: &Report, measured: &Snapshot, kinds: &[&str]) {
-        for l in table(measured, kinds, report.measured.elapsed_secs) {
+        for l in table(measured, kinds, &report.measured) {
             self.line(&l);
         }
         for l in error_lines(&report.measured) {
@@ -244,8 +253,9 @@ const COLUMNS: [&str; 11] = [
     "count", "ok", "errors", "rate/s", "min", "avg", "p50", "p90", "p99", "p99.9", "max",
 ];
 
-/// The final latency table: one row for latency, one for service time, per kind.
-pub fn table(s: &Snapshot, kinds: &[&str], elapsed_secs: f64) -> Vec<String> {
+/// The final latency table: one row for latency, one for service time, per
+/// kind; each kind's rate is over its own time when it has one (`m`).
+pub fn table(s: &Snapshot, kinds: &[&str], m: &Measured) -> Vec<String> {
     let name_w = kinds.iter().map(|k| k.len()).max().unwrap_or(4).max(4);
     let mut lines = vec![format!(
         "{:<name_w$}  {:<8} {:>10} {:>10} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
@@ -263,9 +273,13 @@ pub fn table(s: &Snapshot, kinds: &[&str], elapsed_secs: f64) -> Vec<String> {
         COLUMNS[9],
         COLUMNS[10]
     )];
-    let elapsed = Duration::from_secs_f64(elapsed_secs.max(0.0));
     for (i, k) in s.kinds.iter().enumerate() {
         let name = kinds.get(i).copied().unwrap_or("?");
+        let secs = m
+            .kinds
+            .get(i)
+            .map_or(m.elapsed_secs, |r| r.secs(m.elapsed_secs));
+        let elapsed = Duration::from_secs_f64(secs.max(0.0));
         for (measure, h) in [("latency", &k.latency), ("service", &k.service)] {
             let cell = |d: Duration| {
                 if h.is_empty() {

@@ -1,9 +1,20 @@
-//! The redis capability, for the coming redis workload: anything that
-//! carries RESP2 commands over pipelined FIFO connections ([`RespConn`])
-//! and answers cold-path commands ([`RespAdmin`]). The workload encodes the
-//! commands itself (with `loadrig-kvwire`) and reads each reply where it
-//! lies in the connection's read buffer; the target moves bytes, logs in
-//! and selects the database.
+//! The redis workload: redis-benchmark's tests (and, with its flags, its
+//! load), each test run after the other as its own phase over fresh
+//! connections, as redis-benchmark does.
+//!
+//! It speaks to a [`RedisBackend`]: anything that carries RESP2 commands
+//! over pipelined FIFO connections ([`RespConn`]) and answers cold-path
+//! commands ([`RespAdmin`]). The workload encodes the commands itself
+//! ([`command::Template`], with `loadrig-kvwire`) and reads each reply
+//! where it lies in the connection's read buffer; the target moves bytes,
+//! logs in and selects the database.
+//!
+//! Verification ([`check`]) compares what the server holds after the run
+//! with what the client counted, structure by structure.
+
+mod bench;
+mod check;
+pub mod command;
 
 use std::future::Future;
 
@@ -13,6 +24,8 @@ use loadrig_kvwire::resp::Reply;
 use loadrig_metrics::OpError;
 
 use crate::{TargetError, TargetInfo};
+
+pub use bench::{test_seed, RedisBench, RedisDriver};
 
 /// A reply as the cold path keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,201 @@
+//! The redis workload's run: one driver per connection sending one
+//! test's command (a template copy, placeholders drawn per operation from
+//! seed and index), and the [`Bench`] that runs the tests one after the
+//! other.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use loadrig_engine::rng::{mix64, Rng};
+use loadrig_engine::{Driver, Event, Tag};
+use loadrig_metrics::{OpError, Snapshot};
+use loadrig_spec::{RedisSpec, RedisTest, Stop};
+
+use super::check;
+use super::command::{self, classify, Template};
+use super::{RedisBackend, RespConn};
+use crate::{Bench, Results, TargetError, Verdict};
+
+/// The seed of test `test`'s operations: each test draws its own keys, as
+/// redis-benchmark's tests do, so a GET does not read exactly the keys
+/// the SET with the same index wrote.
+pub fn test_seed(seed: u64, test: RedisTest) -> u64 {
+    let i = RedisTest::ALL.iter().position(|t| *t == test).unwrap_or(0) as u64;
+    mix64(seed ^ mix64(0x7265_6469_7300 + i))
+}
+
+/// One engine connection running one test.
+pub struct RedisDriver<C> {
+    conn: C,
+    test: RedisTest,
+    kind: usize,
+    template: Arc<Template>,
+    data: Arc<[u8]>,
+    keyspace: Option<u64>,
+    seed: u64,
+}
+
+impl<C: RespConn> Driver for RedisDriver<C> {
+    fn kind_of(&self, _index: u64) -> usize {
+        self.kind
+    }
+
+    #[inline]
+    fn send(&mut self, index: u64, tag: Tag) -> usize {
+        let out = self.conn.out();
+        match self.keyspace {
+            None => self.template.write(out),
+            Some(n) => {
+                let mut rng = Rng::for_op(self.seed, index);
+                self.template.write_drawn(out, || rng.below(n));
+            }
+        }
+        self.conn.queued(tag);
+        self.kind
+    }
+
+    async fn recv(&mut self) -> Event {
+        loop {
+            let (test, data) = (self.test, &self.data);
+            match self
+                .conn
+                .next(|tag, reply| (tag, classify(test, reply, data)))
+            {
+                Some(Ok((tag, result))) => return Event::Done { tag, result },
+                Some(Err(e)) => return Event::Broken(e),
+                None => {}
+            }
+            if let Err(e) = self.conn.fill().await {
+                return Event::Broken(e);
+            }
+        }
+    }
+
+    fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        self.conn.reconnect()
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.conn.take_bytes()
+    }
+}
+
+/// The redis workload on one backend.
+pub struct RedisBench<B> {
+    pub backend: B,
+    pub spec: RedisSpec,
+    pub seed: u64,
+    /// When the run stops, for the exact check of the keys written.
+    pub stop: Stop,
+    /// Whether the run is the whole index space (not one `--shard` of it)
+    /// with no warm-up, for the same check.
+    pub whole: bool,
+    /// The value every write sends (redis-benchmark's bytes).
+    pub(super) data: Arc<[u8]>,
+    /// The test the next connections run (an index into `spec.tests`).
+    current: usize,
+    template: Arc<Template>,
+}
+
+impl<B: RedisBackend> RedisBench<B> {
+    pub fn new(backend: B, spec: RedisSpec, seed: u64, stop: Stop, whole: bool) -> Self {
+        let data: Arc<[u8]> = command::benchmark_data(spec.data_size).into();
+        let first = spec.tests.first().copied().unwrap_or(RedisTest::PingInline);
+        let template = Arc::new(Template::of(first, &data, spec.keyspace.is_some()));
+        RedisBench {
+            backend,
+            spec,
+            seed,
+            stop,
+            whole,
+            data,
+            current: 0,
+            template,
+        }
+    }
+
+    fn test(&self) -> RedisTest {
+        self.spec
+            .tests
+            .get(self.current)
+            .copied()
+            .unwrap_or(RedisTest::PingInline)
+    }
+}
+
+impl<B: RedisBackend> Bench for RedisBench<B> {
+    type Driver = RedisDriver<B::Conn>;
+    type Target = B;
+
+    fn target(&self) -> &B {
+        &self.backend
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        self.spec.tests.iter().map(|t| t.title()).collect()
+    }
+
+    fn domains(&self) -> Vec<String> {
+        command::DOMAINS.iter().map(|d| d.to_string()).collect()
+    }
+
+    fn sequential(&self) -> bool {
+        true
+    }
+
+    fn enter(&mut self, kind: usize) {
+        self.current = kind;
+        self.template = Arc::new(Template::of(
+            self.test(),
+            &self.data,
+            self.spec.keyspace.is_some(),
+        ));
+    }
+
+    async fn prepare(&mut self) -> Result<(), TargetError> {
+        // Nothing to create; opening a cold-path connection to every
+        // server checks they answer, log in and have the database.
+        for s in 0..self.backend.servers() {
+            self.backend.admin(s, self.spec.dbnum).await?;
+        }
+        Ok(())
+    }
+
+    async fn baseline(&mut self) -> Result<serde_json::Value, TargetError> {
+        let b = check::measure(&self.backend, &self.spec).await?;
+        Ok(serde_json::to_value(b).unwrap_or_default())
+    }
+
+    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+        let test = self.test();
+        Ok(RedisDriver {
+            conn: self.backend.connect(self.spec.dbnum).await?,
+            test,
+            kind: self.current,
+            template: self.template.clone(),
+            data: self.data.clone(),
+            keyspace: self.spec.keyspace,
+            seed: test_seed(self.seed, test),
+        })
+    }
+
+    async fn verify(
+        &mut self,
+        baseline: &serde_json::Value,
+        counted: &Snapshot,
+    ) -> Result<Verdict, TargetError> {
+        let before: check::Counts = serde_json::from_value(baseline.clone()).unwrap_or_default();
+        check::verify(self, &before, counted).await
+    }
+
+    async fn results(&mut self, counted: &Snapshot) -> Result<Results, TargetError> {
+        Ok(check::results(&self.spec, counted))
+    }
+
+    async fn finish(&mut self, keep: bool) -> Result<(), TargetError> {
+        if keep {
+            return Ok(());
+        }
+        check::clean(&self.backend, &self.spec).await
+    }
+}

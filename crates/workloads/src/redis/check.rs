@@ -1,0 +1,562 @@
+//! What the redis workload checks after a run, and how it cleans up.
+//!
+//! Each test touches one structure family in the workload's database:
+//! `key:*` strings (SET, MSET), `counter:*` (INCR), `mylist` (LPUSH,
+//! RPUSH, LPOP, RPOP, the LRANGE prefill), `myset` (SADD, SPOP), `myhash`
+//! (HSET), `myzset` (ZADD, ZPOPMIN), `mystream` (XADD). The baseline
+//! records the size of every family the run touches; verification asks
+//! the servers again and compares the change with what the client
+//! counted from the replies (SADD's 1 or 0, a pop's value or nil, ...).
+//! A command whose connection failed before its reply is in doubt, and
+//! widens the check by one. Nothing is created at prepare; `finish`
+//! removes the families the run touched.
+
+use std::collections::HashSet;
+
+use loadrig_metrics::{ErrorKind, Snapshot};
+use loadrig_spec::{RedisSpec, RedisTest, Stop};
+use serde::{Deserialize, Serialize};
+
+use super::command::{self, put_digits};
+use super::{cmd, test_seed, Command, RedisBackend, RedisBench, RespAdmin, Value};
+use crate::{group, group_i, Check, Results, TargetError, Verdict};
+use loadrig_engine::rng::Rng;
+
+/// Where a test's writes (or pops) land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Strings,
+    Counters,
+    List,
+    Set,
+    Hash,
+    Zset,
+    Stream,
+}
+
+fn family(test: RedisTest) -> Option<Family> {
+    match test {
+        RedisTest::Set | RedisTest::Mset => Some(Family::Strings),
+        RedisTest::Incr => Some(Family::Counters),
+        RedisTest::Lpush
+        | RedisTest::Rpush
+        | RedisTest::Lpop
+        | RedisTest::Rpop
+        | RedisTest::LrangePrefill => Some(Family::List),
+        RedisTest::Sadd | RedisTest::Spop => Some(Family::Set),
+        RedisTest::Hset => Some(Family::Hash),
+        RedisTest::Zadd | RedisTest::Zpopmin => Some(Family::Zset),
+        RedisTest::Xadd => Some(Family::Stream),
+        _ => None,
+    }
+}
+
+fn touches(spec: &RedisSpec, f: Family) -> bool {
+    spec.tests.iter().any(|t| family(*t) == Some(f))
+}
+
+/// The sizes of the families a run touches, summed over the servers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Sum of the `counter:*` values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mylist: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub myset: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub myhash: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub myzset: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mystream: Option<i64>,
+}
+
+fn failed(what: &str, why: impl std::fmt::Display) -> TargetError {
+    TargetError::Prepare {
+        target: "redis".to_string(),
+        reason: format!("{what}: {why}"),
+    }
+}
+
+/// One command's reply, an error reply being an error.
+async fn one<A: RespAdmin>(a: &mut A, c: Command) -> Result<Value, TargetError> {
+    let what = String::from_utf8_lossy(&c.join(&b' ')).into_owned();
+    match a.call(&[c]).await?.pop() {
+        Some(Value::Error(e)) => Err(failed(&what, e)),
+        Some(v) => Ok(v),
+        None => Err(failed(&what, "no reply")),
+    }
+}
+
+/// Every key matching `pattern` (SCAN, so the server never blocks).
+async fn scan<A: RespAdmin>(a: &mut A, pattern: &str) -> Result<HashSet<Vec<u8>>, TargetError> {
+    let mut keys = HashSet::new();
+    let mut cursor = b"0".to_vec();
+    loop {
+        let c = vec![
+            b"SCAN".to_vec(),
+            cursor,
+            b"MATCH".to_vec(),
+            pattern.as_bytes().to_vec(),
+            b"COUNT".to_vec(),
+            b"1000".to_vec(),
+        ];
+        let Value::Array(Some(mut parts)) = one(a, c).await? else {
+            return Err(failed("SCAN", "not an array"));
+        };
+        let (Some(Value::Array(Some(batch))), Some(Value::Bulk(Some(next)))) =
+            (parts.pop(), parts.pop())
+        else {
+            return Err(failed("SCAN", "not [cursor, keys]"));
+        };
+        keys.extend(batch.into_iter().filter_map(|k| match k {
+            Value::Bulk(Some(k)) => Some(k),
+            _ => None,
+        }));
+        if next == b"0" {
+            return Ok(keys);
+        }
+        cursor = next;
+    }
+}
+
+/// Values of `keys` (MGET, in batches); `None` for a missing key.
+async fn values<A: RespAdmin>(
+    a: &mut A,
+    keys: &[Vec<u8>],
+) -> Result<Vec<Option<Vec<u8>>>, TargetError> {
+    let mut out = Vec::with_capacity(keys.len());
+    for batch in keys.chunks(1000) {
+        let mut c: Command = vec![b"MGET".to_vec()];
+        c.extend(batch.iter().cloned());
+        let Value::Array(Some(vals)) = one(a, c).await? else {
+            return Err(failed("MGET", "not an array"));
+        };
+        out.extend(vals.into_iter().map(|v| match v {
+            Value::Bulk(b) => b,
+            _ => None,
+        }));
+    }
+    Ok(out)
+}
+
+/// The sizes of the families `spec`'s tests touch, now.
+pub(super) async fn measure<B: RedisBackend>(
+    backend: &B,
+    spec: &RedisSpec,
+) -> Result<Counts, TargetError> {
+    let mut c = Counts::default();
+    let sized: [(Family, &str, &str); 5] = [
+        (Family::List, "LLEN", "mylist"),
+        (Family::Set, "SCARD", "myset"),
+        (Family::Hash, "HLEN", "myhash"),
+        (Family::Zset, "ZCARD", "myzset"),
+        (Family::Stream, "XLEN", "mystream"),
+    ];
+    for s in 0..backend.servers() {
+        let mut a = backend.admin(s, spec.dbnum).await?;
+        if touches(spec, Family::Counters) {
+            let keys: Vec<Vec<u8>> = scan(&mut a, "counter:*").await?.into_iter().collect();
+            let sum: i64 = values(&mut a, &keys)
+                .await?
+                .into_iter()
+                .flatten()
+                .filter_map(|v| Value::Bulk(Some(v)).integer())
+                .sum();
+            *c.counters.get_or_insert(0) += sum;
+        }
+        for (f, verb, key) in sized {
+            if !touches(spec, f) {
+                continue;
+            }
+            let n = one(&mut a, cmd(&[verb, key]))
+                .await?
+                .integer()
+                .ok_or_else(|| failed(verb, "not a number"))?;
+            let slot = match f {
+                Family::List => &mut c.mylist,
+                Family::Set => &mut c.myset,
+                Family::Hash => &mut c.myhash,
+                Family::Zset => &mut c.myzset,
+                _ => &mut c.mystream,
+            };
+            *slot.get_or_insert(0) += n;
+        }
+    }
+    Ok(c)
+}
+
+/// What the client counted, per test.
+struct Tally<'a> {
+    spec: &'a RedisSpec,
+    s: &'a Snapshot,
+}
+
+impl Tally<'_> {
+    fn kind(&self, t: RedisTest) -> Option<&loadrig_metrics::KindStats> {
+        let i = self.spec.tests.iter().position(|x| *x == t)?;
+        self.s.kinds.get(i)
+    }
+
+    fn ok(&self, t: RedisTest) -> i64 {
+        self.kind(t).map_or(0, |k| k.ok as i64)
+    }
+
+    /// Sent, and the connection failed (or the reply was unreadable)
+    /// before it was known whether it ran.
+    fn doubt(&self, t: RedisTest) -> i64 {
+        self.kind(t).map_or(0, |k| {
+            (k.errors.get(ErrorKind::Io)
+                + k.errors.get(ErrorKind::Timeout)
+                + k.errors.get(ErrorKind::Protocol)) as i64
+        })
+    }
+
+    fn domain(&self, d: u16) -> i64 {
+        self.s.domains.get(usize::from(d)).copied().unwrap_or(0) as i64
+    }
+}
+
+/// Largest number of keys drawn for the exact check of `key:*`.
+const MAX_EXACT_DRAWS: u64 = 2_000_000;
+
+pub(super) async fn verify<B: RedisBackend>(
+    bench: &RedisBench<B>,
+    before: &Counts,
+    counted: &Snapshot,
+) -> Result<Verdict, TargetError> {
+    let spec = &bench.spec;
+    let t = Tally { spec, s: counted };
+    let after = measure(&bench.backend, spec).await?;
+    let mut checks = Vec::new();
+    let mut said = Vec::new();
+    let delta = |a: Option<i64>, b: Option<i64>| a.unwrap_or(0) - b.unwrap_or(0);
+    use RedisTest as T;
+    if touches(spec, Family::Counters) {
+        let d = delta(after.counters, before.counters);
+        checks.push(
+            Check::new(
+                "counter:* sum change = INCRs acknowledged",
+                t.ok(T::Incr),
+                d,
+            )
+            .in_doubt(t.doubt(T::Incr)),
+        );
+        said.push(format!("counters +{}", group_i(d)));
+    }
+    let mut sized = |f: Family,
+                     name: &str,
+                     adds: &[(T, i64)],
+                     removes: &[(T, i64)],
+                     a: Option<i64>,
+                     b: Option<i64>| {
+        if !touches(spec, f) {
+            return;
+        }
+        let added: i64 = adds.iter().map(|x| x.1).sum();
+        let removed: i64 = removes.iter().map(|x| x.1).sum();
+        let add_doubt: i64 = adds.iter().map(|x| t.doubt(x.0)).sum();
+        let rem_doubt: i64 = removes.iter().map(|x| t.doubt(x.0)).sum();
+        let d = delta(a, b);
+        checks.push(
+            Check::new(
+                format!("{name} size change = added - removed"),
+                added - removed - rem_doubt,
+                d,
+            )
+            .in_doubt(add_doubt + rem_doubt),
+        );
+        said.push(format!(
+            "{name} {}{}",
+            if d >= 0 { "+" } else { "" },
+            group_i(d)
+        ));
+    };
+    sized(
+        Family::List,
+        "mylist",
+        &[
+            (T::Lpush, t.ok(T::Lpush)),
+            (T::Rpush, t.ok(T::Rpush)),
+            (T::LrangePrefill, t.ok(T::LrangePrefill)),
+        ],
+        &[
+            (T::Lpop, t.domain(command::LPOP_HITS)),
+            (T::Rpop, t.domain(command::RPOP_HITS)),
+        ],
+        after.mylist,
+        before.mylist,
+    );
+    sized(
+        Family::Set,
+        "myset",
+        &[(T::Sadd, t.domain(command::SADD_ADDED))],
+        &[(T::Spop, t.domain(command::SPOP_HITS))],
+        after.myset,
+        before.myset,
+    );
+    sized(
+        Family::Hash,
+        "myhash",
+        &[(T::Hset, t.domain(command::HSET_ADDED))],
+        &[],
+        after.myhash,
+        before.myhash,
+    );
+    sized(
+        Family::Zset,
+        "myzset",
+        &[(T::Zadd, t.domain(command::ZADD_ADDED))],
+        &[(T::Zpopmin, t.domain(command::ZPOPMIN_HITS))],
+        after.myzset,
+        before.myzset,
+    );
+    sized(
+        Family::Stream,
+        "mystream",
+        &[(T::Xadd, t.ok(T::Xadd))],
+        &[],
+        after.mystream,
+        before.mystream,
+    );
+    if touches(spec, Family::Strings) {
+        strings(bench, &t, &mut checks, &mut said).await?;
+    }
+    let reads = [T::Get, T::Lpop, T::Rpop];
+    if spec.tests.iter().any(|x| reads.contains(x)) {
+        let wrong: i64 = reads
+            .iter()
+            .filter_map(|r| t.kind(*r))
+            .map(|k| k.errors.get(ErrorKind::Verification) as i64)
+            .sum();
+        checks.push(Check::new(
+            "GET/LPOP/RPOP replies with a value this workload does not write",
+            0,
+            wrong,
+        ));
+        said.push("every value read was the data written".to_string());
+    }
+    if checks.is_empty() {
+        return Ok(Verdict::skipped("these tests write nothing"));
+    }
+    Ok(Verdict::from_checks(checks, said.join(", ")))
+}
+
+/// `key:*` after SET/MSET. Without `-r` every write goes to
+/// `key:__rand_int__`: it must hold the data. With `-r`, when the run
+/// issued every index of its `-n` and every write was acknowledged, the
+/// keys are known (each a pure function of seed and index): every one
+/// must be there, holding the data. Otherwise only counts are checked.
+async fn strings<B: RedisBackend>(
+    bench: &RedisBench<B>,
+    t: &Tally<'_>,
+    checks: &mut Vec<Check>,
+    said: &mut Vec<String>,
+) -> Result<(), TargetError> {
+    use RedisTest as T;
+    let spec = &bench.spec;
+    let writes = t.ok(T::Set) + t.ok(T::Mset);
+    let keys: Vec<Vec<u8>> = match spec.keyspace {
+        None => vec![b"key:__rand_int__".to_vec()],
+        Some(r) => match exact_keys(bench, t, r) {
+            Some(k) => k,
+            None => {
+                said.push("key:* not checked (not every write of -n acknowledged)".to_string());
+                return Ok(());
+            }
+        },
+    };
+    if writes == 0 {
+        return Ok(());
+    }
+    let data: &[u8] = &bench.data;
+    // A key may be on any of the servers; it must be on one, and hold the
+    // data wherever it is.
+    let mut found = vec![false; keys.len()];
+    let mut wrong = 0i64;
+    for s in 0..bench.backend.servers() {
+        let mut a = bench.backend.admin(s, spec.dbnum).await?;
+        for (i, v) in values(&mut a, &keys).await?.into_iter().enumerate() {
+            if let Some(v) = v {
+                found[i] = true;
+                wrong += i64::from(v != data);
+            }
+        }
+    }
+    let missing = found.iter().filter(|f| !**f).count() as i64;
+    checks.push(Check::new(
+        "keys written (SET/MSET) and missing",
+        0,
+        missing,
+    ));
+    checks.push(Check::new("keys written holding other data", 0, wrong));
+    said.push(format!(
+        "{} key:* written, all there",
+        group(keys.len() as u64)
+    ));
+    Ok(())
+}
+
+/// The names of every key SET and MSET wrote, when they are known:
+/// a run by count over the whole index space, every write acknowledged.
+fn exact_keys<B: RedisBackend>(
+    bench: &RedisBench<B>,
+    t: &Tally<'_>,
+    r: u64,
+) -> Option<Vec<Vec<u8>>> {
+    let Stop::Count(n) = bench.stop else {
+        return None;
+    };
+    if !bench.whole {
+        return None;
+    }
+    let mut draws = 0u64;
+    let mut runs = Vec::new();
+    for (test, per) in [(RedisTest::Set, 1u64), (RedisTest::Mset, 10)] {
+        let Some(k) = t.kind(test) else { continue };
+        if k.ok != n || k.count() != n {
+            return None;
+        }
+        draws += n * per;
+        runs.push((test, per));
+    }
+    if draws > MAX_EXACT_DRAWS {
+        return None;
+    }
+    let mut numbers = HashSet::new();
+    for (test, per) in runs {
+        let seed = test_seed(bench.seed, test);
+        for i in 0..n {
+            let mut rng = Rng::for_op(seed, i);
+            for _ in 0..per {
+                numbers.insert(rng.below(r) % 1_000_000_000_000);
+            }
+        }
+    }
+    Some(
+        numbers
+            .into_iter()
+            .map(|n| {
+                let mut k = b"key:000000000000".to_vec();
+                put_digits(&mut k[4..], n);
+                k
+            })
+            .collect(),
+    )
+}
+
+/// Hits, misses and additions, per test that has them.
+pub(super) fn results(spec: &RedisSpec, counted: &Snapshot) -> Results {
+    let t = Tally { spec, s: counted };
+    let mut lines = Vec::new();
+    let pair = |test: RedisTest, a: u16, b: u16, an: &str, bn: &str, lines: &mut Vec<String>| {
+        if spec.tests.contains(&test) {
+            lines.push(format!(
+                "{}: {} {an}, {} {bn}",
+                test.title(),
+                group(t.domain(a) as u64),
+                group(t.domain(b) as u64)
+            ));
+        }
+    };
+    use command as c;
+    pair(
+        RedisTest::Get,
+        c::GET_HITS,
+        c::GET_MISSES,
+        "hits",
+        "misses",
+        &mut lines,
+    );
+    pair(
+        RedisTest::Lpop,
+        c::LPOP_HITS,
+        c::LPOP_MISSES,
+        "hits",
+        "misses",
+        &mut lines,
+    );
+    pair(
+        RedisTest::Rpop,
+        c::RPOP_HITS,
+        c::RPOP_MISSES,
+        "hits",
+        "misses",
+        &mut lines,
+    );
+    pair(
+        RedisTest::Spop,
+        c::SPOP_HITS,
+        c::SPOP_MISSES,
+        "hits",
+        "misses",
+        &mut lines,
+    );
+    pair(
+        RedisTest::Zpopmin,
+        c::ZPOPMIN_HITS,
+        c::ZPOPMIN_MISSES,
+        "hits",
+        "misses",
+        &mut lines,
+    );
+    for (test, d) in [
+        (RedisTest::Sadd, c::SADD_ADDED),
+        (RedisTest::Hset, c::HSET_ADDED),
+        (RedisTest::Zadd, c::ZADD_ADDED),
+    ] {
+        if spec.tests.contains(&test) {
+            let added = t.domain(d);
+            lines.push(format!(
+                "{}: {} new, {} already there",
+                test.title(),
+                group(added as u64),
+                group((t.ok(test) - added).max(0) as u64)
+            ));
+        }
+    }
+    Results {
+        lines,
+        ..Results::default()
+    }
+}
+
+/// Remove what the run touched: `key:*` and `counter:*` by SCAN, the
+/// fixed structures by name.
+pub(super) async fn clean<B: RedisBackend>(
+    backend: &B,
+    spec: &RedisSpec,
+) -> Result<(), TargetError> {
+    for s in 0..backend.servers() {
+        let mut a = backend.admin(s, spec.dbnum).await?;
+        for (f, pattern) in [(Family::Strings, "key:*"), (Family::Counters, "counter:*")] {
+            if !touches(spec, f) {
+                continue;
+            }
+            let keys: Vec<Vec<u8>> = scan(&mut a, pattern).await?.into_iter().collect();
+            for batch in keys.chunks(1000) {
+                let mut c: Command = vec![b"DEL".to_vec()];
+                c.extend(batch.iter().cloned());
+                one(&mut a, c).await?;
+            }
+        }
+        let mut c: Command = vec![b"DEL".to_vec()];
+        for (f, key) in [
+            (Family::List, "mylist"),
+            (Family::Set, "myset"),
+            (Family::Hash, "myhash"),
+            (Family::Zset, "myzset"),
+            (Family::Stream, "mystream"),
+        ] {
+            if touches(spec, f) {
+                c.push(key.as_bytes().to_vec());
+            }
+        }
+        if c.len() > 1 {
+            one(&mut a, c).await?;
+        }
+    }
+    Ok(())
+}
