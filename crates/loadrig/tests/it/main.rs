@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod golden;
 mod multi;
+mod redis;
 mod servers;
 mod services;
 mod voltdb;

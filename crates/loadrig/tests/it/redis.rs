@@ -1,0 +1,468 @@
+//! The redis workload on the real Redis (started by `scripts/services up
+//! redis` on 6379): every redis-benchmark test name, the CSV against
+//! redis-benchmark's own header, pipelining, error replies counted by
+//! class, a value changed behind the client's back, and servers that
+//! answer garbage.
+//!
+//! Each test uses its own logical database (`--dbnum`), so they run in
+//! parallel without touching each other's keys.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::common::{json, loadrig, need_server};
+
+const URL: &str = "redis://127.0.0.1:6379";
+
+/// Run commands on the real server's database `db`, one reply line each
+/// (enough for the simple replies the tests need).
+fn redis(db: u32, commands: &[&[&str]]) -> Vec<String> {
+    need_server("redis", 6379);
+    let mut s = TcpStream::connect("127.0.0.1:6379").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let select = db.to_string();
+    let first = ["SELECT", select.as_str()];
+    let mut all: Vec<&[&str]> = vec![&first];
+    all.extend_from_slice(commands);
+    let mut out = Vec::new();
+    for c in &all {
+        out.extend_from_slice(format!("*{}\r\n", c.len()).as_bytes());
+        for part in c.iter() {
+            out.extend_from_slice(format!("${}\r\n{part}\r\n", part.len()).as_bytes());
+        }
+    }
+    s.write_all(&out).unwrap();
+    let mut r = BufReader::new(s);
+    let mut replies = Vec::new();
+    for _ in &all {
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        if let Some(n) = line
+            .strip_prefix('$')
+            .and_then(|n| n.trim().parse::<usize>().ok())
+        {
+            let mut body = vec![0u8; n + 2];
+            r.read_exact(&mut body).unwrap();
+            line = String::from_utf8_lossy(&body[..n]).into_owned();
+        }
+        replies.push(line.trim_end().to_string());
+    }
+    replies.remove(0);
+    replies
+}
+
+fn flush(db: u32) {
+    assert_eq!(redis(db, &[&["FLUSHDB"]]), ["+OK"]);
+}
+
+/// Every name `-t` takes, alone, with the titles redis-benchmark prints
+/// for it, in its order.
+#[test]
+fn every_redis_benchmark_test_runs() {
+    need_server("redis", 6379);
+    flush(10);
+    let cases: &[(&str, &[&str])] = &[
+        ("ping_inline", &["PING_INLINE"]),
+        ("ping_mbulk", &["PING_MBULK"]),
+        ("ping", &["PING_INLINE", "PING_MBULK"]),
+        ("set", &["SET"]),
+        ("get", &["GET"]),
+        ("incr", &["INCR"]),
+        ("lpush", &["LPUSH"]),
+        ("rpush", &["RPUSH"]),
+        ("lpop", &["LPOP"]),
+        ("rpop", &["RPOP"]),
+        ("sadd", &["SADD"]),
+        ("hset", &["HSET"]),
+        ("spop", &["SPOP"]),
+        ("zadd", &["ZADD"]),
+        ("zpopmin", &["ZPOPMIN"]),
+        (
+            "lrange_100",
+            &[
+                "LPUSH (needed to benchmark LRANGE)",
+                "LRANGE_100 (first 100 elements)",
+            ],
+        ),
+        (
+            "lrange_300",
+            &[
+                "LPUSH (needed to benchmark LRANGE)",
+                "LRANGE_300 (first 300 elements)",
+            ],
+        ),
+        (
+            "lrange_500",
+            &[
+                "LPUSH (needed to benchmark LRANGE)",
+                "LRANGE_500 (first 450 elements)",
+            ],
+        ),
+        (
+            "lrange_600",
+            &[
+                "LPUSH (needed to benchmark LRANGE)",
+                "LRANGE_600 (first 600 elements)",
+            ],
+        ),
+        (
+            "LRANGE",
+            &[
+                "LPUSH (needed to benchmark LRANGE)",
+                "LRANGE_100 (first 100 elements)",
+                "LRANGE_300 (first 300 elements)",
+                "LRANGE_500 (first 450 elements)",
+                "LRANGE_600 (first 600 elements)",
+            ],
+        ),
+        ("mset", &["MSET (10 keys)"]),
+        ("xadd", &["XADD"]),
+    ];
+    for (name, titles) in cases {
+        let r = loadrig(&[
+            "run", "redis", "--target", URL, "--dbnum", "10", "-t", name, "-n", "700", "-c", "7",
+            "-q",
+        ]);
+        assert_eq!(r.code, 0, "-t {name}: {}", r.dump());
+        let lines: Vec<&str> = r
+            .stdout
+            .lines()
+            .filter(|l| l.contains(" requests per second, p50="))
+            .collect();
+        assert_eq!(lines.len(), titles.len(), "-t {name}: {}", r.dump());
+        for (l, t) in lines.iter().zip(titles.iter()) {
+            assert!(l.starts_with(&format!("{t}: ")), "-t {name}: {l}");
+        }
+        assert!(r.stdout.contains("verify ... "), "-t {name}: {}", r.dump());
+        assert!(!r.stdout.contains("FAILED"), "-t {name}: {}", r.dump());
+    }
+    // Every test in one run, with random keys: one report, one kind per
+    // test with its own time, verified against the server, then cleaned up.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("all.json");
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--dbnum",
+        "10",
+        "-n",
+        "3000",
+        "-r",
+        "500",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    assert!(
+        r.stdout.contains("key:* written, all there"),
+        "{}",
+        r.dump()
+    );
+    let report = json(&out);
+    let kinds = report["measured"]["kinds"].as_array().unwrap();
+    assert_eq!(kinds.len(), 21);
+    for k in kinds {
+        assert_eq!(k["ok"], 3000, "{k}");
+        assert!(k["elapsed_secs"].as_f64().unwrap() > 0.0, "{k}");
+    }
+    assert_eq!(report["spec"]["workload"]["name"], "redis");
+    assert_eq!(report["spec"]["load"]["clients"], 50);
+    assert!(report["environment"]["server_version"]
+        .as_str()
+        .unwrap()
+        .starts_with("Redis "));
+    assert_eq!(
+        redis(10, &[&["DBSIZE"]]),
+        [":0"],
+        "cleaned up after the run"
+    );
+}
+
+/// `--csv`: exactly redis-benchmark's header (asked of redis-benchmark
+/// itself), then one row per test of eight quoted fields.
+#[test]
+fn csv_is_redis_benchmarks() {
+    need_server("redis", 6379);
+    flush(11);
+    let theirs = Command::new("redis-benchmark")
+        .args(["-t", "get", "-n", "1000", "--csv", "--dbnum", "11"])
+        .output()
+        .expect("redis-benchmark runs (scripts/services up redis installs redis-tools)");
+    let theirs = String::from_utf8_lossy(&theirs.stdout);
+    let header = theirs.lines().next().unwrap();
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--dbnum",
+        "11",
+        "-t",
+        "set,get,lrange_100",
+        "-n",
+        "2000",
+        "--csv",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[0], header, "{}", r.dump());
+    assert_eq!(lines.len(), 5, "{}", r.dump());
+    let titles: Vec<String> = lines[1..]
+        .iter()
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            assert_eq!(fields.len(), 8, "{l}");
+            assert!(
+                fields
+                    .iter()
+                    .all(|f| f.starts_with('"') && f.ends_with('"')),
+                "{l}"
+            );
+            for f in &fields[1..] {
+                let v: f64 = f
+                    .trim_matches('"')
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{l}"));
+                assert!(v >= 0.0, "{l}");
+            }
+            let rps: f64 = fields[1].trim_matches('"').parse().unwrap();
+            assert!(rps > 0.0, "{l}");
+            fields[0].trim_matches('"').to_string()
+        })
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "SET",
+            "GET",
+            "LPUSH (needed to benchmark LRANGE)",
+            "LRANGE_100 (first 100 elements)"
+        ]
+    );
+    // The human output went to standard error.
+    assert!(r.stderr.contains("SET: "), "{}", r.dump());
+    flush(11);
+}
+
+/// `-P 16`: sixteen requests in flight per client, each answered in order
+/// and verified.
+#[test]
+fn pipelined_sixteen_deep() {
+    need_server("redis", 6379);
+    flush(12);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p16.json");
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--dbnum",
+        "12",
+        "-t",
+        "set,get,incr,lpush,lpop",
+        "-P",
+        "16",
+        "-n",
+        "50000",
+        "-r",
+        "1000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("pipeline 16"), "{}", r.dump());
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    assert!(
+        r.stdout.contains("GET: 50,000 hits, 0 misses"),
+        "{}",
+        r.dump()
+    );
+    let report = json(&out);
+    assert_eq!(report["spec"]["load"]["pipeline"], 16);
+    assert_eq!(report["measured"]["ok"], 250_000);
+    assert_eq!(report["measured"]["errors"], 0);
+    assert_eq!(redis(12, &[&["DBSIZE"]]), [":0"]);
+}
+
+/// An error reply is a server error counted by its class; a value
+/// changed behind the client's back fails verification.
+#[test]
+fn error_replies_and_changed_values() {
+    need_server("redis", 6379);
+    flush(13);
+    // GET on a list: WRONGTYPE for every request.
+    redis(13, &[&["RPUSH", "key:__rand_int__", "a"]]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wrongtype.json");
+    let args = [
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--dbnum",
+        "13",
+        "-t",
+        "get",
+        "-n",
+        "500",
+        "-c",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let r = loadrig(&args);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("errors: GET: server WRONGTYPE 500"),
+        "{}",
+        r.dump()
+    );
+    let report = json(&out);
+    let get = &report["measured"]["kinds"][0];
+    assert_eq!(
+        get["server_errors"],
+        serde_json::json!([["WRONGTYPE", 500]])
+    );
+    assert_eq!(get["ok"], 0);
+    let mut strict = args.to_vec();
+    strict.extend(["--max-error-rate", "0"]);
+    assert_eq!(loadrig(&strict).code, 1);
+
+    // A value that is not the one loadrig writes: every GET reads it.
+    redis(
+        13,
+        &[
+            &["DEL", "key:__rand_int__"],
+            &["SET", "key:__rand_int__", "changed"],
+        ],
+    );
+    let r = loadrig(&[
+        "run", "redis", "--target", URL, "--dbnum", "13", "-t", "get", "-n", "300", "-c", "3",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... FAILED ("), "{}", r.dump());
+    assert!(r.stdout.contains("verification 300"), "{}", r.dump());
+    // After a SET of this run's data, the same GETs pass.
+    let r = loadrig(&[
+        "run", "redis", "--target", URL, "--dbnum", "13", "-t", "set,get", "-n", "300", "-c", "3",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("GET: 300 hits, 0 misses"), "{}", r.dump());
+    flush(13);
+}
+
+/// A fake server that answers every read with `garbage`.
+fn garbage_server(garbage: &'static [u8]) -> (u16, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let done = Arc::new(AtomicBool::new(false));
+    let stop = done.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let Ok(mut conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 || conn.write_all(garbage).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, done)
+}
+
+/// Bytes that are not RESP, an absurd length, a bad element in an array:
+/// each a protocol error on every request it hits, the connection
+/// re-opened, the run finished, no panic. (An extra well-formed reply is
+/// caught only when it arrives while nothing is in flight: RESP has no
+/// request ids, so a FIFO client cannot tell it from the next answer.)
+#[test]
+fn garbage_from_the_server_is_a_protocol_error() {
+    for garbage in [
+        &b"?this is not RESP\r\n"[..],
+        &b"$99999999999999\r\n"[..],
+        &b"*2\r\n:1\r\n\x00\x01\xff\r\n"[..],
+    ] {
+        let (port, done) = garbage_server(garbage);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("garbage.json");
+        let r = loadrig(&[
+            "run",
+            "redis",
+            "--target",
+            &format!("redis://127.0.0.1:{port}"),
+            "--dbnum",
+            "0",
+            "-t",
+            "ping",
+            "-n",
+            "300",
+            "-c",
+            "1",
+            "--timeout",
+            "5",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        done.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(("127.0.0.1", port));
+        let what = String::from_utf8_lossy(garbage);
+        assert!(!r.stderr.contains("panicked"), "{what}: {}", r.dump());
+        assert_eq!(r.code, 0, "{what}: {}", r.dump());
+        let report = json(&out);
+        let protocol: u64 = report["measured"]["kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|k| k["errors"].as_array().unwrap().clone())
+            .filter(|e| e[0] == "protocol")
+            .map(|e| e[1].as_u64().unwrap())
+            .sum();
+        assert!(protocol > 0, "{what}: {}", r.dump());
+        assert_eq!(report["measured"]["ops"], 600, "{what}: {}", r.dump());
+        assert!(
+            report["measured"]["reconnects"].as_u64().unwrap() > 0,
+            "{what}: {}",
+            r.dump()
+        );
+    }
+}
+
+/// Nothing listening: exit 3 and one line naming the server.
+#[test]
+fn no_server_is_exit_3() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        &format!("redis://127.0.0.1:{port}"),
+        "-n",
+        "10",
+    ]);
+    assert_eq!(r.code, 3, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains(&format!("127.0.0.1:{port}: connection refused")),
+        "{}",
+        r.dump()
+    );
+}
