@@ -43,6 +43,15 @@ pub trait Driver: Send + 'static {
     /// drops this future to serve a timer, and calls again.
     fn recv(&mut self) -> impl Future<Output = Event> + Send;
 
+    /// An event that is already here (a reply an earlier read brought in
+    /// with the one `recv` returned), without I/O and without waiting;
+    /// `None` when there is none. The engine drains these after each
+    /// `recv` and gives them that event's completion time: they arrived
+    /// together. The default has none, so every event goes through `recv`.
+    fn try_recv(&mut self) -> Option<Event> {
+        None
+    }
+
     /// Re-establish the connection after [`Event::Broken`] or a timeout.
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
 

@@ -107,11 +107,18 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
     }
 }
 
+/// One thread: tokio's current-thread scheduler, everything on the thread
+/// that runs `main` (no hand-offs between a worker thread and it);
+/// several: the multi-thread scheduler with that many workers.
 fn runtime(spec: &RunSpec) -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(spec.threads)
-        .enable_all()
-        .build()?)
+    let mut b = if spec.threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(spec.threads);
+        b
+    };
+    Ok(b.enable_all().build()?)
 }
 
 fn print_targets() {

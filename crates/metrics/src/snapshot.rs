@@ -55,6 +55,12 @@ pub struct KindStats {
     pub latency: Histo,
     /// Completion minus actual send.
     pub service: Histo,
+    /// Successes whose latency and service time were the same (the closed
+    /// loop starts an operation when it is due), recorded once instead of
+    /// twice on the hot path ([`Snapshot::ok_same`]); [`Snapshot::settle`]
+    /// and `merge` fold them into both histograms, so a snapshot that has
+    /// been handed over or merged has this empty.
+    pub same: Histo,
     pub ok: u64,
     pub errors: ErrorCounts,
 }
@@ -67,8 +73,21 @@ impl KindStats {
     pub fn merge(&mut self, o: &KindStats) {
         self.latency.add(&o.latency);
         self.service.add(&o.service);
+        if !o.same.is_empty() {
+            self.latency.add(&o.same);
+            self.service.add(&o.same);
+        }
         self.ok += o.ok;
         self.errors.merge(&o.errors);
+    }
+
+    /// Fold `same` into latency and service time.
+    fn settle(&mut self) {
+        if !self.same.is_empty() {
+            self.latency.add(&self.same);
+            self.service.add(&self.same);
+            self.same.reset();
+        }
     }
 }
 
@@ -108,6 +127,25 @@ impl Snapshot {
         if let Some(d) = domain.and_then(|d| self.domains.get_mut(usize::from(d))) {
             *d += 1;
         }
+    }
+
+    /// [`Snapshot::ok`] for an operation whose latency and service time
+    /// are both `d`: one histogram record instead of two. Call
+    /// [`Snapshot::settle`] before anyone reads the histograms.
+    #[inline]
+    pub fn ok_same(&mut self, kind: usize, d: Duration, domain: Option<u16>) {
+        if let Some(k) = self.kinds.get_mut(kind) {
+            k.ok += 1;
+            k.same.record(d);
+        }
+        if let Some(d) = domain.and_then(|d| self.domains.get_mut(usize::from(d))) {
+            *d += 1;
+        }
+    }
+
+    /// Fold what [`Snapshot::ok_same`] recorded into both histograms.
+    pub fn settle(&mut self) {
+        self.kinds.iter_mut().for_each(KindStats::settle);
     }
 
     /// A failed operation. Its latency is recorded too when it was sent, so
@@ -172,6 +210,7 @@ impl Snapshot {
         for k in &mut self.kinds {
             k.latency.reset();
             k.service.reset();
+            k.same.reset();
             k.ok = 0;
             k.errors = ErrorCounts::default();
         }
@@ -205,7 +244,11 @@ mod tests {
             let svc = lat / 2;
             let kind = (i % 2) as usize;
             let w = &mut workers[(lcg(&mut s) % 7) as usize];
-            if i % 97 == 0 {
+            if i % 5 == 0 {
+                // The closed loop's case: one record, settled later.
+                one.ok(kind, lat, lat, None);
+                w.ok_same(kind, lat, None);
+            } else if i % 97 == 0 {
                 let e = OpError::server("40001");
                 one.failed(kind, e, Some((lat, svc)));
                 w.failed(kind, e, Some((lat, svc)));
@@ -216,7 +259,12 @@ mod tests {
             }
         }
         let mut merged = Snapshot::new(2, 3);
-        for w in &workers {
+        for (i, w) in workers.iter_mut().enumerate() {
+            // Settled or not, a merge counts `same` in both histograms.
+            if i % 2 == 0 {
+                w.settle();
+                assert!(w.kinds.iter().all(|k| k.same.is_empty()));
+            }
             merged.merge(w);
         }
         assert_eq!(merged.ops(), one.ops());

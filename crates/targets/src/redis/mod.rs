@@ -187,24 +187,38 @@ impl RedisTarget {
         }
     }
 
-    /// What a commit promises, from the first server's configuration.
-    async fn ask_durability(&self) -> Option<String> {
+    /// The first server's version and what a write promises there, from
+    /// one connection: `INFO server` and `CONFIG GET` of the persistence
+    /// settings, pipelined. A server that refuses CONFIG (renamed away)
+    /// still says its version.
+    async fn ask(&self) -> Option<()> {
         let mut a = self.admin(0, 0).await.ok()?;
         let config = |name: &str| cmd(&["CONFIG", "GET", name]);
         let replies = a
-            .call(&[config("appendonly"), config("appendfsync"), config("save")])
+            .call(&[
+                cmd(&["INFO", "server"]),
+                config("appendonly"),
+                config("appendfsync"),
+                config("save"),
+            ])
             .await
             .ok()?;
-        let setting = |v: &Value| match v {
-            Value::Array(Some(kv)) => match kv.get(1) {
+        if let Some(Value::Bulk(Some(text))) = replies.first() {
+            let text = String::from_utf8_lossy(text);
+            if let Some(v) = text.lines().find_map(|l| l.strip_prefix("redis_version:")) {
+                let _ = self.version.set(format!("Redis {}", v.trim()));
+            }
+        }
+        let setting = |i: usize| match replies.get(i) {
+            Some(Value::Array(Some(kv))) => match kv.get(1) {
                 Some(Value::Bulk(Some(b))) => Some(String::from_utf8_lossy(b).into_owned()),
                 _ => None,
             },
             _ => None,
         };
-        let aof = setting(replies.first()?)?;
-        let fsync = setting(replies.get(1)?).unwrap_or_default();
-        let save = setting(replies.get(2)?).unwrap_or_default();
+        let aof = setting(1)?;
+        let fsync = setting(2).unwrap_or_default();
+        let save = setting(3).unwrap_or_default();
         let meaning = match (aof.as_str(), fsync.as_str()) {
             ("yes", "always") => "each write is fsynced to the append-only file before it is answered",
             ("yes", "everysec") => "writes reach the append-only file's disk once a second: a crash may lose the last second",
@@ -212,9 +226,10 @@ impl RedisTarget {
             _ if !save.is_empty() => "writes live in memory, saved by snapshots: a crash loses what came after the last one",
             _ => "writes live in memory only: a restart loses them",
         };
-        Some(format!(
+        let _ = self.durability.set(format!(
             "appendonly={aof}, appendfsync={fsync}, save='{save}': {meaning}"
-        ))
+        ));
+        Some(())
     }
 }
 
@@ -222,18 +237,10 @@ impl TargetInfo for RedisTarget {
     async fn server_version(&self) -> Option<String> {
         // Nice to know, never worth waiting for: a server that does not
         // answer INFO or CONFIG is found out by the run itself.
-        if self.durability.get().is_none() {
-            if let Ok(Some(d)) = tokio::time::timeout(ASIDE_TIMEOUT, self.ask_durability()).await {
-                let _ = self.durability.set(d);
-            }
+        if self.version.get().is_none() {
+            let _ = tokio::time::timeout(ASIDE_TIMEOUT, self.ask()).await;
         }
-        if let Some(v) = self.version.get() {
-            return Some(v.clone());
-        }
-        tokio::time::timeout(ASIDE_TIMEOUT, self.ask_version())
-            .await
-            .ok()
-            .flatten()
+        self.version.get().cloned()
     }
 
     fn durability(&self) -> Option<String> {
@@ -242,26 +249,6 @@ impl TargetInfo for RedisTarget {
 
     fn max_depth(&self) -> usize {
         MAX_DEPTH
-    }
-}
-
-impl RedisTarget {
-    /// `Redis 7.0.15`, from the first server's `INFO server`.
-    async fn ask_version(&self) -> Option<String> {
-        let mut a = self.admin(0, 0).await.ok()?;
-        let info = a.call(&[cmd(&["INFO", "server"])]).await.ok()?;
-        let Some(Value::Bulk(Some(text))) = info.first() else {
-            return None;
-        };
-        let text = String::from_utf8_lossy(text);
-        let v = text
-            .lines()
-            .find_map(|l| l.strip_prefix("redis_version:"))?
-            .trim()
-            .to_string();
-        let v = format!("Redis {v}");
-        let _ = self.version.set(v.clone());
-        Some(v)
     }
 }
 

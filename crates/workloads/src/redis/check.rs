@@ -155,6 +155,10 @@ pub(super) async fn measure<B: RedisBackend>(
         (Family::Zset, "ZCARD", "myzset"),
         (Family::Stream, "XLEN", "mystream"),
     ];
+    let sized_touched = sized.iter().any(|(f, _, _)| touches(spec, *f));
+    if !sized_touched && !touches(spec, Family::Counters) {
+        return Ok(c);
+    }
     for s in 0..backend.servers() {
         let mut a = backend.admin(s, spec.dbnum).await?;
         if touches(spec, Family::Counters) {
