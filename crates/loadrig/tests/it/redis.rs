@@ -22,7 +22,12 @@ const URL: &str = "redis://127.0.0.1:6379";
 /// (enough for the simple replies the tests need).
 fn redis(db: u32, commands: &[&[&str]]) -> Vec<String> {
     need_server("redis", 6379);
-    let mut s = TcpStream::connect("127.0.0.1:6379").unwrap();
+    redis_on(6379, db, commands)
+}
+
+/// [`redis`] on the server at `port`.
+fn redis_on(port: u16, db: u32, commands: &[&[&str]]) -> Vec<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let select = db.to_string();
     let first = ["SELECT", select.as_str()];
@@ -465,4 +470,102 @@ fn no_server_is_exit_3() {
         "{}",
         r.dump()
     );
+}
+
+/// A second redis-server of the test's own, on a free port: reaped when
+/// dropped.
+struct OwnServer {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl OwnServer {
+    fn start() -> OwnServer {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server runs (scripts/services up redis installs it)");
+        // Owned from here: dropping it kills and reaps the server.
+        let own = OwnServer {
+            child,
+            port,
+            _dir: dir,
+        };
+        for _ in 0..100 {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return own;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("redis-server on {port} did not come up");
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Two servers in one URL (`redis://127.0.0.1:6379,PORT`): connections
+/// dealt over both, every check summed over both.
+#[test]
+fn several_ports_in_one_run() {
+    need_server("redis", 6379);
+    let other = OwnServer::start();
+    flush(14);
+    let url = format!("{URL},{}", other.port);
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        &url,
+        "--dbnum",
+        "14",
+        "-t",
+        "set,get,incr,lpush,sadd,xadd",
+        "-n",
+        "4000",
+        "-c",
+        "10",
+        "-r",
+        "300",
+        "--keep",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains(&format!("redis on redis://127.0.0.1:6379,{}", other.port)),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    assert!(r.stdout.contains("mylist +4,000"), "{}", r.dump());
+    assert!(r.stdout.contains("mystream +4,000"), "{}", r.dump());
+    // Both servers took writes: five of the ten connections each.
+    let there: i64 = redis_on(other.port, 14, &[&["LLEN", "mylist"]])[0][1..]
+        .parse()
+        .unwrap();
+    let here: i64 = redis(14, &[&["LLEN", "mylist"]])[0][1..].parse().unwrap();
+    assert_eq!(here + there, 4000);
+    assert!(here > 0 && there > 0, "{here} + {there}");
+    // Without --keep the run removes what it touched on both.
+    let r = loadrig(&[
+        "run", "redis", "--target", &url, "--dbnum", "14", "-t", "lpush", "-n", "10",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_eq!(redis(14, &[&["EXISTS", "mylist"]]), [":0"]);
+    flush(14);
 }
