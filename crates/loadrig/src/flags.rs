@@ -385,11 +385,15 @@ pub struct RedisArgs {
     /// The logical database the workload's keys live in (SELECT)
     #[arg(long, value_name = "DB", default_value_t = 9)]
     pub dbnum: u32,
+    /// A command of your own instead of the tests, after --: __rand_int__ is drawn as with -r, __data__ is the -d bytes
+    #[arg(last = true, value_name = "COMMAND", conflicts_with = "tests")]
+    pub command: Vec<String>,
 }
 
 impl RedisArgs {
     pub fn spec(&self) -> Result<WorkloadSpec, SpecError> {
         let tests = match &self.tests {
+            _ if !self.command.is_empty() => vec![RedisTest::Command],
             Some(list) => RedisTest::select(list)?,
             None => RedisTest::ALL.to_vec(),
         };
@@ -398,6 +402,7 @@ impl RedisArgs {
             data_size: self.data_size,
             keyspace: self.keyspace,
             dbnum: self.dbnum,
+            command: self.command.clone(),
         }))
     }
 }

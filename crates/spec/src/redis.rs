@@ -33,6 +33,9 @@ pub enum RedisTest {
     Lrange600,
     Mset,
     Xadd,
+    /// A command of the user's own (`loadrig run redis -- SET k __data__`),
+    /// as redis-benchmark runs one given after its options.
+    Command,
 }
 
 impl RedisTest {
@@ -85,6 +88,7 @@ impl RedisTest {
             RedisTest::Lrange600 => "lrange_600",
             RedisTest::Mset => "mset",
             RedisTest::Xadd => "xadd",
+            RedisTest::Command => "command",
         }
     }
 
@@ -113,6 +117,9 @@ impl RedisTest {
             RedisTest::Lrange600 => "LRANGE_600 (first 600 elements)",
             RedisTest::Mset => "MSET (10 keys)",
             RedisTest::Xadd => "XADD",
+            // redis-benchmark's title is the command line itself:
+            // `RedisSpec::title`.
+            RedisTest::Command => "COMMAND",
         }
     }
 
@@ -205,6 +212,11 @@ pub struct RedisSpec {
     pub keyspace: Option<u64>,
     /// The logical database the workload's keys live in (`--dbnum`).
     pub dbnum: u32,
+    /// With [`RedisTest::Command`]: the command and its arguments, where
+    /// `__rand_int__` is drawn as in the tests (with `-r`) and `__data__`
+    /// becomes the `-d` bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
 }
 
 /// The largest `-d`: Redis's own bound on a bulk string (512 MiB).
@@ -215,6 +227,13 @@ impl RedisSpec {
         if self.tests.is_empty() {
             return Err(SpecError::new("-t", "no test selected"));
         }
+        let custom = self.tests.contains(&RedisTest::Command);
+        if custom == self.command.is_empty() || (custom && self.tests.len() > 1) {
+            return Err(SpecError::new(
+                "-t",
+                "a command of your own (after --) runs alone, without -t",
+            ));
+        }
         if !(1..=MAX_DATA_SIZE).contains(&self.data_size) {
             return Err(SpecError::new(
                 "-d",
@@ -222,6 +241,16 @@ impl RedisSpec {
             ));
         }
         Ok(())
+    }
+
+    /// The title a test is reported under: redis-benchmark's, or for a
+    /// command of the user's own the command line, as redis-benchmark
+    /// prints it.
+    pub fn title(&self, test: RedisTest) -> String {
+        match test {
+            RedisTest::Command => self.command.join(" "),
+            t => t.title().to_string(),
+        }
     }
 }
 

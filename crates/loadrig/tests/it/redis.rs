@@ -569,3 +569,56 @@ fn several_ports_in_one_run() {
     assert_eq!(redis(14, &[&["EXISTS", "mylist"]]), [":0"]);
     flush(14);
 }
+
+/// A command of one's own after `--`: `__rand_int__` drawn with `-r`,
+/// `__data__` the value, titled by its command line; not with `-t`.
+#[test]
+fn a_command_of_ones_own() {
+    need_server("redis", 6379);
+    flush(15);
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--dbnum",
+        "15",
+        "-n",
+        "2000",
+        "-r",
+        "100",
+        "--csv",
+        "--",
+        "SET",
+        "key:__rand_int__",
+        "__data__",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let rows: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(rows.len(), 2, "{}", r.dump());
+    assert!(
+        rows[1].starts_with("\"SET key:__rand_int__ __data__\",\""),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr
+            .contains("verify ... skipped (a command of your own"),
+        "{}",
+        r.dump()
+    );
+    let keys: u64 = redis(15, &[&["DBSIZE"]])[0][1..].parse().unwrap();
+    assert!((1..=100).contains(&keys), "{keys} keys");
+    assert_eq!(redis(15, &[&["GET", "key:000000000042"]]), ["VXK"]);
+
+    let r = loadrig(&[
+        "run", "redis", "--target", URL, "--dbnum", "15", "-n", "777", "-c", "7", "--", "INCR",
+        "ctr",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_eq!(redis(15, &[&["GET", "ctr"]]), ["777"]);
+
+    let r = loadrig(&["run", "redis", "-t", "set", "--", "GET", "x"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    flush(15);
+}

@@ -101,13 +101,31 @@ pub struct RedisBench<B> {
     /// The test the next connections run (an index into `spec.tests`).
     current: usize,
     template: Arc<Template>,
+    /// The tests' titles, the run's operation kinds.
+    titles: Vec<&'static str>,
 }
 
 impl<B: RedisBackend> RedisBench<B> {
     pub fn new(backend: B, spec: RedisSpec, seed: u64, stop: Stop, whole: bool) -> Self {
         let data: Arc<[u8]> = command::benchmark_data(spec.data_size).into();
         let first = spec.tests.first().copied().unwrap_or(RedisTest::PingInline);
-        let template = Arc::new(Template::of(first, &data, spec.keyspace.is_some()));
+        let template = Arc::new(Template::of(
+            first,
+            &data,
+            spec.keyspace.is_some(),
+            &spec.command,
+        ));
+        // A command of one's own is titled by its command line; the
+        // engine names kinds with static strings, and this one is made
+        // once per process, so it is leaked rather than threaded through.
+        let titles = spec
+            .tests
+            .iter()
+            .map(|&t| match t {
+                RedisTest::Command => &*Box::leak(spec.title(t).into_boxed_str()),
+                t => t.title(),
+            })
+            .collect();
         RedisBench {
             backend,
             spec,
@@ -117,6 +135,7 @@ impl<B: RedisBackend> RedisBench<B> {
             data,
             current: 0,
             template,
+            titles,
         }
     }
 
@@ -138,7 +157,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
     }
 
     fn kinds(&self) -> Vec<&'static str> {
-        self.spec.tests.iter().map(|t| t.title()).collect()
+        self.titles.clone()
     }
 
     fn domains(&self) -> Vec<String> {
@@ -155,6 +174,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
             self.test(),
             &self.data,
             self.spec.keyspace.is_some(),
+            &self.spec.command,
         ));
     }
 
