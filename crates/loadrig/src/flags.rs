@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loadrig_spec::{
-    Arrival, Dispatch, HelloSpec, LoadSpec, Pacing, Preset, RedisSpec, RedisTest, RunSpec, Shard,
-    SpecError, Stop, VoterGenerator, VoterSpec, WorkloadSpec,
+    Arrival, Dispatch, HelloSpec, KeyPattern, LoadSpec, MemtierSpec, Pacing, Preset, RedisSpec,
+    RedisTest, RunSpec, Shard, SpecError, Stop, ValueSizes, VoterGenerator, VoterSpec,
+    WorkloadSpec,
 };
 
 use crate::start::StartRule;
@@ -388,10 +389,78 @@ pub struct RedisArgs {
     /// A command of your own instead of the tests, after --: __rand_int__ is drawn as with -r, __data__ is the -d bytes
     #[arg(last = true, value_name = "COMMAND", conflicts_with = "tests")]
     pub command: Vec<String>,
+    /// memtier_benchmark's load instead of the tests: SETs and GETs in this ratio (e.g. 1:10), both in one run
+    #[arg(long, value_name = "SETS:GETS", conflicts_with_all = ["tests", "command"])]
+    pub ratio: Option<String>,
+    /// With --ratio: keys drawn R (uniform), S (sequential), G (Gaussian) or Z (Zipf); SET:GET for each its own
+    #[arg(long, value_name = "P[:P]", default_value = "R:R", requires = "ratio")]
+    pub key_pattern: String,
+    /// With --ratio: a key is this prefix and a number
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "memtier-",
+        requires = "ratio"
+    )]
+    pub key_prefix: String,
+    /// With --ratio: the smallest key number
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "ratio")]
+    pub key_minimum: u64,
+    /// With --ratio: the largest key number
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10_000_000,
+        requires = "ratio"
+    )]
+    pub key_maximum: u64,
+    /// With --ratio: the exponent of the Zipf pattern (Z)
+    #[arg(long, value_name = "EXP", default_value_t = 1.0, requires = "ratio")]
+    pub key_zipf_exp: f64,
+    /// With --ratio: value sizes uniform in this range, instead of -d
+    #[arg(
+        long,
+        value_name = "MIN-MAX",
+        requires = "ratio",
+        conflicts_with = "data_size_list"
+    )]
+    pub data_size_range: Option<String>,
+    /// With --ratio: value sizes from this weighted list, instead of -d
+    #[arg(long, value_name = "SIZE:WEIGHT,...", requires = "ratio")]
+    pub data_size_list: Option<String>,
 }
 
 impl RedisArgs {
     pub fn spec(&self) -> Result<WorkloadSpec, SpecError> {
+        if let Some(ratio) = &self.ratio {
+            let (sets, gets) = MemtierSpec::ratio(ratio)?;
+            let (set_pattern, get_pattern) = KeyPattern::parse(&self.key_pattern)?;
+            let sizes = match (&self.data_size_range, &self.data_size_list) {
+                (Some(r), _) => ValueSizes::range(r)?,
+                (None, Some(l)) => ValueSizes::list(l)?,
+                (None, None) => ValueSizes::Fixed {
+                    size: self.data_size,
+                },
+            };
+            return Ok(WorkloadSpec::Redis(RedisSpec {
+                tests: Vec::new(),
+                data_size: sizes.bounds().1,
+                keyspace: self.keyspace,
+                dbnum: self.dbnum,
+                command: Vec::new(),
+                mix: Some(MemtierSpec {
+                    sets,
+                    gets,
+                    set_pattern,
+                    get_pattern,
+                    key_prefix: self.key_prefix.clone(),
+                    key_min: self.key_minimum,
+                    key_max: self.key_maximum,
+                    zipf_exp: self.key_zipf_exp,
+                    sizes,
+                }),
+            }));
+        }
         let tests = match &self.tests {
             _ if !self.command.is_empty() => vec![RedisTest::Command],
             Some(list) => RedisTest::select(list)?,
@@ -403,6 +472,7 @@ impl RedisArgs {
             keyspace: self.keyspace,
             dbnum: self.dbnum,
             command: self.command.clone(),
+            mix: None,
         }))
     }
 }

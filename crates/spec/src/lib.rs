@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use preset::{Preset, PresetDefaults};
-pub use redis::{RedisSpec, RedisTest, MAX_DATA_SIZE};
+pub use redis::{KeyPattern, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE};
 pub use workload::{HelloSpec, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES};
 
 /// A flag or value that does not make sense. Always names the flag, so the

@@ -217,6 +217,195 @@ pub struct RedisSpec {
     /// becomes the `-d` bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// memtier_benchmark's SET:GET mix instead of the tests (`tests` is
+    /// then empty): one run, both kinds together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MemtierSpec>,
+}
+
+/// How a key number is drawn from `[key_min, key_max]` (memtier's
+/// `--key-pattern` letters R, S, G, Z).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyPattern {
+    /// Uniform.
+    Random,
+    /// `key_min + index mod range`: every key in turn.
+    Sequential,
+    /// Normal around the middle of the range, standard deviation a sixth
+    /// of it (memtier's defaults), clamped to the range.
+    Gaussian,
+    /// Zipf with exponent `zipf_exp`: `key_min` the hottest.
+    Zipf,
+}
+
+impl KeyPattern {
+    fn letter(c: &str) -> Option<KeyPattern> {
+        match c.trim().to_ascii_uppercase().as_str() {
+            "R" => Some(KeyPattern::Random),
+            "S" => Some(KeyPattern::Sequential),
+            "G" => Some(KeyPattern::Gaussian),
+            "Z" => Some(KeyPattern::Zipf),
+            _ => None,
+        }
+    }
+
+    /// `R`, or `SET:GET` letters as memtier takes them (`R:R`, `S:G`, ...).
+    pub fn parse(s: &str) -> Result<(KeyPattern, KeyPattern), SpecError> {
+        let bad = || {
+            SpecError::new(
+                "--key-pattern",
+                format!("expected P or SET:GET with P one of R S G Z, got '{s}'"),
+            )
+        };
+        let (a, b) = s.split_once(':').unwrap_or((s, s));
+        Ok((
+            KeyPattern::letter(a).ok_or_else(bad)?,
+            KeyPattern::letter(b).ok_or_else(bad)?,
+        ))
+    }
+}
+
+/// Value sizes: fixed (`-d`), uniform in a range (`--data-size-range`) or
+/// a weighted list (`--data-size-list`), as memtier takes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ValueSizes {
+    Fixed {
+        size: usize,
+    },
+    Range {
+        min: usize,
+        max: usize,
+    },
+    /// (size, weight) pairs.
+    List {
+        sizes: Vec<(usize, u32)>,
+    },
+}
+
+impl ValueSizes {
+    /// `MIN-MAX`.
+    pub fn range(s: &str) -> Result<ValueSizes, SpecError> {
+        let bad = || {
+            SpecError::new(
+                "--data-size-range",
+                format!("expected MIN-MAX bytes, got '{s}'"),
+            )
+        };
+        let (a, b) = s.split_once('-').ok_or_else(bad)?;
+        Ok(ValueSizes::Range {
+            min: a.trim().parse().map_err(|_| bad())?,
+            max: b.trim().parse().map_err(|_| bad())?,
+        })
+    }
+
+    /// `SIZE:WEIGHT,SIZE:WEIGHT,...`.
+    pub fn list(s: &str) -> Result<ValueSizes, SpecError> {
+        let bad = || {
+            SpecError::new(
+                "--data-size-list",
+                format!("expected SIZE:WEIGHT,SIZE:WEIGHT,... got '{s}'"),
+            )
+        };
+        let sizes = s
+            .split(',')
+            .map(|p| {
+                let (a, b) = p.split_once(':').ok_or_else(bad)?;
+                Ok((
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                ))
+            })
+            .collect::<Result<Vec<(usize, u32)>, SpecError>>()?;
+        Ok(ValueSizes::List { sizes })
+    }
+
+    /// The smallest and the largest size.
+    pub fn bounds(&self) -> (usize, usize) {
+        match self {
+            ValueSizes::Fixed { size } => (*size, *size),
+            ValueSizes::Range { min, max } => (*min, *max),
+            ValueSizes::List { sizes } => (
+                sizes.iter().map(|s| s.0).min().unwrap_or(0),
+                sizes.iter().map(|s| s.0).max().unwrap_or(0),
+            ),
+        }
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        let flag = match self {
+            ValueSizes::Fixed { .. } => "-d",
+            ValueSizes::Range { .. } => "--data-size-range",
+            ValueSizes::List { .. } => "--data-size-list",
+        };
+        let (min, max) = self.bounds();
+        if min < 1 || min > max || max > MAX_DATA_SIZE {
+            return Err(SpecError::new(
+                flag,
+                format!("sizes must be between 1 and {MAX_DATA_SIZE} bytes, the smallest first"),
+            ));
+        }
+        if let ValueSizes::List { sizes } = self {
+            if sizes.is_empty() || sizes.iter().map(|s| u64::from(s.1)).sum::<u64>() == 0 {
+                return Err(SpecError::new(
+                    flag,
+                    "the weights must add up to more than 0",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// memtier_benchmark's load: SETs and GETs in a fixed ratio on keys
+/// `key_prefix` + a number drawn from `[key_min, key_max]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemtierSpec {
+    /// `--ratio SETS:GETS`: of every `sets + gets` operation indices, the
+    /// first `sets` are SETs.
+    pub sets: u32,
+    pub gets: u32,
+    pub set_pattern: KeyPattern,
+    pub get_pattern: KeyPattern,
+    pub key_prefix: String,
+    pub key_min: u64,
+    pub key_max: u64,
+    /// The exponent of the Zipf pattern.
+    pub zipf_exp: f64,
+    pub sizes: ValueSizes,
+}
+
+impl MemtierSpec {
+    /// `SETS:GETS`, e.g. `1:10`.
+    pub fn ratio(s: &str) -> Result<(u32, u32), SpecError> {
+        let bad = || SpecError::new("--ratio", format!("expected SETS:GETS, got '{s}'"));
+        let (a, b) = s.split_once(':').ok_or_else(bad)?;
+        let (a, b): (u32, u32) = (
+            a.trim().parse().map_err(|_| bad())?,
+            b.trim().parse().map_err(|_| bad())?,
+        );
+        if a.checked_add(b).unwrap_or(0) == 0 {
+            return Err(bad());
+        }
+        Ok((a, b))
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        if self.sets.checked_add(self.gets).unwrap_or(0) == 0 {
+            return Err(SpecError::new("--ratio", "needs at least one SET or GET"));
+        }
+        if self.key_min > self.key_max {
+            return Err(SpecError::new(
+                "--key-minimum",
+                "must not be above --key-maximum",
+            ));
+        }
+        if !(self.zipf_exp > 0.0 && self.zipf_exp.is_finite()) {
+            return Err(SpecError::new("--key-zipf-exp", "must be greater than 0"));
+        }
+        self.sizes.validate()
+    }
 }
 
 /// The largest `-d`: Redis's own bound on a bulk string (512 MiB).
@@ -224,6 +413,15 @@ pub const MAX_DATA_SIZE: usize = 512 * 1024 * 1024;
 
 impl RedisSpec {
     pub(crate) fn validate(&self) -> Result<(), SpecError> {
+        if let Some(m) = &self.mix {
+            if !self.tests.is_empty() {
+                return Err(SpecError::new(
+                    "--ratio",
+                    "the SET:GET mix runs instead of the tests (no -t, no command)",
+                ));
+            }
+            return m.validate();
+        }
         if self.tests.is_empty() {
             return Err(SpecError::new("-t", "no test selected"));
         }
@@ -278,6 +476,31 @@ mod tests {
         assert_eq!(RedisTest::select("sett").unwrap_err().flag, "-t");
         assert!(RedisTest::select("lrange_prefill").is_err());
         assert!(RedisTest::select(",").is_err());
+    }
+
+    #[test]
+    fn memtier_flags_parse() {
+        assert_eq!(MemtierSpec::ratio("1:10").unwrap(), (1, 10));
+        assert!(MemtierSpec::ratio("0:0").is_err());
+        assert!(MemtierSpec::ratio("1").is_err());
+        assert_eq!(
+            KeyPattern::parse("s:z").unwrap(),
+            (KeyPattern::Sequential, KeyPattern::Zipf)
+        );
+        assert_eq!(
+            KeyPattern::parse("G").unwrap(),
+            (KeyPattern::Gaussian, KeyPattern::Gaussian)
+        );
+        assert_eq!(KeyPattern::parse("P").unwrap_err().flag, "--key-pattern");
+        assert_eq!(ValueSizes::range("32-128").unwrap().bounds(), (32, 128));
+        assert_eq!(
+            ValueSizes::list("32:1,1024:3").unwrap(),
+            ValueSizes::List {
+                sizes: vec![(32, 1), (1024, 3)]
+            }
+        );
+        assert!(ValueSizes::list("32:0").unwrap().validate().is_err());
+        assert!(ValueSizes::range("9-3").unwrap().validate().is_err());
     }
 
     #[test]

@@ -622,3 +622,124 @@ fn a_command_of_ones_own() {
     assert_eq!(r.code, 2, "{}", r.dump());
     flush(15);
 }
+
+/// memtier's load (`--ratio`): SETs and GETs in one run, key patterns,
+/// value sizes from a range and a weighted list, hits and misses counted,
+/// every key SET found afterwards, a value changed behind the client's
+/// back caught, and the keys removed.
+#[test]
+fn memtier_mix() {
+    need_server("redis", 6379);
+    flush(8);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mix.json");
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--dbnum",
+        "8",
+        "--ratio",
+        "1:10",
+        "-n",
+        "22000",
+        "--key-maximum",
+        "999",
+        "--data-size-range",
+        "4-40",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    assert!(r.stdout.contains("keys SET, all there"), "{}", r.dump());
+    let report = json(&out);
+    let kinds = report["measured"]["kinds"].as_array().unwrap();
+    assert_eq!(
+        (kinds[0]["name"].clone(), kinds[0]["ok"].clone()),
+        ("SET".into(), 2000.into())
+    );
+    assert_eq!(
+        (kinds[1]["name"].clone(), kinds[1]["ok"].clone()),
+        ("GET".into(), 20000.into())
+    );
+    let domains: std::collections::HashMap<String, u64> = report["measured"]["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d[0].as_str().unwrap().to_string(), d[1].as_u64().unwrap()))
+        .collect();
+    assert_eq!(domains["get.hits"] + domains["get.misses"], 20000);
+    assert!(
+        domains["get.hits"] > 0 && domains["get.misses"] > 0,
+        "{domains:?}"
+    );
+    assert_eq!(
+        redis(8, &[&["DBSIZE"]]),
+        [":0"],
+        "the memtier- keys are removed"
+    );
+
+    // Zipf keys, sizes from a weighted list, pipelined; kept.
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--dbnum",
+        "8",
+        "--ratio",
+        "1:1",
+        "--key-pattern",
+        "Z:Z",
+        "--key-prefix",
+        "mt:",
+        "--key-maximum",
+        "5",
+        "--data-size-list",
+        "8:1,100:3",
+        "-P",
+        "8",
+        "-n",
+        "4000",
+        "--keep",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("6 keys SET, all there"), "{}", r.dump());
+    assert_eq!(redis(8, &[&["DBSIZE"]]), [":6"]);
+    // One of them changed behind the client's back: GETs catch it.
+    redis(8, &[&["SET", "mt:0", "changed"]]);
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--dbnum",
+        "8",
+        "--ratio",
+        "0:1",
+        "--key-prefix",
+        "mt:",
+        "--key-maximum",
+        "5",
+        "--data-size-list",
+        "8:1,100:3",
+        "-n",
+        "600",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.dump());
+    // Only the GETs of mt:0 (one key in six) read the changed value.
+    let wrong: u64 = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("errors: GET: verification "))
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("{}", r.dump()));
+    assert!((30..200).contains(&wrong), "{wrong}: {}", r.dump());
+    assert!(r.stdout.contains("verify ... FAILED ("), "{}", r.dump());
+    assert_eq!(redis(8, &[&["DBSIZE"]]), [":0"]);
+
+    let r = loadrig(&["run", "redis", "--key-pattern", "Z"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+}

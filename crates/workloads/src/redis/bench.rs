@@ -1,7 +1,7 @@
 //! The redis workload's run: one driver per connection sending one
 //! test's command (a template copy, placeholders drawn per operation from
-//! seed and index), and the [`Bench`] that runs the tests one after the
-//! other.
+//! seed and index) or memtier's SET:GET mix, and the [`Bench`] that runs
+//! the tests one after the other (the mix in one run).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use loadrig_spec::{RedisSpec, RedisTest, Stop};
 
 use super::check;
 use super::command::{self, classify, Template};
+use super::mix::{self, Mix};
 use super::{RedisBackend, RespConn};
 use crate::{Bench, Results, TargetError, Verdict};
 
@@ -24,34 +25,72 @@ pub fn test_seed(seed: u64, test: RedisTest) -> u64 {
     mix64(seed ^ mix64(0x7265_6469_7300 + i))
 }
 
-/// One engine connection running one test.
+/// What a connection sends.
+enum Mode {
+    /// One redis-benchmark test (or one's own command): a template.
+    Test {
+        test: RedisTest,
+        kind: usize,
+        template: Arc<Template>,
+        data: Arc<[u8]>,
+        keyspace: Option<u64>,
+        seed: u64,
+    },
+    /// memtier's SET:GET mix; the kind of each tag in flight, and a key
+    /// buffer reused for every command.
+    Mix {
+        mix: Arc<Mix>,
+        kinds: Vec<u8>,
+        key: Vec<u8>,
+    },
+}
+
+/// One engine connection running one test, or the mix.
 pub struct RedisDriver<C> {
     conn: C,
-    test: RedisTest,
-    kind: usize,
-    template: Arc<Template>,
-    data: Arc<[u8]>,
-    keyspace: Option<u64>,
-    seed: u64,
+    mode: Mode,
 }
 
 impl<C: RespConn> Driver for RedisDriver<C> {
-    fn kind_of(&self, _index: u64) -> usize {
-        self.kind
+    fn kind_of(&self, index: u64) -> usize {
+        match &self.mode {
+            Mode::Test { kind, .. } => *kind,
+            Mode::Mix { mix, .. } => mix.kind(index),
+        }
     }
 
     #[inline]
     fn send(&mut self, index: u64, tag: Tag) -> usize {
         let out = self.conn.out();
-        match self.keyspace {
-            None => self.template.write(out),
-            Some(n) => {
-                let mut rng = Rng::for_op(self.seed, index);
-                self.template.write_drawn(out, || rng.below(n));
+        let kind = match &mut self.mode {
+            Mode::Test {
+                kind,
+                template,
+                keyspace,
+                seed,
+                ..
+            } => {
+                match *keyspace {
+                    None => template.write(out),
+                    Some(n) => {
+                        let mut rng = Rng::for_op(*seed, index);
+                        template.write_drawn(out, || rng.below(n));
+                    }
+                }
+                *kind
             }
-        }
+            Mode::Mix { mix, kinds, key } => {
+                let kind = mix.write(index, out, key);
+                let t = tag as usize;
+                if t >= kinds.len() {
+                    kinds.resize(t + 1, 0);
+                }
+                kinds[t] = kind as u8;
+                kind
+            }
+        };
         self.conn.queued(tag);
-        self.kind
+        kind
     }
 
     async fn recv(&mut self) -> Event {
@@ -67,11 +106,16 @@ impl<C: RespConn> Driver for RedisDriver<C> {
 
     #[inline]
     fn try_recv(&mut self) -> Option<Event> {
-        let (test, data) = (self.test, &self.data);
-        match self
-            .conn
-            .next(|tag, reply| (tag, classify(test, reply, data)))?
-        {
+        let reply = match &self.mode {
+            Mode::Test { test, data, .. } => self
+                .conn
+                .next(|tag, reply| (tag, classify(*test, reply, data)))?,
+            Mode::Mix { mix, kinds, .. } => self.conn.next(|tag, reply| {
+                let kind = kinds.get(tag as usize).copied().unwrap_or(0);
+                (tag, mix.classify(usize::from(kind), reply))
+            })?,
+        };
+        match reply {
             Ok((tag, result)) => Some(Event::Done { tag, result }),
             Err(e) => Some(Event::Broken(e)),
         }
@@ -103,6 +147,8 @@ pub struct RedisBench<B> {
     template: Arc<Template>,
     /// The tests' titles, the run's operation kinds.
     titles: Vec<&'static str>,
+    /// `--ratio`: memtier's mix instead of the tests.
+    mix: Option<Arc<Mix>>,
 }
 
 impl<B: RedisBackend> RedisBench<B> {
@@ -126,7 +172,17 @@ impl<B: RedisBackend> RedisBench<B> {
                 t => t.title(),
             })
             .collect();
+        let mix = spec
+            .mix
+            .clone()
+            .map(|m| Arc::new(Mix::new(m, mix64(seed ^ 0x006d_6978))));
+        let titles = if mix.is_some() {
+            mix::KINDS.to_vec()
+        } else {
+            titles
+        };
         RedisBench {
+            mix,
             backend,
             spec,
             seed,
@@ -165,7 +221,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
     }
 
     fn sequential(&self) -> bool {
-        true
+        self.mix.is_none()
     }
 
     fn enter(&mut self, kind: usize) {
@@ -192,14 +248,24 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
 
     async fn connect(&self) -> Result<Self::Driver, TargetError> {
         let test = self.test();
+        let mode = match &self.mix {
+            Some(mix) => Mode::Mix {
+                mix: mix.clone(),
+                kinds: Vec::new(),
+                key: Vec::with_capacity(mix.spec.key_prefix.len() + 20),
+            },
+            None => Mode::Test {
+                test,
+                kind: self.current,
+                template: self.template.clone(),
+                data: self.data.clone(),
+                keyspace: self.spec.keyspace,
+                seed: test_seed(self.seed, test),
+            },
+        };
         Ok(RedisDriver {
             conn: self.backend.connect(self.spec.dbnum).await?,
-            test,
-            kind: self.current,
-            template: self.template.clone(),
-            data: self.data.clone(),
-            keyspace: self.spec.keyspace,
-            seed: test_seed(self.seed, test),
+            mode,
         })
     }
 
@@ -208,18 +274,28 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
         baseline: &serde_json::Value,
         counted: &Snapshot,
     ) -> Result<Verdict, TargetError> {
+        if let Some(mix) = &self.mix {
+            let db = self.spec.dbnum;
+            return mix::verify(mix, &self.backend, db, self.stop, self.whole, counted).await;
+        }
         let before: check::Counts = serde_json::from_value(baseline.clone()).unwrap_or_default();
         check::verify(self, &before, counted).await
     }
 
     async fn results(&mut self, counted: &Snapshot) -> Result<Results, TargetError> {
-        Ok(check::results(&self.spec, counted))
+        Ok(match &self.mix {
+            Some(_) => mix::results(counted),
+            None => check::results(&self.spec, counted),
+        })
     }
 
     async fn finish(&mut self, keep: bool) -> Result<(), TargetError> {
         if keep {
             return Ok(());
         }
-        check::clean(&self.backend, &self.spec).await
+        match &self.mix {
+            Some(mix) => mix::clean(mix, &self.backend, self.spec.dbnum).await,
+            None => check::clean(&self.backend, &self.spec).await,
+        }
     }
 }

@@ -91,7 +91,10 @@ async fn one<A: RespAdmin>(a: &mut A, c: Command) -> Result<Value, TargetError> 
 }
 
 /// Every key matching `pattern` (SCAN, so the server never blocks).
-async fn scan<A: RespAdmin>(a: &mut A, pattern: &str) -> Result<HashSet<Vec<u8>>, TargetError> {
+pub(super) async fn scan<A: RespAdmin>(
+    a: &mut A,
+    pattern: &[u8],
+) -> Result<HashSet<Vec<u8>>, TargetError> {
     let mut keys = HashSet::new();
     let mut cursor = b"0".to_vec();
     loop {
@@ -99,7 +102,7 @@ async fn scan<A: RespAdmin>(a: &mut A, pattern: &str) -> Result<HashSet<Vec<u8>>
             b"SCAN".to_vec(),
             cursor,
             b"MATCH".to_vec(),
-            pattern.as_bytes().to_vec(),
+            pattern.to_vec(),
             b"COUNT".to_vec(),
             b"1000".to_vec(),
         ];
@@ -123,7 +126,7 @@ async fn scan<A: RespAdmin>(a: &mut A, pattern: &str) -> Result<HashSet<Vec<u8>>
 }
 
 /// Values of `keys` (MGET, in batches); `None` for a missing key.
-async fn values<A: RespAdmin>(
+pub(super) async fn values<A: RespAdmin>(
     a: &mut A,
     keys: &[Vec<u8>],
 ) -> Result<Vec<Option<Vec<u8>>>, TargetError> {
@@ -162,7 +165,7 @@ pub(super) async fn measure<B: RedisBackend>(
     for s in 0..backend.servers() {
         let mut a = backend.admin(s, spec.dbnum).await?;
         if touches(spec, Family::Counters) {
-            let keys: Vec<Vec<u8>> = scan(&mut a, "counter:*").await?.into_iter().collect();
+            let keys: Vec<Vec<u8>> = scan(&mut a, b"counter:*").await?.into_iter().collect();
             let sum: i64 = values(&mut a, &keys)
                 .await?
                 .into_iter()
@@ -539,7 +542,10 @@ pub(super) async fn clean<B: RedisBackend>(
 ) -> Result<(), TargetError> {
     for s in 0..backend.servers() {
         let mut a = backend.admin(s, spec.dbnum).await?;
-        for (f, pattern) in [(Family::Strings, "key:*"), (Family::Counters, "counter:*")] {
+        for (f, pattern) in [
+            (Family::Strings, &b"key:*"[..]),
+            (Family::Counters, &b"counter:*"[..]),
+        ] {
             if !touches(spec, f) {
                 continue;
             }

@@ -15,6 +15,7 @@
 mod bench;
 mod check;
 pub mod command;
+pub mod mix;
 
 use std::future::Future;
 

@@ -1,0 +1,517 @@
+//! memtier_benchmark's load on the redis workload (`--ratio SETS:GETS`):
+//! SETs and GETs mixed in one run, keys `PREFIX` + a number drawn from
+//! `[key_min, key_max]` by pattern (uniform, sequential, Gaussian, Zipf),
+//! values of a fixed size, a uniform range or a weighted list. Every
+//! choice is a pure function of (seed, operation index); of each
+//! `sets + gets` consecutive indices the first `sets` are SETs, memtier's
+//! fixed interleaving.
+//!
+//! Every value written is a prefix of one byte string (redis-benchmark's
+//! generator, as long as the largest size), so a GET's value is checked
+//! without knowing which SET wrote it: a prefix of that string, of a size
+//! the run writes.
+
+use std::collections::HashSet;
+
+use bytes::BytesMut;
+use loadrig_engine::rng::Rng;
+use loadrig_kvwire::resp::{self, Reply};
+use loadrig_metrics::{ErrorKind, OpError, Snapshot};
+use loadrig_spec::{KeyPattern, MemtierSpec, Stop, ValueSizes};
+
+use super::command::{self, error_class, GET_HITS, GET_MISSES};
+use super::{Command, RedisBackend, RespAdmin, Value};
+use crate::{group, Check, Results, TargetError, Verdict};
+
+/// The mix's operation kinds.
+pub const KINDS: [&str; 2] = ["SET", "GET"];
+pub const SET: usize = 0;
+pub const GET: usize = 1;
+
+/// Largest number of SETs whose keys the exact check computes.
+const MAX_EXACT_SETS: u64 = 2_000_000;
+
+/// The mix, ready to draw operations.
+#[derive(Debug)]
+pub struct Mix {
+    pub spec: MemtierSpec,
+    /// Key numbers in the range: `key_max - key_min + 1` (saturated).
+    range: u64,
+    zipf: Zipf,
+    /// Values are prefixes of this.
+    pub data: Vec<u8>,
+    /// Cumulative weights of a size list.
+    weights: Vec<(usize, u64)>,
+    seed: u64,
+}
+
+impl Mix {
+    pub fn new(spec: MemtierSpec, seed: u64) -> Mix {
+        let range = (spec.key_max - spec.key_min).saturating_add(1);
+        let (_, max) = spec.sizes.bounds();
+        let mut acc = 0u64;
+        let weights = match &spec.sizes {
+            ValueSizes::List { sizes } => sizes
+                .iter()
+                .map(|&(size, w)| {
+                    acc += u64::from(w);
+                    (size, acc)
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        Mix {
+            zipf: Zipf::new(range as f64, spec.zipf_exp),
+            range,
+            data: command::benchmark_data(max),
+            weights,
+            spec,
+            seed,
+        }
+    }
+
+    /// SET or GET, by memtier's interleaving.
+    #[inline]
+    pub fn kind(&self, index: u64) -> usize {
+        let cycle = u64::from(self.spec.sets) + u64::from(self.spec.gets);
+        if index % cycle < u64::from(self.spec.sets) {
+            SET
+        } else {
+            GET
+        }
+    }
+
+    /// How many operations of `index`'s kind come before it.
+    fn ordinal(&self, index: u64) -> u64 {
+        let (sets, gets) = (u64::from(self.spec.sets), u64::from(self.spec.gets));
+        let (round, at) = (index / (sets + gets), index % (sets + gets));
+        if at < sets {
+            round * sets + at
+        } else {
+            round * gets + (at - sets)
+        }
+    }
+
+    /// Operation `index`: its kind, key number and (for a SET) value size.
+    #[inline]
+    pub fn draw(&self, index: u64) -> (usize, u64, usize) {
+        let mut rng = Rng::for_op(self.seed, index);
+        let kind = self.kind(index);
+        let pattern = if kind == SET {
+            self.spec.set_pattern
+        } else {
+            self.spec.get_pattern
+        };
+        let key = self.key(pattern, index, &mut rng);
+        let size = if kind == SET { self.size(&mut rng) } else { 0 };
+        (kind, key, size)
+    }
+
+    fn key(&self, pattern: KeyPattern, index: u64, rng: &mut Rng) -> u64 {
+        let n = self.range;
+        let offset = match pattern {
+            KeyPattern::Random => rng.below(n),
+            // The op's place among its kind's, as memtier counts them.
+            KeyPattern::Sequential => self.ordinal(index) % n,
+            KeyPattern::Gaussian => {
+                // Box-Muller; memtier's defaults: the middle, a sixth of the range.
+                let (u1, u2) = (rng.unit(), rng.unit());
+                let z = (-2.0 * (1.0 - u1).ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                let x = (n as f64 - 1.0) / 2.0 + z * n as f64 / 6.0;
+                x.round().clamp(0.0, n as f64 - 1.0) as u64
+            }
+            KeyPattern::Zipf => self.zipf.sample(rng).saturating_sub(1).min(n - 1),
+        };
+        self.spec.key_min + offset
+    }
+
+    fn size(&self, rng: &mut Rng) -> usize {
+        match &self.spec.sizes {
+            ValueSizes::Fixed { size } => *size,
+            ValueSizes::Range { min, max } => min + rng.below((max - min + 1) as u64) as usize,
+            ValueSizes::List { .. } => {
+                let total = self.weights.last().map_or(1, |w| w.1);
+                let r = rng.below(total);
+                self.weights.iter().find(|w| r < w.1).map_or(0, |w| w.0)
+            }
+        }
+    }
+
+    /// The key for number `n`, into `key` (cleared first).
+    #[inline]
+    pub fn key_name(&self, n: u64, key: &mut Vec<u8>) {
+        key.clear();
+        key.extend_from_slice(self.spec.key_prefix.as_bytes());
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        let mut v = n;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        key.extend_from_slice(&digits[i..]);
+    }
+
+    /// Append operation `index`'s command; returns its kind.
+    #[inline]
+    pub fn write(&self, index: u64, out: &mut BytesMut, key: &mut Vec<u8>) -> usize {
+        let (kind, n, size) = self.draw(index);
+        self.key_name(n, key);
+        if kind == SET {
+            let value = self.data.get(..size).unwrap_or(&self.data);
+            resp::encode_cmd3(out, b"SET", key.as_slice(), value);
+        } else {
+            resp::encode_cmd2(out, b"GET", key.as_slice());
+        }
+        kind
+    }
+
+    /// Whether `v` is a value this run writes.
+    pub fn valid(&self, v: &[u8]) -> bool {
+        let sized = match &self.spec.sizes {
+            ValueSizes::Fixed { size } => v.len() == *size,
+            ValueSizes::Range { min, max } => (*min..=*max).contains(&v.len()),
+            ValueSizes::List { sizes } => sizes.iter().any(|s| s.0 == v.len()),
+        };
+        sized && self.data.starts_with(v)
+    }
+
+    /// What a reply means: a SET's OK; a GET's hit (a value this run
+    /// writes, else a verification error) or miss; an error by class.
+    #[inline]
+    pub fn classify(&self, kind: usize, reply: Reply<'_>) -> Result<Option<u16>, OpError> {
+        match (kind, reply) {
+            (_, Reply::Error(msg)) => Err(OpError::server(error_class(msg))),
+            (SET, Reply::Simple(b"OK")) => Ok(None),
+            (GET, Reply::Bulk(Some(v))) if self.valid(v) => Ok(Some(GET_HITS)),
+            (GET, Reply::Bulk(Some(_))) => Err(OpError::new(ErrorKind::Verification)),
+            (GET, Reply::Bulk(None)) => Ok(Some(GET_MISSES)),
+            _ => Err(OpError::new(ErrorKind::Protocol)),
+        }
+    }
+
+    /// The keys the SETs of a run by count wrote, when every one of
+    /// them was acknowledged (so each is known to be there).
+    fn written(&self, n: u64, sets_ok: u64) -> Option<Vec<Vec<u8>>> {
+        let cycle = u64::from(self.spec.sets) + u64::from(self.spec.gets);
+        let sets =
+            n / cycle * u64::from(self.spec.sets) + (n % cycle).min(u64::from(self.spec.sets));
+        if sets_ok != sets || sets > MAX_EXACT_SETS {
+            return None;
+        }
+        let numbers: HashSet<u64> = (0..n)
+            .filter(|&i| self.kind(i) == SET)
+            .map(|i| self.draw(i).1)
+            .collect();
+        Some(
+            numbers
+                .into_iter()
+                .map(|k| {
+                    let mut key = Vec::new();
+                    self.key_name(k, &mut key);
+                    key
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Zipf over `1..=n` with exponent `s`, by rejection-inversion (Hörmann
+/// and Derflinger, "Rejection-inversion to generate variates from
+/// monotone discrete distributions", 1996): constant time and memory
+/// whatever `n`, as Apache Commons RNG samples it.
+#[derive(Debug, Clone, Copy)]
+struct Zipf {
+    n: f64,
+    s: f64,
+    h_x1: f64,
+    h_n: f64,
+    cut: f64,
+}
+
+impl Zipf {
+    fn new(n: f64, s: f64) -> Zipf {
+        let mut z = Zipf {
+            n: n.max(1.0),
+            s,
+            h_x1: 0.0,
+            h_n: 0.0,
+            cut: 0.0,
+        };
+        z.h_x1 = z.h_integral(1.5) - 1.0;
+        z.h_n = z.h_integral(z.n + 0.5);
+        z.cut = 2.0 - z.h_integral_inverse(z.h_integral(2.5) - z.h(2.0));
+        z
+    }
+
+    fn sample(&self, rng: &mut Rng) -> u64 {
+        loop {
+            let u = self.h_n + rng.unit() * (self.h_x1 - self.h_n);
+            let x = self.h_integral_inverse(u);
+            let k = (x + 0.5).floor().clamp(1.0, self.n);
+            if k - x <= self.cut || u >= self.h_integral(k + 0.5) - self.h(k) {
+                return k as u64;
+            }
+        }
+    }
+
+    fn h(&self, x: f64) -> f64 {
+        (-self.s * x.ln()).exp()
+    }
+
+    fn h_integral(&self, x: f64) -> f64 {
+        let log_x = x.ln();
+        helper2((1.0 - self.s) * log_x) * log_x
+    }
+
+    fn h_integral_inverse(&self, x: f64) -> f64 {
+        let t = (x * (1.0 - self.s)).max(-1.0);
+        (helper1(t) * x).exp()
+    }
+}
+
+/// `ln(1 + x) / x`, accurate near 0.
+fn helper1(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        x.ln_1p() / x
+    } else {
+        1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x))
+    }
+}
+
+/// `(e^x - 1) / x`, accurate near 0.
+fn helper2(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        x.exp_m1() / x
+    } else {
+        1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x))
+    }
+}
+
+/// `prefix*` with the glob characters of the prefix escaped, for SCAN.
+fn pattern(prefix: &str) -> Vec<u8> {
+    let mut p = Vec::with_capacity(prefix.len() + 1);
+    for b in prefix.bytes() {
+        if matches!(b, b'*' | b'?' | b'[' | b']' | b'\\') {
+            p.push(b'\\');
+        }
+        p.push(b);
+    }
+    p.push(b'*');
+    p
+}
+
+/// After the run: no GET read a value this run would not write, and (a
+/// run by count over the whole index space with every SET acknowledged)
+/// every key written is on one of the servers holding such a value.
+pub(super) async fn verify<B: RedisBackend>(
+    mix: &Mix,
+    backend: &B,
+    db: u32,
+    stop: Stop,
+    whole: bool,
+    counted: &Snapshot,
+) -> Result<Verdict, TargetError> {
+    let kind = |k: usize| counted.kinds.get(k);
+    let wrong = kind(GET).map_or(0, |k| k.errors.get(ErrorKind::Verification)) as i64;
+    let mut checks = vec![Check::new(
+        "GETs that read a value this run does not write",
+        0,
+        wrong,
+    )];
+    let mut said = vec!["every value read was one this run writes".to_string()];
+    let sets_ok = kind(SET).map_or(0, |k| k.ok);
+    let written = match stop {
+        Stop::Count(n) if whole => mix.written(n, sets_ok),
+        _ => None,
+    };
+    match written {
+        Some(keys) if !keys.is_empty() => {
+            let mut found = vec![false; keys.len()];
+            let mut bad = 0i64;
+            for s in 0..backend.servers() {
+                let mut a = backend.admin(s, db).await?;
+                for (i, v) in super::check::values(&mut a, &keys)
+                    .await?
+                    .into_iter()
+                    .enumerate()
+                {
+                    if let Some(v) = v {
+                        found[i] = true;
+                        bad += i64::from(!mix.valid(&v));
+                    }
+                }
+            }
+            let missing = found.iter().filter(|f| !**f).count() as i64;
+            checks.push(Check::new("keys SET and missing", 0, missing));
+            checks.push(Check::new("keys SET holding another value", 0, bad));
+            said.push(format!("{} keys SET, all there", group(keys.len() as u64)));
+        }
+        Some(_) => {}
+        None => said.push("the keys SET not checked (not every SET of -n acknowledged)".into()),
+    }
+    Ok(Verdict::from_checks(checks, said.join(", ")))
+}
+
+/// Hits and misses of the GETs.
+pub(super) fn results(counted: &Snapshot) -> Results {
+    let d = |i: u16| counted.domains.get(usize::from(i)).copied().unwrap_or(0);
+    Results {
+        lines: vec![format!(
+            "GET: {} hits, {} misses",
+            group(d(GET_HITS)),
+            group(d(GET_MISSES))
+        )],
+        ..Results::default()
+    }
+}
+
+/// Remove every `PREFIX*` key.
+pub(super) async fn clean<B: RedisBackend>(
+    mix: &Mix,
+    backend: &B,
+    db: u32,
+) -> Result<(), TargetError> {
+    let pattern = pattern(&mix.spec.key_prefix);
+    for s in 0..backend.servers() {
+        let mut a = backend.admin(s, db).await?;
+        let keys: Vec<Vec<u8>> = super::check::scan(&mut a, &pattern)
+            .await?
+            .into_iter()
+            .collect();
+        for batch in keys.chunks(1000) {
+            let mut c: Command = vec![b"DEL".to_vec()];
+            c.extend(batch.iter().cloned());
+            if let Some(Value::Error(e)) = a.call(&[c]).await?.pop() {
+                return Err(TargetError::Prepare {
+                    target: "redis".into(),
+                    reason: format!("DEL: {e}"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(pattern: KeyPattern, sizes: ValueSizes) -> MemtierSpec {
+        MemtierSpec {
+            sets: 1,
+            gets: 10,
+            set_pattern: pattern,
+            get_pattern: pattern,
+            key_prefix: "memtier-".into(),
+            key_min: 100,
+            key_max: 1099,
+            zipf_exp: 1.0,
+            sizes,
+        }
+    }
+
+    #[test]
+    fn the_ratio_interleaves_exactly() {
+        let m = Mix::new(spec(KeyPattern::Random, ValueSizes::Fixed { size: 3 }), 1);
+        let sets = (0..11_000).filter(|&i| m.kind(i) == SET).count();
+        assert_eq!(sets, 1_000);
+        assert_eq!((m.kind(0), m.kind(1), m.kind(11)), (SET, GET, SET));
+    }
+
+    #[test]
+    fn patterns_stay_in_range_with_their_shapes() {
+        for p in [
+            KeyPattern::Random,
+            KeyPattern::Sequential,
+            KeyPattern::Gaussian,
+            KeyPattern::Zipf,
+        ] {
+            let m = Mix::new(spec(p, ValueSizes::Fixed { size: 3 }), 7);
+            let keys: Vec<u64> = (0..50_000).map(|i| m.draw(i).1).collect();
+            assert!(keys.iter().all(|k| (100..=1099).contains(k)), "{p:?}");
+            let low = keys.iter().filter(|&&k| k < 200).count() as f64 / keys.len() as f64;
+            let mid = keys.iter().filter(|&&k| (550..650).contains(&k)).count() as f64
+                / keys.len() as f64;
+            match p {
+                KeyPattern::Random | KeyPattern::Sequential => {
+                    assert!((0.08..0.12).contains(&low), "{p:?} {low}");
+                    assert!((0.08..0.12).contains(&mid), "{p:?} {mid}");
+                }
+                // Within 0.3 sd of the middle: about 24%.
+                KeyPattern::Gaussian => assert!((0.2..0.28).contains(&mid), "{mid}"),
+                // Zipf(1) over 1000 keys: the first 100 ranks hold ~69%.
+                KeyPattern::Zipf => assert!((0.6..0.78).contains(&low), "{low}"),
+            }
+        }
+        // Each kind walks the keys in turn: SETs are indices 0, 11, 22, ...
+        let m = Mix::new(
+            spec(KeyPattern::Sequential, ValueSizes::Fixed { size: 3 }),
+            7,
+        );
+        assert_eq!((m.draw(0).1, m.draw(11).1, m.draw(22).1), (100, 101, 102));
+        assert_eq!((m.draw(1).1, m.draw(2).1, m.draw(12).1), (100, 101, 110));
+        assert_eq!(m.draw(11 * 1000).1, 100);
+    }
+
+    #[test]
+    fn sizes_and_values() {
+        let m = Mix::new(
+            spec(
+                KeyPattern::Random,
+                ValueSizes::List {
+                    sizes: vec![(4, 1), (64, 3)],
+                },
+            ),
+            3,
+        );
+        let sizes: Vec<usize> = (0..44_000)
+            .filter(|&i| m.kind(i) == SET)
+            .map(|i| m.draw(i).2)
+            .collect();
+        let big = sizes.iter().filter(|&&s| s == 64).count() as f64 / sizes.len() as f64;
+        assert!(sizes.iter().all(|&s| s == 4 || s == 64));
+        assert!((0.7..0.8).contains(&big), "{big}");
+        assert!(m.valid(&m.data[..4]) && m.valid(&m.data[..64]));
+        assert!(!m.valid(&m.data[..5]) && !m.valid(b"VXKx"));
+        let mut out = BytesMut::new();
+        let mut key = Vec::new();
+        assert_eq!(m.write(0, &mut out, &mut key), SET);
+        assert!(key.starts_with(b"memtier-"));
+        assert!(out.starts_with(b"*3\r\n$3\r\nSET\r\n"));
+        let r = ValueSizes::Range { min: 10, max: 20 };
+        let m = Mix::new(spec(KeyPattern::Random, r), 3);
+        assert!((0..1000)
+            .map(|i| m.draw(i * 11).2)
+            .all(|s| (10..=20).contains(&s)));
+    }
+
+    #[test]
+    fn replies_are_classified() {
+        let m = Mix::new(spec(KeyPattern::Random, ValueSizes::Fixed { size: 3 }), 3);
+        assert_eq!(
+            m.classify(GET, Reply::Bulk(Some(b"VXK"))),
+            Ok(Some(GET_HITS))
+        );
+        assert_eq!(m.classify(GET, Reply::Bulk(None)), Ok(Some(GET_MISSES)));
+        assert_eq!(
+            m.classify(GET, Reply::Bulk(Some(b"VX"))).unwrap_err().kind,
+            ErrorKind::Verification
+        );
+        assert_eq!(m.classify(SET, Reply::Simple(b"OK")), Ok(None));
+        assert_eq!(
+            m.classify(SET, Reply::Error(b"OOM no")),
+            Err(OpError::server("OOM"))
+        );
+    }
+
+    #[test]
+    fn scan_patterns_escape_globs() {
+        assert_eq!(pattern("a*b"), b"a\\*b*");
+        assert_eq!(pattern("memtier-"), b"memtier-*");
+    }
+}
