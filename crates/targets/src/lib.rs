@@ -11,6 +11,8 @@ mod null;
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(any(feature = "redis", feature = "voltdb"))]
+mod socket;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "voltdb")]

@@ -27,9 +27,8 @@ use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::SpecError;
 use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, RespConn, Value};
 use loadrig_workloads::{TargetError, TargetInfo};
-use tokio::io::Interest;
-use tokio::net::TcpStream;
 
+use crate::socket::{said, Socket};
 use crate::{split_host_port, Descriptor};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
@@ -289,7 +288,7 @@ impl RedisBackend for RedisTarget {
 /// Why a link could not be opened.
 #[derive(Debug, thiserror::Error)]
 enum LinkError {
-    #[error("{server}: {}", said(source))]
+    #[error("{server}: {}", said(source, "Redis"))]
     Io {
         server: String,
         #[source]
@@ -303,26 +302,9 @@ enum LinkError {
     },
 }
 
-/// An I/O error in the words a user needs.
-fn said(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
-        io::ErrorKind::TimedOut => "timed out".to_string(),
-        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
-            "the server closed the connection".to_string()
-        }
-        io::ErrorKind::InvalidData => format!("not a Redis server ({e})"),
-        _ => e.to_string(),
-    }
-}
-
-/// One socket with its buffers.
+/// One logged-in socket.
 struct Link {
-    stream: TcpStream,
-    wbuf: BytesMut,
-    rbuf: BytesMut,
-    sent: u64,
-    received: u64,
+    sock: Socket,
 }
 
 impl Link {
@@ -335,31 +317,22 @@ impl Link {
             source,
         };
         let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "timed out");
-        let stream =
-            tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host.as_str(), port)))
-                .await
-                .map_err(|_| io(timed_out()))?
-                .map_err(io)?;
-        stream.set_nodelay(true).map_err(io)?;
-        let mut link = Link {
-            stream,
-            wbuf: BytesMut::with_capacity(READ_CHUNK),
-            rbuf: BytesMut::with_capacity(READ_CHUNK),
-            sent: 0,
-            received: 0,
-        };
+        let sock = Socket::connect(&host, port, CONNECT_TIMEOUT, READ_CHUNK)
+            .await
+            .map_err(io)?;
+        let mut link = Link { sock };
         let mut asked: Vec<&'static str> = Vec::new();
         if let Some(pass) = &at.password {
             match &at.user {
                 Some(user) => {
-                    resp::encode_cmd3(&mut link.wbuf, b"AUTH", user.as_str(), pass.as_str())
+                    resp::encode_cmd3(&mut link.sock.wbuf, b"AUTH", user.as_str(), pass.as_str())
                 }
-                None => resp::encode_cmd2(&mut link.wbuf, b"AUTH", pass.as_str()),
+                None => resp::encode_cmd2(&mut link.sock.wbuf, b"AUTH", pass.as_str()),
             }
             asked.push("login");
         }
         if db != 0 {
-            resp::encode_cmd2(&mut link.wbuf, b"SELECT", db);
+            resp::encode_cmd2(&mut link.sock.wbuf, b"SELECT", db);
             asked.push("SELECT");
         }
         for what in asked {
@@ -387,58 +360,16 @@ impl Link {
         Ok(link)
     }
 
-    /// Write what is queued and wait until more bytes arrived. Cancel
-    /// safe: only `try_*` calls touch the socket, after readiness.
-    async fn fill(&mut self) -> io::Result<()> {
-        loop {
-            self.flush()?;
-            let interest = if self.wbuf.is_empty() {
-                Interest::READABLE
-            } else {
-                Interest::READABLE | Interest::WRITABLE
-            };
-            let ready = self.stream.ready(interest).await?;
-            if ready.is_readable() {
-                self.rbuf.reserve(READ_CHUNK);
-                match self.stream.try_read_buf(&mut self.rbuf) {
-                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                    Ok(n) => {
-                        self.received += n as u64;
-                        return Ok(());
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-    }
-
-    /// Write what the socket takes now.
-    fn flush(&mut self) -> io::Result<()> {
-        while !self.wbuf.is_empty() {
-            match self.stream.try_write(&self.wbuf) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    self.wbuf.advance(n);
-                    self.sent += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
-
     /// The next whole reply, owned (cold path).
     async fn reply(&mut self) -> io::Result<Value> {
         loop {
-            match resp::parse_reply(&self.rbuf) {
+            match resp::parse_reply(&self.sock.rbuf) {
                 Ok(Some((reply, n))) => {
                     let v = Value::of(reply);
-                    self.rbuf.advance(n);
+                    self.sock.rbuf.advance(n);
                     return Ok(v);
                 }
-                Ok(None) => self.fill().await?,
+                Ok(None) => self.sock.fill().await?,
                 Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
             }
         }
@@ -455,7 +386,7 @@ impl RespAdmin for Admin {
     async fn call(&mut self, commands: &[Command]) -> Result<Vec<Value>, TargetError> {
         for c in commands {
             let parts: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
-            resp::encode_command(&mut self.link.wbuf, &parts);
+            resp::encode_command(&mut self.link.sock.wbuf, &parts);
         }
         let replies = async {
             let mut out = Vec::with_capacity(commands.len());
@@ -473,7 +404,7 @@ impl RespAdmin for Admin {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => Err(TargetError::Prepare {
                 target: self.label.clone(),
-                reason: format!("{what}: {}", said(&e)),
+                reason: format!("{what}: {}", said(&e, "Redis")),
             }),
             Err(_) => Err(TargetError::Prepare {
                 target: self.label.clone(),
@@ -503,14 +434,14 @@ const PROTOCOL: OpError = OpError {
 impl RespConn for RedisConn {
     #[inline]
     fn out(&mut self) -> &mut BytesMut {
-        &mut self.link.wbuf
+        &mut self.link.sock.wbuf
     }
 
     #[inline]
     fn queued(&mut self, tag: Tag) {
         // With nothing in flight every byte read is a reply to nothing
         // (the next command would take it for its own).
-        if self.tags.is_empty() && !self.link.rbuf.is_empty() {
+        if self.tags.is_empty() && !self.link.sock.rbuf.is_empty() {
             self.stray = true;
         }
         self.tags.push_back(tag);
@@ -521,7 +452,7 @@ impl RespConn for RedisConn {
         if self.stray {
             return Some(Err(PROTOCOL));
         }
-        match resp::parse_reply(&self.link.rbuf) {
+        match resp::parse_reply(&self.link.sock.rbuf) {
             Ok(None) => None,
             Ok(Some((reply, n))) => {
                 // A reply with nothing in flight: the stream is not ours.
@@ -529,7 +460,7 @@ impl RespConn for RedisConn {
                     return Some(Err(PROTOCOL));
                 };
                 let out = f(tag, reply);
-                self.link.rbuf.advance(n);
+                self.link.sock.rbuf.advance(n);
                 Some(Ok(out))
             }
             Err(_) => Some(Err(PROTOCOL)),
@@ -537,7 +468,7 @@ impl RespConn for RedisConn {
     }
 
     async fn fill(&mut self) -> Result<(), OpError> {
-        self.link.fill().await.map_err(|e| match e.kind() {
+        self.link.sock.fill().await.map_err(|e| match e.kind() {
             io::ErrorKind::InvalidData => PROTOCOL,
             _ => OpError::new(ErrorKind::Io),
         })
@@ -560,10 +491,7 @@ impl RespConn for RedisConn {
     }
 
     fn take_bytes(&mut self) -> (u64, u64) {
-        let out = (self.link.sent, self.link.received);
-        self.link.sent = 0;
-        self.link.received = 0;
-        out
+        self.link.sock.take_bytes()
     }
 }
 

@@ -23,15 +23,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
+use bytes::Buf;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::SpecError;
 use loadrig_voltwire as vw;
 use loadrig_workloads::{Reply, TargetError, TargetInfo};
-use tokio::io::Interest;
-use tokio::net::TcpStream;
 
+use crate::socket::{said, Socket};
 use crate::{split_host_port, Descriptor};
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
@@ -224,7 +223,7 @@ impl TargetInfo for VoltTarget {
 /// Why a link could not be opened or went down.
 #[derive(Debug, thiserror::Error)]
 enum LinkError {
-    #[error("{host}: {}", said(source))]
+    #[error("{host}: {}", said(source, "VoltDB"))]
     Io {
         host: String,
         #[source]
@@ -240,26 +239,9 @@ enum LinkError {
     },
 }
 
-/// An I/O error in the words a user needs.
-fn said(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
-        io::ErrorKind::TimedOut => "timed out".to_string(),
-        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
-            "the server closed the connection".to_string()
-        }
-        io::ErrorKind::InvalidData => format!("not a VoltDB server ({e})"),
-        _ => e.to_string(),
-    }
-}
-
-/// One logged-in socket with its buffers.
+/// One logged-in socket.
 struct Link {
-    stream: TcpStream,
-    wbuf: BytesMut,
-    rbuf: BytesMut,
-    sent: u64,
-    received: u64,
+    sock: Socket,
 }
 
 impl Link {
@@ -275,25 +257,17 @@ impl Link {
             host: name.clone(),
             source,
         };
-        let stream = tokio::time::timeout(LOGIN_TIMEOUT, TcpStream::connect((host.as_str(), port)))
+        let sock = Socket::connect(&host, port, LOGIN_TIMEOUT, READ_CHUNK)
             .await
-            .map_err(|_| {
-                io(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "connection timed out",
-                ))
-            })?
             .map_err(io)?;
-        stream.set_nodelay(true).map_err(io)?;
-        let mut link = Link {
-            stream,
-            wbuf: BytesMut::with_capacity(READ_CHUNK),
-            rbuf: BytesMut::with_capacity(READ_CHUNK),
-            sent: 0,
-            received: 0,
-        };
-        vw::encode_login(&mut link.wbuf, &at.user, &at.password, vw::LOGIN_VERSION)
-            .map_err(wire)?;
+        let mut link = Link { sock };
+        vw::encode_login(
+            &mut link.sock.wbuf,
+            &at.user,
+            &at.password,
+            vw::LOGIN_VERSION,
+        )
+        .map_err(wire)?;
         let login = async {
             let n = link.next_frame().await?;
             Ok::<_, io::Error>(n)
@@ -302,8 +276,8 @@ impl Link {
             .await
             .map_err(|_| io(io::Error::new(io::ErrorKind::TimedOut, "login timed out")))?
             .map_err(io)?;
-        let answer = vw::decode_login_response(link.rbuf.get(..n).unwrap_or_default());
-        link.rbuf.advance(n);
+        let answer = vw::decode_login_response(link.sock.rbuf.get(..n).unwrap_or_default());
+        link.sock.rbuf.advance(n);
         match answer.map_err(wire)? {
             vw::LoginResponse::Accepted(info) => Ok((link, info.build)),
             vw::LoginResponse::Rejected(why) => Err(LinkError::Refused {
@@ -317,51 +291,19 @@ impl Link {
     /// (and flushing what is queued) until there is one. Cancel safe.
     async fn next_frame(&mut self) -> io::Result<usize> {
         loop {
-            match vw::frame_len(&self.rbuf) {
+            match vw::frame_len(&self.sock.rbuf) {
                 Ok(Some(n)) => return Ok(n),
-                Ok(None) => {}
+                Ok(None) => self.sock.fill().await?,
                 Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
             }
-            self.flush()?;
-            let interest = if self.wbuf.is_empty() {
-                Interest::READABLE
-            } else {
-                Interest::READABLE | Interest::WRITABLE
-            };
-            let ready = self.stream.ready(interest).await?;
-            if ready.is_readable() {
-                self.rbuf.reserve(READ_CHUNK);
-                match self.stream.try_read_buf(&mut self.rbuf) {
-                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                    Ok(n) => self.received += n as u64,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(e),
-                }
-            }
         }
-    }
-
-    /// Write what the socket takes now.
-    fn flush(&mut self) -> io::Result<()> {
-        while !self.wbuf.is_empty() {
-            match self.stream.try_write(&self.wbuf) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    self.wbuf.advance(n);
-                    self.sent += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
     }
 
     /// The next whole response, decoded in full (cold path).
     async fn response(&mut self) -> io::Result<vw::Response> {
         let n = self.next_frame().await?;
-        let r = vw::decode_response(self.rbuf.get(..n).unwrap_or_default());
-        self.rbuf.advance(n);
+        let r = vw::decode_response(self.sock.rbuf.get(..n).unwrap_or_default());
+        self.sock.rbuf.advance(n);
         r.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
 }
@@ -408,7 +350,7 @@ impl Admin<'_> {
         procedure: &str,
         params: &[vw::Value],
     ) -> Result<vw::Response, TargetError> {
-        vw::encode_invocation(&mut self.link.wbuf, procedure, 1, params)
+        vw::encode_invocation(&mut self.link.sock.wbuf, procedure, 1, params)
             .map_err(|e| self.target.failed(format!("{procedure}: {e}")))?;
         let r = tokio::time::timeout(ADMIN_TIMEOUT, self.link.response())
             .await
@@ -556,7 +498,7 @@ impl<A: Answer> VoltConn<A> {
         }
         // Encoding fails only for values the wire cannot carry, which the
         // workloads never produce; such a call would never be answered.
-        if vw::encode_invocation_with(&mut self.link.wbuf, procedure, i64::from(tag), params)
+        if vw::encode_invocation_with(&mut self.link.sock.wbuf, procedure, i64::from(tag), params)
             .is_ok()
         {
             self.pending[t] = Some(pending);
@@ -570,7 +512,7 @@ impl<A: Answer> VoltConn<A> {
             Ok(n) => n,
             Err(e) => return Reply::Broken(io_error(&e)),
         };
-        let frame = self.link.rbuf.get(..n).unwrap_or_default();
+        let frame = self.link.sock.rbuf.get(..n).unwrap_or_default();
         let reply = match vw::peek_client_handle(frame) {
             Ok(handle) => {
                 let slot = u32::try_from(handle)
@@ -587,7 +529,7 @@ impl<A: Answer> VoltConn<A> {
             }
             Err(_) => Reply::Broken(OpError::new(ErrorKind::Protocol)),
         };
-        self.link.rbuf.advance(n);
+        self.link.sock.rbuf.advance(n);
         reply
     }
 
@@ -608,10 +550,7 @@ impl<A: Answer> VoltConn<A> {
     }
 
     fn take_bytes(&mut self) -> (u64, u64) {
-        let out = (self.link.sent, self.link.received);
-        self.link.sent = 0;
-        self.link.received = 0;
-        out
+        self.link.sock.take_bytes()
     }
 }
 
