@@ -64,4 +64,4 @@
 pub mod memcache;
 mod num;
 pub mod resp;
-mod step;
+use loadrig_wirestep as step;

@@ -5,8 +5,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-/// Most digits a `u64` (or the magnitude of an `i64`) has in base 10.
-pub(crate) const MAX_DIGITS: usize = 20;
+pub(crate) use loadrig_wirestep::{parse_u64, MAX_DIGITS};
 
 /// A short run of bytes assembled on the stack and appended to a buffer
 /// with one copy: a memcached command line or binary header is many tiny
@@ -146,23 +145,6 @@ pub(crate) fn decimal_len(mut n: u64) -> usize {
         len = len.saturating_add(1);
     }
     len
-}
-
-/// Parses a whole slice of ASCII digits (no sign, no spaces) as a `u64`.
-/// `None` for an empty slice, a non-digit, more than [`MAX_DIGITS`] digits,
-/// or overflow.
-pub(crate) fn parse_u64(s: &[u8]) -> Option<u64> {
-    if s.is_empty() || s.len() > MAX_DIGITS {
-        return None;
-    }
-    s.iter().try_fold(0u64, |acc, &b| {
-        if b.is_ascii_digit() {
-            acc.checked_mul(10)?
-                .checked_add(u64::from(b.wrapping_sub(b'0')))
-        } else {
-            None
-        }
-    })
 }
 
 #[cfg(test)]

@@ -77,4 +77,4 @@ pub mod mqtt;
 pub mod nats;
 mod num;
 pub mod stamp;
-mod step;
+use loadrig_wirestep as step;

@@ -1,8 +1,7 @@
 //! Owns decimal numbers on the text protocol's wire: formatted on the
 //! stack (no `String`, no allocation) and parsed with overflow checks.
 
-/// Most digits a `u64` has in base 10.
-pub(crate) const MAX_DIGITS: usize = 20;
+pub(crate) use loadrig_wirestep::{parse_u64, MAX_DIGITS};
 
 /// A `u64` in decimal, held on the stack.
 pub(crate) struct Decimal {
@@ -30,24 +29,6 @@ impl Decimal {
     pub(crate) fn as_bytes(&self) -> &[u8] {
         self.digits.get(self.start..).unwrap_or_default()
     }
-}
-
-/// Parses a whole slice of ASCII digits (no sign, no spaces) as a `u64`.
-/// `None` for an empty slice, a non-digit, more than [`MAX_DIGITS`] digits,
-/// or overflow.
-#[inline]
-pub(crate) fn parse_u64(s: &[u8]) -> Option<u64> {
-    if s.is_empty() || s.len() > MAX_DIGITS {
-        return None;
-    }
-    s.iter().try_fold(0u64, |acc, &b| {
-        if b.is_ascii_digit() {
-            acc.checked_mul(10)?
-                .checked_add(u64::from(b.wrapping_sub(b'0')))
-        } else {
-            None
-        }
-    })
 }
 
 #[cfg(test)]

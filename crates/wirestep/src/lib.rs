@@ -1,11 +1,29 @@
-//! Owns what the parsers share: their internal result (a parse either
-//! finishes, runs out of bytes (`Incomplete`, which callers see as
-//! `Ok(None)`), or meets bytes that cannot be valid (`Bad`); keeping
-//! "incomplete" out of the error types lets `?` carry both through the
-//! parsers), and the scan for a line's end.
+//! What loadrig's pure wire codecs (`loadrig-kvwire`, `loadrig-mqwire`)
+//! share, written once: a parser's internal result (it finishes, runs out
+//! of bytes, or meets bytes that cannot be valid), checked byte access, the
+//! scan for a text line's end, and decimal parsing.
+//!
+//! Keeping "incomplete" out of the public error types lets `?` carry both
+//! outcomes through the parsers; [`finish`] turns `Incomplete` into the
+//! public `Ok(None)`.
+#![forbid(unsafe_code)]
+#![deny(
+    missing_docs,
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 
-pub(crate) enum Halt<E> {
+/// Most digits a `u64` has in base 10.
+pub const MAX_DIGITS: usize = 20;
+
+/// Why a parse stopped before a whole frame.
+pub enum Halt<E> {
+    /// More bytes are needed; what is there is a prefix of something valid.
     Incomplete,
+    /// The bytes cannot be valid, whatever follows.
     Bad(E),
 }
 
@@ -15,11 +33,12 @@ impl<E> From<E> for Halt<E> {
     }
 }
 
-pub(crate) type Step<T, E> = Result<T, Halt<E>>;
+/// A parser's internal result.
+pub type Step<T, E> = Result<T, Halt<E>>;
 
 /// Turns a parser's result into the public shape.
 #[inline]
-pub(crate) fn finish<T, E>(step: Step<T, E>) -> Result<Option<T>, E> {
+pub fn finish<T, E>(step: Step<T, E>) -> Result<Option<T>, E> {
     match step {
         Ok(v) => Ok(Some(v)),
         Err(Halt::Incomplete) => Ok(None),
@@ -38,7 +57,7 @@ pub(crate) fn finish<T, E>(step: Step<T, E>) -> Result<Option<T>, E> {
 /// is exact (false positives only appear above a true match), so the first
 /// match is found, not just some match.
 #[inline]
-pub(crate) fn find_line_end(rest: &[u8], max: usize) -> Option<usize> {
+pub fn find_line_end(rest: &[u8], max: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     const CRS: u64 = 0x0d0d_0d0d_0d0d_0d0d;
@@ -64,8 +83,26 @@ pub(crate) fn find_line_end(rest: &[u8], max: usize) -> Option<usize> {
 
 /// The byte at `pos`, or `Incomplete`.
 #[inline]
-pub(crate) fn byte<E>(buf: &[u8], pos: usize) -> Step<u8, E> {
+pub fn byte<E>(buf: &[u8], pos: usize) -> Step<u8, E> {
     buf.get(pos).copied().ok_or(Halt::Incomplete)
+}
+
+/// Parses a whole slice of ASCII digits (no sign, no spaces) as a `u64`.
+/// `None` for an empty slice, a non-digit, more than [`MAX_DIGITS`] digits,
+/// or overflow.
+#[inline]
+pub fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > MAX_DIGITS {
+        return None;
+    }
+    s.iter().try_fold(0u64, |acc, &b| {
+        if b.is_ascii_digit() {
+            acc.checked_mul(10)?
+                .checked_add(u64::from(b.wrapping_sub(b'0')))
+        } else {
+            None
+        }
+    })
 }
 
 // Test code indexes its own fixtures; the library's lints guard wire input.
@@ -106,5 +143,22 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::*;
+
+    #[test]
+    fn parse_edges() {
+        assert_eq!(parse_u64(b"0"), Some(0));
+        assert_eq!(parse_u64(b"007"), Some(7));
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b"000000000000000000001"), None);
+        assert_eq!(parse_u64(b""), None);
+        assert_eq!(parse_u64(b"-1"), None);
+        assert_eq!(parse_u64(b"1 "), None);
     }
 }
