@@ -22,6 +22,8 @@ pub(crate) struct Report {
     pub pending: u64,
     /// The worker is done; this is its final report.
     pub last: bool,
+    /// The worker's last completion or delivery.
+    pub last_event: Option<Instant>,
 }
 
 /// A lap as it closes, for live output.
@@ -68,7 +70,8 @@ pub(crate) async fn collect(
     let mut warmup = blank();
     let mut measured = blank();
     let mut lap = blank();
-    let mut pending = vec![0u64; cfg.load.connections as usize];
+    let mut pending = vec![0u64; cfg.load.connections as usize + cfg.listeners];
+    let mut last_event: Option<Instant> = None;
     let mut live = pending.len();
     let mut laps = Laps {
         start,
@@ -92,6 +95,7 @@ pub(crate) async fn collect(
                 }
                 if r.last {
                     live -= 1;
+                    last_event = last_event.max(r.last_event);
                 }
             }
             at = ticks.tick() => {
@@ -100,7 +104,10 @@ pub(crate) async fn collect(
             }
         }
     }
-    let end = Instant::now();
+    // The run ends at its last completion or delivery, not when the
+    // workers noticed (a drain's idle tail is not the run's time).
+    let now = Instant::now();
+    let end = last_event.map_or(now, |t| t.min(now).max(laps.last));
     if lap.ops() > 0 || laps.kept.is_empty() {
         laps.close(end, &mut lap, &measured, 0, &mut on_lap);
     }

@@ -1,8 +1,10 @@
 //! The contract between the engine and a target's connection.
 
 use std::future::Future;
+use std::time::Duration;
 
 use loadrig_metrics::OpError;
+use tokio::time::Instant;
 
 /// Identifies an operation in flight on one driver: `0..depth`.
 pub type Tag = u32;
@@ -20,6 +22,14 @@ pub enum Event {
     /// The connection failed: every operation in flight on it is lost and
     /// the engine will call [`Driver::reconnect`].
     Broken(OpError),
+    /// Something arrived that no operation of this driver asked for (a
+    /// message to a subscriber), `latency` after it was meant to leave its
+    /// sender; recorded as one completed operation of `kind`.
+    Delivered {
+        kind: usize,
+        latency: Duration,
+        domain: Option<u16>,
+    },
 }
 
 /// One connection to a target, speaking one workload. The engine owns one
@@ -37,6 +47,24 @@ pub trait Driver: Send + 'static {
     /// block: sending may be buffered until the next [`Driver::recv`].
     /// The operation is a pure function of the run's seed and `index`.
     fn send(&mut self, index: u64, tag: Tag) -> usize;
+
+    /// [`Driver::send`], told when the operation was meant to start (the
+    /// open loop's intended time; in the closed loop, now). Drivers whose
+    /// messages carry their send time (pub/sub) stamp this one, so the
+    /// receiver measures latency from the intended start too.
+    #[inline]
+    fn send_at(&mut self, index: u64, tag: Tag, intended: Instant) -> usize {
+        let _ = intended;
+        self.send(index, tag)
+    }
+
+    /// Whether this driver receives what nobody asked for (a subscriber,
+    /// a chat client): the engine then keeps calling [`Driver::recv`] with
+    /// nothing in flight, and after its own operations, until every
+    /// issuing driver is done and the drain period has passed.
+    fn listens(&self) -> bool {
+        false
+    }
 
     /// Flush what was queued and wait for the next event. Only called
     /// while operations are in flight. Must be cancel safe: the engine

@@ -13,16 +13,17 @@ mod pace;
 pub mod rng;
 mod worker;
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
 use loadrig_spec::LoadSpec;
-use tokio::time::Instant;
 
 pub use collect::{Lap, LapView};
 pub use driver::{Driver, Event, Tag};
+/// The clock the engine schedules by (a driver's `send_at` is told its time).
+pub use tokio::time::Instant;
 
 /// Index base of warm-up operations: disjoint from measured indices, so a
 /// warm-up never changes which operations the measured phase issues.
@@ -40,6 +41,12 @@ pub struct EngineConfig {
     /// Number of operation kinds and domain counters of the workload.
     pub kinds: usize,
     pub domains: usize,
+    /// Drivers after the first `load.connections` that issue nothing and
+    /// only listen (a pub/sub run's subscribers).
+    pub listeners: usize,
+    /// How long listening drivers keep receiving once every issuing
+    /// driver is done, so messages in flight are counted, not guessed.
+    pub drain: Duration,
 }
 
 /// What a run measured.
@@ -48,7 +55,7 @@ pub struct Outcome {
     /// Operations of the warm-up (not in the figures, but they did write).
     pub warmup: Snapshot,
     pub measured: Snapshot,
-    /// From the end of the warm-up to the last completion.
+    /// From the end of the warm-up to the last completion (or delivery).
     pub elapsed: Duration,
     pub laps: Vec<Lap>,
     /// Stopped early by the stop flag (Ctrl-C).
@@ -67,9 +74,16 @@ pub async fn run<D: Driver>(
 ) -> Outcome {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let workers = drivers.len();
+    let issuing = workers.saturating_sub(cfg.listeners);
+    let talking = Arc::new(AtomicUsize::new(issuing));
     let mut handles = Vec::with_capacity(workers);
     for (k, driver) in drivers.into_iter().enumerate() {
-        let w = worker::Worker::new(cfg, k, driver, start, stop.clone(), tx.clone());
+        let ends = worker::Ends {
+            stop: stop.clone(),
+            talking: talking.clone(),
+            listener: k >= issuing,
+        };
+        let w = worker::Worker::new(cfg, k, driver, start, ends, tx.clone());
         handles.push(tokio::spawn(w.run()));
     }
     drop(tx);

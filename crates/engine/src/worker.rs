@@ -7,7 +7,7 @@
 //! the next intended start, or housekeeping (laps, timeouts, Ctrl-C).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +29,16 @@ const ADMIT_BUDGET: u32 = 256;
 const YIELD_EVERY: u32 = 64;
 const WARMUP: usize = 0;
 const MEASURED: usize = 1;
+
+/// How a worker learns that it, or the run, is over.
+pub(crate) struct Ends {
+    /// Ctrl-C.
+    pub stop: Arc<AtomicBool>,
+    /// Issuing workers not yet done; listening workers drain once it is 0.
+    pub talking: Arc<AtomicUsize>,
+    /// This worker issues nothing and only listens.
+    pub listener: bool,
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -65,6 +75,18 @@ pub(crate) struct Worker<D> {
     next_check: Instant,
     stop: Arc<AtomicBool>,
     stopping: bool,
+    /// Keeps calling `recv` with nothing in flight (see `Driver::listens`).
+    listen: bool,
+    /// Issues nothing (a subscriber of a pub/sub run).
+    listener: bool,
+    talking: Arc<AtomicUsize>,
+    /// This worker has issued and settled everything (said once).
+    quiet: bool,
+    drain: Duration,
+    /// When a listening worker stops receiving.
+    drain_until: Option<Instant>,
+    /// The last completion or delivery.
+    last_event: Option<Instant>,
     /// `-n`: the run owes an account of every operation, issued or not.
     counted: bool,
     connected: bool,
@@ -80,7 +102,7 @@ impl<D: Driver> Worker<D> {
         id: usize,
         driver: D,
         start: Instant,
-        stop: Arc<AtomicBool>,
+        ends: Ends,
         tx: UnboundedSender<Report>,
     ) -> Self {
         let load = &cfg.load;
@@ -103,6 +125,8 @@ impl<D: Driver> Worker<D> {
         };
         let measure_start = start + cfg.warmup;
         let (end, deadline) = match load.stop {
+            // A listener's share of the indices is empty.
+            _ if ends.listener => (0, None),
             Stop::Count(n) => (n, None),
             Stop::Seconds(s) => (
                 WARMUP_INDEX_BASE,
@@ -117,7 +141,7 @@ impl<D: Driver> Worker<D> {
             deadline,
             cfg.seed,
         );
-        let (source, phase, main) = if cfg.warmup.is_zero() {
+        let (source, phase, main) = if cfg.warmup.is_zero() || ends.listener {
             (main, MEASURED, None)
         } else {
             let warm = Source::new(
@@ -137,6 +161,7 @@ impl<D: Driver> Worker<D> {
             phase: MEASURED,
             busy: false,
         };
+        let listen = ends.listener || driver.listens();
         Worker {
             driver,
             id,
@@ -161,8 +186,15 @@ impl<D: Driver> Worker<D> {
             start,
             next_lap: start + cfg.interval,
             next_check: start,
-            stop,
+            stop: ends.stop,
             stopping: false,
+            listen,
+            listener: ends.listener,
+            talking: ends.talking,
+            quiet: false,
+            drain: cfg.drain,
+            drain_until: None,
+            last_event: None,
             counted: matches!(load.stop, Stop::Count(_)),
             connected: true,
             down_since: None,
@@ -189,7 +221,7 @@ impl<D: Driver> Worker<D> {
                 continue;
             }
             let due = self.admit(now);
-            if self.finished() {
+            if self.finished(now) {
                 break;
             }
             let wake = due.map_or(self.next_check, |d| d.min(self.next_check));
@@ -203,14 +235,14 @@ impl<D: Driver> Worker<D> {
             }
             tokio::select! {
                 biased;
-                ev = self.driver.recv(), if self.inflight > 0 => {
+                ev = self.driver.recv(), if self.inflight > 0 || self.listen => {
                     let now = Instant::now();
                     self.complete(ev, now);
                     self.since_yield += 1;
                     // Answers that came in with this one (one read, many
                     // pipelined replies) complete at the same instant:
                     // one clock read per read, not per reply.
-                    while self.inflight > 0 && self.connected {
+                    while (self.inflight > 0 || self.listen) && self.connected {
                         let Some(ev) = self.driver.try_recv() else { break };
                         self.complete(ev, now);
                         self.since_yield += 1;
@@ -232,8 +264,26 @@ impl<D: Driver> Worker<D> {
         self.inflight + self.queue.len() + usize::from(self.held.is_some())
     }
 
-    fn finished(&self) -> bool {
-        self.phase == MEASURED && self.source.is_done() && self.outstanding() == 0
+    fn finished(&mut self, now: Instant) -> bool {
+        let settled = self.phase == MEASURED && self.source.is_done() && self.outstanding() == 0;
+        if !settled {
+            return false;
+        }
+        if !self.quiet {
+            self.quiet = true;
+            if !self.listener {
+                self.talking.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        if !self.listen || self.stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        // Listening: go on until every issuing worker is done and the
+        // drain period after that has passed.
+        if self.drain_until.is_none() && self.talking.load(Ordering::Acquire) == 0 {
+            self.drain_until = Some(now + self.drain);
+        }
+        self.drain_until.is_some_and(|t| now >= t)
     }
 
     /// Start what may start now; return when the source next has something.
@@ -306,7 +356,13 @@ impl<D: Driver> Worker<D> {
     }
 
     fn complete(&mut self, ev: Event, now: Instant) {
+        self.last_event = Some(now);
         match ev {
+            Event::Delivered {
+                kind,
+                latency,
+                domain,
+            } => self.snaps[self.phase].ok_same(kind, latency, domain),
             Event::Done { tag, result } => {
                 let Some(slot) = self.slots.get_mut(tag as usize).filter(|s| s.busy) else {
                     // A driver answered a tag it was not given: count it
@@ -449,6 +505,7 @@ impl<D: Driver> Worker<D> {
             snaps,
             pending: self.outstanding() as u64,
             last,
+            last_event: self.last_event,
         });
     }
 }

@@ -87,6 +87,8 @@ fn config(load: LoadSpec) -> EngineConfig {
         timeout: Duration::from_secs(10),
         kinds: 1,
         domains: 0,
+        listeners: 0,
+        drain: Duration::ZERO,
     }
 }
 
@@ -324,4 +326,124 @@ async fn a_dying_server_gives_counted_errors_and_the_run_ends() {
         // Gave up after the timeout, well before the 30 s.
         assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
     }
+}
+
+/// A broker in a channel: a publisher's sends arrive at the listener
+/// `delay` after their intended start.
+enum Bus {
+    Publisher {
+        to: tokio::sync::mpsc::UnboundedSender<Instant>,
+        sent: VecDeque<Tag>,
+        delay: Duration,
+    },
+    Listener {
+        from: tokio::sync::mpsc::UnboundedReceiver<Instant>,
+        /// A message taken from the channel, waiting for its arrival.
+        due: Option<(Instant, Instant)>,
+    },
+}
+
+impl Driver for Bus {
+    fn kind_of(&self, _index: u64) -> usize {
+        0
+    }
+
+    fn send(&mut self, index: u64, tag: Tag) -> usize {
+        self.send_at(index, tag, Instant::now())
+    }
+
+    fn send_at(&mut self, _index: u64, tag: Tag, intended: Instant) -> usize {
+        if let Bus::Publisher { to, sent, delay } = self {
+            let _ = to.send(intended + *delay);
+            sent.push_back(tag);
+        }
+        0
+    }
+
+    async fn recv(&mut self) -> Event {
+        match self {
+            Bus::Publisher { sent, .. } => match sent.pop_front() {
+                Some(tag) => Event::Done {
+                    tag,
+                    result: Ok(None),
+                },
+                None => std::future::pending().await,
+            },
+            Bus::Listener { from, due } => loop {
+                if let Some((arrive, sent)) = *due {
+                    tokio::time::sleep_until(arrive).await;
+                    *due = None;
+                    return Event::Delivered {
+                        kind: 1,
+                        latency: arrive - sent,
+                        domain: None,
+                    };
+                }
+                match from.recv().await {
+                    Some(at) => *due = Some((at, at - Duration::from_millis(50))),
+                    None => std::future::pending().await,
+                }
+            },
+        }
+    }
+
+    fn listens(&self) -> bool {
+        matches!(self, Bus::Listener { .. })
+    }
+
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        Ok(())
+    }
+}
+
+/// 100 messages at 1,000/s, each arriving 50 ms after its intended
+/// start, to one listener that drains for `drain`.
+async fn bus(drain: Duration) -> Outcome {
+    let mut cfg = config(load(
+        Pacing::Rate {
+            rate: 1000.0,
+            arrival: Arrival::Regular,
+        },
+        1,
+        Stop::Count(100),
+    ));
+    cfg.kinds = 2;
+    cfg.listeners = 1;
+    cfg.drain = drain;
+    let (to, from) = tokio::sync::mpsc::unbounded_channel();
+    let drivers = vec![
+        Bus::Publisher {
+            to,
+            sent: VecDeque::new(),
+            delay: Duration::from_millis(50),
+        },
+        Bus::Listener { from, due: None },
+    ];
+    let start = Instant::now() + Duration::from_millis(10);
+    run(
+        &cfg,
+        drivers,
+        start,
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    )
+    .await
+}
+
+#[tokio::test(start_paused = true)]
+async fn listeners_receive_until_the_drain_ends() {
+    let out = bus(Duration::from_millis(200)).await;
+    assert_eq!(out.measured.kinds[0].ok, 100);
+    assert_eq!(out.measured.kinds[1].ok, 100, "every message delivered");
+    // The run ends at the last delivery (99 ms + 50 ms), not the drain's end.
+    let ms = out.elapsed.as_secs_f64() * 1e3;
+    assert!((149.0..=151.0).contains(&ms), "elapsed {ms} ms");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_short_drain_misses_what_is_still_in_flight() {
+    let out = bus(Duration::from_millis(20)).await;
+    assert_eq!(out.measured.kinds[0].ok, 100);
+    let got = out.measured.kinds[1].ok;
+    assert!((60..100).contains(&got), "delivered {got}");
 }
