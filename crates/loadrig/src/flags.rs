@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loadrig_spec::{
-    Arrival, Dispatch, HelloSpec, KeyPattern, LoadSpec, MemtierSpec, Pacing, Preset, RedisSpec,
-    RedisTest, RunSpec, Shard, SpecError, Stop, ValueSizes, VoterGenerator, VoterSpec,
-    WorkloadSpec,
+    Arrival, ChatMode, ChatSpec, Dispatch, HelloSpec, KeyPattern, LoadSpec, MemtierSpec, Pacing,
+    Preset, PubSubSpec, RedisSpec, RedisTest, RunSpec, Shard, SpecError, Stop, ValueSizes,
+    VoterGenerator, VoterSpec, WorkloadSpec,
 };
 
 use crate::start::StartRule;
@@ -80,7 +80,53 @@ pub enum Workload {
         #[command(flatten)]
         redis: RedisArgs,
     },
+    /// nats-bench's load: publishers, subscribers, end-to-end latency, losses
+    #[command(
+        after_help = PUBSUB_HELP,
+        mut_arg("target", |a| a.help("Target URL: nats://, mqtt://[?qos=1] or redis:// [default: nats://127.0.0.1:4222]")),
+        mut_arg("requests", |a| a.help("Messages in total, over all publishers [default: 100000]")),
+        mut_arg("clients", |a| a.hide(true)),
+        mut_arg("connections", |a| a.hide(true)),
+        mut_arg("pipeline", |a| a.default_value("256").help("Messages each publisher keeps in flight (written but not yet flushed, or not yet acknowledged)"))
+    )]
+    Pubsub {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        pubsub: PubSubArgs,
+    },
+    /// Chut's chat: G groups x CPG clients messaging random peers of their group
+    #[command(
+        after_help = CHAT_HELP,
+        mut_arg("target", |a| a.help("Target URL: nats://, mqtt://[?qos=1] or redis:// [default: nats://127.0.0.1:4222]")),
+        mut_arg("duration", |a| a.help("How long clients send, Chut's T (e.g. 10, 10s, 2m) [default: 10s]")),
+        mut_arg("requests", |a| a.help("Messages in total instead of --duration")),
+        mut_arg("clients", |a| a.hide(true)),
+        mut_arg("connections", |a| a.hide(true))
+    )]
+    Chat {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        chat: ChatArgs,
+    },
 }
+
+const PUBSUB_HELP: &str =
+    "As nats-bench: --pubs (-np) publishers send -n messages of --size (-ms) bytes to one subject \
+and each of --subs (-ns) subscribers should receive them all. Every message carries a 24-byte stamp \
+(publisher, sequence, intended send time), so each subscriber measures end-to-end latency and \
+counts losses, duplicates and reorders; the run fails (exit 1) if one subscriber missed a message. \
+--rate paces the publishers (open loop, latency from the intended start). --request (NATS): \
+request-reply, an operation is one round trip. One connection per client; subscribers go on \
+receiving for --drain after the last publish.";
+
+const CHAT_HELP: &str =
+    "As Chut's benchmark: every client listens on its own inbox and sends to a random other member \
+of its group. --mode stress sends as fast as the broker takes it; --mode realistic sends one \
+message per --think (default 5 s) per client. After --duration (Chut's T), clients listen for \
+--drain more, so every message is counted as received or lost. Prints Chut's lines, then losses; \
+the deliver row of the latency table is delivery latency. One connection per client.";
 
 const REDIS_HELP: &str =
     "As redis-benchmark: -t picks tests, -c clients (50), -n requests per test (100000), \
@@ -100,18 +146,22 @@ hsd (hello): steady, direct, 200 clients. --burst and --limit count per client, 
 with --burst 1 issue Erlvolt's bursts of 100. Flags given explicitly win over the preset.";
 
 /// What a workload assumes when a flag is not given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Defaults {
     pub clients: u32,
     /// Runtime threads; `None`: one per core.
     pub threads: Option<usize>,
     pub target: &'static str,
+    /// Without `-n` or `--duration`: run this many seconds (`None`:
+    /// `-n` 100000).
+    pub duration: Option<f64>,
 }
 
 const DB_DEFAULTS: Defaults = Defaults {
     clients: DEFAULT_CLIENTS,
     threads: None,
     target: "sqlite://",
+    duration: None,
 };
 
 /// redis-benchmark's: 50 clients, one thread, the local server.
@@ -119,7 +169,43 @@ const REDIS_DEFAULTS: Defaults = Defaults {
     clients: 50,
     threads: Some(1),
     target: "redis://127.0.0.1:6379",
+    duration: None,
 };
+
+/// The message brokers' (pubsub, chat): the local NATS server.
+const BROKER_DEFAULTS: Defaults = Defaults {
+    clients: 1,
+    threads: None,
+    target: "nats://127.0.0.1:4222",
+    duration: None,
+};
+
+/// Chut's T: 10 seconds.
+const CHAT_SECONDS: f64 = 10.0;
+
+/// pubsub and chat size their clients themselves (--pubs/--subs,
+/// --groups/--per-group), each client with its own connection.
+fn one_connection_per_client(run: &RunArgs) -> Result<(), SpecError> {
+    if run.clients.is_some() {
+        return Err(SpecError::new(
+            "--clients",
+            "this workload counts its clients itself (pubsub: --pubs and --subs; chat: --groups x --per-group)",
+        ));
+    }
+    if run.connections.is_some() {
+        return Err(SpecError::new(
+            "--connections",
+            "every pubsub or chat client has its own connection",
+        ));
+    }
+    if run.processes.is_some_and(|k| k > 1) {
+        return Err(SpecError::new(
+            "--processes",
+            "pubsub and chat run in one process (their subjects are private to it)",
+        ));
+    }
+    Ok(())
+}
 
 /// A workload's command line, taken apart.
 pub struct Parts<'a> {
@@ -138,8 +224,26 @@ impl Parts<'_> {
     /// The run spec (see [`RunArgs::spec`]).
     pub fn spec(&self) -> Result<RunSpec, SpecError> {
         let conns = loadrig_targets::default_connections(Some(self.target()));
-        self.run
-            .spec(self.workload.clone(), self.preset, &self.defaults, conns)
+        let mut spec = self
+            .run
+            .spec(self.workload.clone(), self.preset, &self.defaults, conns)?;
+        if let WorkloadSpec::Chat(chat) = &self.workload {
+            if let ChatMode::Realistic { think_secs } = chat.mode {
+                // Each client sends once per think time: the open loop
+                // at clients / think, each client's sends a think apart.
+                if self.run.rate.is_some() || self.run.burst.is_some() {
+                    return Err(SpecError::new(
+                        "--rate",
+                        "--mode realistic paces each client by --think",
+                    ));
+                }
+                spec.load.pacing = Pacing::Rate {
+                    rate: f64::from(spec.load.clients) / think_secs,
+                    arrival: Arrival::Regular,
+                };
+            }
+        }
+        Ok(spec)
     }
 }
 
@@ -172,6 +276,32 @@ impl Workload {
                 preset: None,
                 defaults: REDIS_DEFAULTS,
             },
+            Workload::Pubsub { run, pubsub } => {
+                one_connection_per_client(run)?;
+                Parts {
+                    run,
+                    workload: pubsub.spec(),
+                    preset: None,
+                    defaults: Defaults {
+                        clients: pubsub.pubs,
+                        ..BROKER_DEFAULTS
+                    },
+                }
+            }
+            Workload::Chat { run, chat } => {
+                one_connection_per_client(run)?;
+                let spec = chat.spec()?;
+                Parts {
+                    run,
+                    defaults: Defaults {
+                        clients: spec.clients(),
+                        duration: Some(CHAT_SECONDS),
+                        ..BROKER_DEFAULTS
+                    },
+                    workload: WorkloadSpec::Chat(spec),
+                    preset: None,
+                }
+            }
         })
     }
 }
@@ -430,6 +560,106 @@ pub struct RedisArgs {
     pub data_size_list: Option<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct PubSubArgs {
+    /// Publishers, each with its connection (nats-bench -np)
+    #[arg(
+        long = "pubs",
+        visible_alias = "np",
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub pubs: u32,
+    /// Subscribers, each with its connection; each should receive every message (nats-bench -ns)
+    #[arg(
+        long = "subs",
+        visible_alias = "ns",
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub subs: u32,
+    /// Bytes per message, the 24-byte stamp included (nats-bench -ms)
+    #[arg(
+        long = "size",
+        visible_alias = "ms",
+        value_name = "BYTES",
+        default_value_t = 128
+    )]
+    pub size: usize,
+    /// Request-reply (NATS): each message carries a reply subject, subscribers answer, an operation is one round trip
+    #[arg(long)]
+    pub request: bool,
+    /// After the last publish, subscribers go on receiving this long
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "2")]
+    pub drain: f64,
+}
+
+impl PubSubArgs {
+    pub fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec::Pubsub(PubSubSpec {
+            pubs: self.pubs,
+            subs: self.subs,
+            size: self.size,
+            request: self.request,
+            drain_secs: self.drain,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ChatModeArg {
+    /// Every client sends as fast as the broker takes it
+    Stress,
+    /// Every client sends one message per --think
+    Realistic,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Groups (Chut's G)
+    #[arg(long, short = 'G', value_name = "G", default_value_t = 10)]
+    pub groups: u32,
+    /// Clients per group (Chut's CPG)
+    #[arg(
+        long = "per-group",
+        visible_alias = "cpg",
+        value_name = "CPG",
+        default_value_t = 5
+    )]
+    pub per_group: u32,
+    /// stress: as fast as possible; realistic: one message per --think per client
+    #[arg(long, value_enum, default_value = "stress")]
+    pub mode: ChatModeArg,
+    /// Realistic mode: time between a client's messages
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "5")]
+    pub think: f64,
+    /// Bytes per message, the 24-byte stamp included
+    #[arg(long, value_name = "BYTES", default_value_t = 64)]
+    pub size: usize,
+    /// After the last send, clients go on listening this long
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "2")]
+    pub drain: f64,
+}
+
+impl ChatArgs {
+    pub fn spec(&self) -> Result<ChatSpec, SpecError> {
+        let spec = ChatSpec {
+            groups: self.groups,
+            per_group: self.per_group,
+            mode: match self.mode {
+                ChatModeArg::Stress => ChatMode::Stress,
+                ChatModeArg::Realistic => ChatMode::Realistic {
+                    think_secs: self.think,
+                },
+            },
+            size: self.size,
+            drain_secs: self.drain,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
 impl RedisArgs {
     pub fn spec(&self) -> Result<WorkloadSpec, SpecError> {
         if let Some(ratio) = &self.ratio {
@@ -523,10 +753,11 @@ impl RunArgs {
                 "cannot be used with --queue/--slots (managed mode sets in-flight calls with --slots)",
             ));
         }
-        let stop = match (self.requests, self.duration) {
-            (_, Some(d)) => Stop::Seconds(d),
-            (Some(n), None) => Stop::Count(n),
-            (None, None) => Stop::Count(defaults.map_or(DEFAULT_REQUESTS, |d| d.requests)),
+        let stop = match (self.requests, self.duration, workload_defaults.duration) {
+            (_, Some(d), _) => Stop::Seconds(d),
+            (Some(n), None, _) => Stop::Count(n),
+            (None, None, Some(d)) => Stop::Seconds(d),
+            (None, None, None) => Stop::Count(defaults.map_or(DEFAULT_REQUESTS, |d| d.requests)),
         };
         let shard = match &self.shard {
             Some(s) => Shard::parse(s)?,

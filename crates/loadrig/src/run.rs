@@ -108,6 +108,8 @@ async fn single<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> anyho
         timeout: Duration::from_secs_f64(spec.timeout_secs),
         kinds: kinds.len(),
         domains: domains.len(),
+        listeners: bench.listeners(),
+        drain: bench.drain(),
     };
     // One phase running every kind, or (redis-benchmark's tests) one per
     // kind, one after the other, each over fresh connections.
@@ -126,8 +128,9 @@ async fn single<B: Bench>(mut bench: B, spec: &RunSpec, opts: &Options) -> anyho
         if let Some(k) = phase {
             bench.enter(k);
         }
-        let mut drivers = Vec::with_capacity(spec.load.connections as usize);
-        for _ in 0..spec.load.connections {
+        let conns = spec.load.connections as usize + cfg.listeners;
+        let mut drivers = Vec::with_capacity(conns);
+        for _ in 0..conns {
             drivers.push(bench.connect().await?);
         }
         let at = match &begin {

@@ -5,6 +5,7 @@
 
 mod load;
 mod preset;
+mod pubsub;
 mod redis;
 mod workload;
 
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use preset::{Preset, PresetDefaults};
+pub use pubsub::{ChatMode, ChatSpec, PubSubSpec, MAX_MESSAGE_SIZE, MIN_MESSAGE_SIZE};
 pub use redis::{KeyPattern, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE};
 pub use workload::{HelloSpec, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES};
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{RedisSpec, SpecError};
+use crate::{ChatSpec, PubSubSpec, RedisSpec, SpecError};
 
 /// The Voter's contestants, numbered 1..=N in this order.
 pub const CONTESTANT_NAMES: [&str; 12] = [
@@ -27,6 +27,8 @@ pub enum WorkloadSpec {
     Voter(VoterSpec),
     Hello(HelloSpec),
     Redis(RedisSpec),
+    Pubsub(PubSubSpec),
+    Chat(ChatSpec),
 }
 
 impl WorkloadSpec {
@@ -35,6 +37,8 @@ impl WorkloadSpec {
             WorkloadSpec::Voter(_) => "voter",
             WorkloadSpec::Hello(_) => "hello",
             WorkloadSpec::Redis(_) => "redis",
+            WorkloadSpec::Pubsub(_) => "pubsub",
+            WorkloadSpec::Chat(_) => "chat",
         }
     }
 
@@ -43,6 +47,8 @@ impl WorkloadSpec {
             WorkloadSpec::Voter(v) => v.validate(),
             WorkloadSpec::Hello(h) => h.validate(),
             WorkloadSpec::Redis(r) => r.validate(),
+            WorkloadSpec::Pubsub(p) => p.validate(),
+            WorkloadSpec::Chat(c) => c.validate(),
         }
     }
 }

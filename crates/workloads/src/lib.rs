@@ -182,6 +182,17 @@ pub trait Bench {
     /// operations of kind `kind` only.
     fn enter(&mut self, _kind: usize) {}
 
+    /// Drivers that issue nothing and only listen (a pub/sub run's
+    /// subscribers): `connect` makes them after the run's connections.
+    fn listeners(&self) -> usize {
+        0
+    }
+    /// How long listening drivers go on receiving after the last
+    /// operation, so that messages in flight are counted, not guessed.
+    fn drain(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
     /// Create the schema and initial data; idempotent.
     fn prepare(&mut self) -> impl Future<Output = Result<(), TargetError>>;
     /// Record what the server holds before the run, for verification.

@@ -15,12 +15,22 @@
 //! end-to-end latency and counts losses, duplicates and reorders without
 //! asking anyone.
 
+pub mod chat;
+mod client;
+pub mod fanout;
+mod tally;
+
 use std::future::Future;
 
 use loadrig_engine::Tag;
 use loadrig_metrics::OpError;
 
 use crate::{TargetError, TargetInfo};
+
+pub use chat::ChatBench;
+pub use client::{Client, ClientDriver, Role, DELIVER, DOMAINS, SEND};
+pub use fanout::PubSubBench;
+pub use tally::{ClientTally, Spread, Tallies};
 
 /// How the broker confirms a publish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

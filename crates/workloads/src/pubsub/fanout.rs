@@ -1,0 +1,348 @@
+//! The `pubsub` workload (nats-bench): `--pubs` publishers send to one
+//! subject, each of `--subs` subscribers should receive every message,
+//! once, in order per publisher. With `--request` (NATS) a publish carries
+//! a reply subject, every subscriber answers, and an operation is one
+//! round trip, complete at its first answer.
+//!
+//! Publishers are the engine's connections (its load model paces them:
+//! closed loop, `--rate`, `-n` or `--duration`); subscribers are
+//! listeners that issue nothing and drain after the last publish.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use loadrig_metrics::Snapshot;
+use loadrig_spec::{PubSubSpec, Stop};
+
+use super::client::{Client, ClientDriver, Role, DOMAINS, SEND};
+use super::tally::{ClientTally, Spread};
+use super::{PubSubBackend, PubSubConn};
+use crate::{group, Bench, Check, Results, TargetError, Verdict};
+
+/// The pubsub workload on one broker.
+pub struct PubSubBench<B> {
+    pub backend: B,
+    pub spec: PubSubSpec,
+    pub stop: Stop,
+    client: Arc<Client>,
+    /// Connections made so far: the first `pubs` publish.
+    made: AtomicU32,
+}
+
+impl<B: PubSubBackend> PubSubBench<B> {
+    pub fn new(backend: B, spec: PubSubSpec, seed: u64, stop: Stop) -> Self {
+        let client = Arc::new(Client::new(run_prefix(), spec.size, seed));
+        PubSubBench {
+            backend,
+            spec,
+            stop,
+            client,
+            made: AtomicU32::new(0),
+        }
+    }
+
+    fn label(&self) -> String {
+        self.backend.label()
+    }
+}
+
+/// `lr.<8 hex digits>`: this run's subjects, apart from any other run's
+/// on the same broker.
+pub(crate) fn run_prefix() -> String {
+    let nanos = super::client::unix_now();
+    let id = loadrig_engine::rng::mix64(nanos ^ (u64::from(std::process::id()) << 32));
+    format!("lr.{:08x}", id as u32)
+}
+
+/// A subscription the broker refused or a connection that broke while
+/// making it.
+pub(crate) fn subscribe_failed(target: &str, e: loadrig_metrics::OpError) -> TargetError {
+    TargetError::Prepare {
+        target: target.to_string(),
+        reason: format!("subscribe failed: {e}"),
+    }
+}
+
+impl<B: PubSubBackend> Bench for PubSubBench<B> {
+    type Driver = ClientDriver<B::Conn>;
+    type Target = B;
+
+    fn target(&self) -> &B {
+        &self.backend
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        let send = if self.spec.request {
+            "request"
+        } else {
+            "publish"
+        };
+        vec![send, "deliver"]
+    }
+
+    fn domains(&self) -> Vec<String> {
+        DOMAINS.iter().map(|d| d.to_string()).collect()
+    }
+
+    fn listeners(&self) -> usize {
+        self.spec.subs as usize
+    }
+
+    fn drain(&self) -> Duration {
+        Duration::from_secs_f64(self.spec.drain_secs)
+    }
+
+    async fn prepare(&mut self) -> Result<(), TargetError> {
+        if self.spec.request && !self.backend.request_reply() {
+            return Err(TargetError::Unsupported(format!(
+                "--request: {} has no request-reply (NATS has)",
+                self.label()
+            )));
+        }
+        self.client.tallies.clear();
+        Ok(())
+    }
+
+    async fn baseline(&mut self) -> Result<serde_json::Value, TargetError> {
+        // A broker keeps nothing to count: the subscribers are the record.
+        Ok(serde_json::Value::Null)
+    }
+
+    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+        let n = self.made.fetch_add(1, Ordering::Relaxed);
+        let mut conn = self.backend.connect(u64::from(n)).await?;
+        let role = match (n < self.spec.pubs, self.spec.request) {
+            (true, false) => Role::Publisher,
+            (true, true) => Role::Requester,
+            (false, _) => Role::Subscriber,
+        };
+        let subject = match role {
+            Role::Requester => Some([self.client.inbox(n).as_slice(), b".*"].concat()),
+            Role::Subscriber => Some(self.client.topic()),
+            _ => None,
+        };
+        if let Some(s) = subject {
+            conn.subscribe(&s)
+                .await
+                .map_err(|e| subscribe_failed(&self.label(), e))?;
+        }
+        Ok(ClientDriver::new(conn, self.client.clone(), role, n))
+    }
+
+    async fn verify(
+        &mut self,
+        _baseline: &serde_json::Value,
+        counted: &Snapshot,
+    ) -> Result<Verdict, TargetError> {
+        let all = self.client.tallies.all();
+        let (pubs, subs): (Vec<_>, Vec<_>) = all.iter().partition(|t| t.sends);
+        if subs.is_empty() {
+            return Ok(Verdict::skipped("no subscribers"));
+        }
+        let sent: u64 = pubs.iter().map(|t| t.sent).sum();
+        let send_errors = counted.kinds.get(SEND).map_or(0, |k| k.errors.total());
+        let in_doubt = pubs
+            .iter()
+            .map(|t| t.in_doubt)
+            .sum::<u64>()
+            .max(send_errors);
+        let mut checks = Vec::new();
+        for s in &subs {
+            let who = format!("subscriber {}", s.client);
+            checks.push(
+                Check::new(format!("{who} received"), sent as i64, s.received as i64)
+                    .in_doubt(in_doubt as i64),
+            );
+            checks.push(Check::new(
+                format!("{who} duplicated"),
+                0,
+                s.duplicated as i64,
+            ));
+            checks.push(Check::new(
+                format!("{who} out of order"),
+                0,
+                s.out_of_order as i64,
+            ));
+        }
+        let ok = format!(
+            "{} messages to each of {} subscribers, each once and in order",
+            group(sent),
+            subs.len()
+        );
+        Ok(Verdict::from_checks(checks, ok))
+    }
+
+    async fn results(&mut self, _counted: &Snapshot) -> Result<Results, TargetError> {
+        let all = self.client.tallies.all();
+        Ok(report(&self.label(), self.spec.size, &all))
+    }
+
+    async fn finish(&mut self, _keep: bool) -> Result<(), TargetError> {
+        Ok(())
+    }
+}
+
+/// nats-bench's report: the aggregate, then publishers and subscribers
+/// each with their rate, one line per client, and min/avg/max/stddev
+/// across clients; then a table of what each subscriber got.
+pub(crate) fn report(label: &str, size: usize, all: &[ClientTally]) -> Results {
+    let (pubs, subs): (Vec<_>, Vec<_>) = all.iter().partition(|t| t.sends);
+    let sent: u64 = pubs.iter().map(|t| t.sent).sum();
+    let got = |t: &ClientTally| t.received + t.duplicated;
+    let received: u64 = subs.iter().map(|t| got(t)).sum();
+    let span =
+        |ts: &[&ClientTally], first: fn(&ClientTally) -> u64, last: fn(&ClientTally) -> u64| {
+            let a = ts
+                .iter()
+                .map(|t| first(t))
+                .filter(|&x| x > 0)
+                .min()
+                .unwrap_or(0);
+            let b = ts.iter().map(|t| last(t)).max().unwrap_or(0);
+            b.saturating_sub(a) as f64 / 1e9
+        };
+    let pub_span = span(&pubs, |t| t.first_sent_ns, |t| t.last_sent_ns);
+    let sub_span = span(&subs, |t| t.first_received_ns, |t| t.last_received_ns);
+    let both = pub_span.max(sub_span);
+    let mut lines = vec![format!(
+        "{label} Pub/Sub stats: {}",
+        rate_line(sent + received, both, size)
+    )];
+    let side = |lines: &mut Vec<String>,
+                name: &str,
+                ts: &[&ClientTally],
+                n: u64,
+                span: f64,
+                rate: fn(&ClientTally) -> f64,
+                count: fn(&ClientTally) -> u64| {
+        if ts.is_empty() {
+            return;
+        }
+        lines.push(format!(" {name} stats: {}", rate_line(n, span, size)));
+        let rates: Vec<f64> = ts.iter().map(|t| rate(t)).collect();
+        for (i, (t, r)) in ts.iter().zip(&rates).enumerate() {
+            lines.push(format!(
+                "  [{}] {} msgs/sec ~ {:.2} MB/sec ({} msgs)",
+                i + 1,
+                group(r.round() as u64),
+                r * size as f64 / MB,
+                count(t)
+            ));
+        }
+        if let Some(s) = Spread::of(&rates) {
+            lines.push(format!(
+                "  min {} | avg {} | max {} | stddev {} msgs",
+                group(s.min.round() as u64),
+                group(s.avg.round() as u64),
+                group(s.max.round() as u64),
+                group(s.stddev.round() as u64)
+            ));
+        }
+    };
+    side(
+        &mut lines,
+        "Pub",
+        &pubs,
+        sent,
+        pub_span,
+        ClientTally::send_rate,
+        |t| t.sent,
+    );
+    side(
+        &mut lines,
+        "Sub",
+        &subs,
+        received,
+        sub_span,
+        ClientTally::receive_rate,
+        got,
+    );
+    let rows = subs
+        .iter()
+        .map(|t| {
+            vec![
+                t.client.to_string(),
+                group(t.received),
+                group(sent.saturating_sub(t.received)),
+                group(t.duplicated),
+                group(t.out_of_order),
+                group(t.foreign),
+            ]
+        })
+        .collect();
+    Results {
+        lines,
+        header: [
+            "subscriber",
+            "received",
+            "lost",
+            "duplicated",
+            "out of order",
+            "foreign",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        footer: Vec::new(),
+    }
+}
+
+/// nats-bench's megabyte.
+const MB: f64 = 1024.0 * 1024.0;
+
+/// `1,234 msgs/sec ~ 0.15 MB/sec`.
+fn rate_line(n: u64, secs: f64, size: usize) -> String {
+    let r = if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        n as f64
+    };
+    format!(
+        "{} msgs/sec ~ {:.2} MB/sec",
+        group(r.round() as u64),
+        r * size as f64 / MB
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_rates_each_side_by_its_own_span() {
+        let p = ClientTally {
+            client: 0,
+            sends: true,
+            sent: 1000,
+            first_sent_ns: 1_000_000_000,
+            last_sent_ns: 2_000_000_000,
+            ..ClientTally::default()
+        };
+        let s = ClientTally {
+            client: 1,
+            receives: true,
+            received: 998,
+            duplicated: 2,
+            first_received_ns: 1_000_000_000,
+            last_received_ns: 3_000_000_000,
+            ..ClientTally::default()
+        };
+        let r = report("NATS", 128, &[p, s]);
+        assert_eq!(
+            r.lines[0],
+            "NATS Pub/Sub stats: 1,000 msgs/sec ~ 0.12 MB/sec"
+        );
+        assert_eq!(r.lines[1], " Pub stats: 1,000 msgs/sec ~ 0.12 MB/sec");
+        assert_eq!(r.lines[2], "  [1] 1,000 msgs/sec ~ 0.12 MB/sec (1000 msgs)");
+        assert_eq!(
+            r.lines[3],
+            "  min 1,000 | avg 1,000 | max 1,000 | stddev 0 msgs"
+        );
+        assert_eq!(r.lines[4], " Sub stats: 500 msgs/sec ~ 0.06 MB/sec");
+        assert_eq!(
+            r.rows[0][..5],
+            ["1", "998", "2", "2", "0"].map(String::from)
+        );
+    }
+}
