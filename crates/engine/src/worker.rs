@@ -344,7 +344,7 @@ impl<D: Driver> Worker<D> {
             self.snaps[phase].failed(kind, OpError::new(ErrorKind::Dropped), None);
             return;
         }
-        let kind = self.driver.send(tok.index, tag);
+        let kind = self.driver.send_at(tok.index, tag, tok.intended);
         self.slots[tag as usize] = Slot {
             intended: tok.intended,
             sent: now,

@@ -348,8 +348,13 @@ impl Driver for Bus {
         0
     }
 
-    fn send(&mut self, index: u64, tag: Tag) -> usize {
-        self.send_at(index, tag, Instant::now())
+    /// The engine must call `send_at`: a message sent without its
+    /// intended start is lost here, and the tests count it.
+    fn send(&mut self, _index: u64, tag: Tag) -> usize {
+        if let Bus::Publisher { sent, .. } = self {
+            sent.push_back(tag);
+        }
+        0
     }
 
     fn send_at(&mut self, _index: u64, tag: Tag, intended: Instant) -> usize {
