@@ -4,14 +4,25 @@
 //! capabilities it can ([`loadrig_workloads::voter::VoterBackend`], ...).
 //! [`Target::open`] turns a `--target` URL into a target.
 
+#[cfg(any(feature = "nats", feature = "mqtt"))]
+mod broker;
 #[cfg(feature = "mysql")]
 mod mariadb;
+#[cfg(feature = "mqtt")]
+mod mqtt;
+#[cfg(feature = "nats")]
+mod nats;
 mod null;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
-#[cfg(any(feature = "redis", feature = "voltdb"))]
+#[cfg(any(
+    feature = "redis",
+    feature = "voltdb",
+    feature = "nats",
+    feature = "mqtt"
+))]
 mod socket;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -23,11 +34,15 @@ use loadrig_workloads::TargetError;
 
 #[cfg(feature = "mysql")]
 pub use mariadb::MariadbTarget;
+#[cfg(feature = "mqtt")]
+pub use mqtt::{MqttConn, MqttTarget};
+#[cfg(feature = "nats")]
+pub use nats::{NatsConn, NatsTarget};
 pub use null::{NullDelay, NullTarget};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresTarget;
 #[cfg(feature = "redis")]
-pub use redis::{RedisConn, RedisTarget};
+pub use redis::{RedisConn, RedisPubSubConn, RedisTarget};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;
 #[cfg(feature = "voltdb")]
@@ -55,6 +70,10 @@ pub const TARGETS: &[Descriptor] = &[
     voltdb::DESCRIPTOR,
     #[cfg(feature = "redis")]
     redis::DESCRIPTOR,
+    #[cfg(feature = "nats")]
+    nats::DESCRIPTOR,
+    #[cfg(feature = "mqtt")]
+    mqtt::DESCRIPTOR,
     null::DESCRIPTOR,
 ];
 
@@ -72,6 +91,14 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "redis",
         "redis-benchmark's tests and flags (-t -c -n -P -d -r -q --csv), one test after the other",
     ),
+    (
+        "pubsub",
+        "nats-bench's load: N publishers, M subscribers, end-to-end latency, losses, duplicates and reorders counted",
+    ),
+    (
+        "chat",
+        "Chut's social groups: G groups x CPG clients messaging random peers of their group, stress or realistic",
+    ),
 ];
 
 /// An opened target.
@@ -86,6 +113,10 @@ pub enum Target {
     Voltdb(VoltTarget),
     #[cfg(feature = "redis")]
     Redis(RedisTarget),
+    #[cfg(feature = "nats")]
+    Nats(NatsTarget),
+    #[cfg(feature = "mqtt")]
+    Mqtt(MqttTarget),
     Null(NullTarget),
 }
 
@@ -119,6 +150,13 @@ impl Target {
             "redis" => Ok(Target::Redis(RedisTarget::new(redis::RedisUrl::parse(
                 rest,
             )?))),
+            #[cfg(feature = "nats")]
+            "nats" => Ok(Target::Nats(NatsTarget::new(nats::parse_url(rest)?))),
+            #[cfg(feature = "mqtt")]
+            "mqtt" => {
+                let (at, qos) = mqtt::parse_url(rest)?;
+                Ok(Target::Mqtt(MqttTarget::new(at, qos)))
+            }
             "null" => Ok(Target::Null(NullTarget::parse(rest)?)),
             other => Err(OpenError::Spec(SpecError::new(
                 "--target",
@@ -139,6 +177,10 @@ impl Target {
             Target::Voltdb(_) => &voltdb::DESCRIPTOR,
             #[cfg(feature = "redis")]
             Target::Redis(_) => &redis::DESCRIPTOR,
+            #[cfg(feature = "nats")]
+            Target::Nats(_) => &nats::DESCRIPTOR,
+            #[cfg(feature = "mqtt")]
+            Target::Mqtt(_) => &mqtt::DESCRIPTOR,
             Target::Null(_) => &null::DESCRIPTOR,
         }
     }

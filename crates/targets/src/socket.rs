@@ -1,5 +1,5 @@
 //! A TCP socket with its write and read buffers, shared by the
-//! hand-written pipelined clients (VoltDB, Redis). Requests are encoded
+//! hand-written pipelined clients (VoltDB, Redis, NATS, MQTT). Requests are encoded
 //! into `wbuf`; `fill` writes what is queued and waits until more bytes
 //! are in `rbuf`. Only `try_*` calls touch the socket, after readiness, and
 //! both buffers live here, so dropping `fill` (the engine serves a timer)
@@ -69,6 +69,22 @@ impl Socket {
         }
     }
 
+    /// Write everything queued, waiting for the socket to take it. Cancel
+    /// safe: what is not written yet stays in `wbuf`.
+    #[cfg_attr(
+        not(any(feature = "nats", feature = "mqtt", feature = "redis")),
+        allow(dead_code)
+    )]
+    pub async fn flush_all(&mut self) -> io::Result<()> {
+        loop {
+            self.flush()?;
+            if self.wbuf.is_empty() {
+                return Ok(());
+            }
+            self.stream.writable().await?;
+        }
+    }
+
     /// Write what the socket takes now.
     pub fn flush(&mut self) -> io::Result<()> {
         while !self.wbuf.is_empty() {
@@ -83,6 +99,24 @@ impl Socket {
             }
         }
         Ok(())
+    }
+
+    /// Remove `n` bytes at offset `at` of the read buffer: a cold-path wait
+    /// for one answer (a subscription confirmed) takes it out from among
+    /// the messages that came before it, which stay for the hot path.
+    #[cfg_attr(
+        not(any(feature = "nats", feature = "mqtt", feature = "redis")),
+        allow(dead_code)
+    )]
+    pub fn cut(&mut self, at: usize, n: usize) {
+        let len = self.rbuf.len();
+        let end = at.saturating_add(n).min(len);
+        if at == 0 {
+            self.rbuf.advance(end);
+        } else if at < end {
+            self.rbuf.copy_within(end.., at);
+            self.rbuf.truncate(len - (end - at));
+        }
     }
 
     /// Bytes sent and received since the last call.

@@ -13,6 +13,10 @@
 //!
 //! Logging in (`AUTH`, with `redis://[USER]:PASSWORD@...`) and `SELECT db`
 //! are pipelined at connect time, and their replies checked.
+//!
+//! Pub/sub (`PUBLISH`, `SUBSCRIBE`) is in [`pubsub`].
+
+mod pubsub;
 
 use std::collections::VecDeque;
 use std::io;
@@ -31,13 +35,15 @@ use loadrig_workloads::{TargetError, TargetInfo};
 use crate::socket::{said, Socket};
 use crate::{split_host_port, Descriptor};
 
+pub use pubsub::RedisPubSubConn;
+
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     name: "redis",
     schemes: &["redis"],
-    workloads: &["redis"],
+    workloads: &["redis", "pubsub", "chat"],
     example:
         "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
-    about: "Redis (RESP2): pipelined connections dealt over the servers round robin",
+    about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
 };
 
 const DEFAULT_PORT: u16 = 6379;

@@ -71,6 +71,13 @@ pub trait PubSubBackend: TargetInfo + Send + Sync + 'static {
     }
     /// The target's name for the pubsub report (`NATS`, `MQTT QoS 1`, ...).
     fn label(&self) -> String;
+    /// What a published message is promised, for the pubsub report: by
+    /// default [`TargetInfo::durability`]. A target whose durability
+    /// speaks of something else says it here (Redis: its durability is
+    /// its keys' persistence; its pub/sub keeps nothing).
+    fn delivery(&self) -> Option<String> {
+        self.durability()
+    }
 }
 
 /// One client's connection to the broker.
