@@ -4,6 +4,7 @@
 //! each received in order, every acknowledgement counted; NATS
 //! request-reply; garbage servers, refusals and nothing listening.
 
+#![cfg(all(feature = "nats", feature = "mqtt", feature = "redis"))]
 #![allow(clippy::unwrap_used)]
 
 use std::io::{Read, Write};
