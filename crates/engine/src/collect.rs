@@ -107,9 +107,9 @@ pub(crate) async fn collect(
     // The run ends at its last completion or delivery, not when the
     // workers noticed (a drain's idle tail is not the run's time).
     let now = Instant::now();
-    let end = last_event.map_or(now, |t| t.min(now).max(laps.last));
+    let end = last_event.map_or(now, |t| t.min(now));
     if lap.ops() > 0 || laps.kept.is_empty() {
-        laps.close(end, &mut lap, &measured, 0, &mut on_lap);
+        laps.close(end.max(laps.last), &mut lap, &measured, 0, &mut on_lap);
     }
     Outcome {
         warmup,

@@ -6,6 +6,8 @@
 use loadrig_spec::{RunSpec, WorkloadSpec};
 use loadrig_targets::Target;
 use loadrig_workloads::hello::HelloBench;
+#[cfg(any(feature = "nats", feature = "mqtt", feature = "redis"))]
+use loadrig_workloads::pubsub::{ChatBench, PubSubBench};
 #[cfg(feature = "redis")]
 use loadrig_workloads::redis::RedisBench;
 use loadrig_workloads::voter::VoterBench;
@@ -111,6 +113,36 @@ macro_rules! with_bench {
                 // whole index space and no warm-up.
                 let whole = $spec.load.shard.count == 1 && $spec.warmup_secs == 0.0;
                 let $bench = RedisBench::new(t, r.clone(), seed, $spec.load.stop, whole);
+                $body
+            }
+            #[cfg(feature = "nats")]
+            (WorkloadSpec::Pubsub(p), Target::Nats(t)) => {
+                let $bench = PubSubBench::new(t, p.clone(), seed, $spec.load.stop);
+                $body
+            }
+            #[cfg(feature = "nats")]
+            (WorkloadSpec::Chat(c), Target::Nats(t)) => {
+                let $bench = ChatBench::new(t, c.clone(), seed, $spec.load.stop);
+                $body
+            }
+            #[cfg(feature = "mqtt")]
+            (WorkloadSpec::Pubsub(p), Target::Mqtt(t)) => {
+                let $bench = PubSubBench::new(t, p.clone(), seed, $spec.load.stop);
+                $body
+            }
+            #[cfg(feature = "mqtt")]
+            (WorkloadSpec::Chat(c), Target::Mqtt(t)) => {
+                let $bench = ChatBench::new(t, c.clone(), seed, $spec.load.stop);
+                $body
+            }
+            #[cfg(feature = "redis")]
+            (WorkloadSpec::Pubsub(p), Target::Redis(t)) => {
+                let $bench = PubSubBench::new(t, p.clone(), seed, $spec.load.stop);
+                $body
+            }
+            #[cfg(feature = "redis")]
+            (WorkloadSpec::Chat(c), Target::Redis(t)) => {
+                let $bench = ChatBench::new(t, c.clone(), seed, $spec.load.stop);
                 $body
             }
             // `open` refuses these: the target does not list the workload.

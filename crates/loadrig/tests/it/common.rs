@@ -1,9 +1,11 @@
 //! Running the binary and checking what it printed.
 
-use std::net::TcpStream;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_loadrig");
@@ -77,4 +79,121 @@ pub fn need_server(name: &str, port: u16) {
 pub fn json(path: &Path) -> serde_json::Value {
     let body = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_slice(&body).expect("the report is JSON")
+}
+
+/// One relayed connection: both sockets, and the bytes the server sent.
+struct Link {
+    client: TcpStream,
+    server: TcpStream,
+    down: Arc<AtomicU64>,
+}
+
+/// A TCP relay in front of a local server that can cut the links it
+/// carries (all, or only those the server sent much to: subscribers).
+pub struct Relay {
+    pub port: u16,
+    links: Arc<Mutex<Vec<Link>>>,
+    stop: Arc<AtomicBool>,
+    /// New links are refused (closed at once) until then.
+    closed_until: Arc<Mutex<Option<std::time::Instant>>>,
+}
+
+impl Relay {
+    /// Relay a fresh local port to `127.0.0.1:upstream`.
+    pub fn start(upstream: u16) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let links = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let closed_until = Arc::new(Mutex::new(None));
+        let (l, s, shut) = (links.clone(), stop.clone(), closed_until.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if s.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                let refused = *shut.lock().unwrap();
+                if refused.is_some_and(|t| std::time::Instant::now() < t) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                let down = Arc::new(AtomicU64::new(0));
+                l.lock().unwrap().push(Link {
+                    client: client.try_clone().unwrap(),
+                    server: server.try_clone().unwrap(),
+                    down: down.clone(),
+                });
+                pump(
+                    client.try_clone().unwrap(),
+                    server.try_clone().unwrap(),
+                    None,
+                );
+                pump(server, client, Some(down));
+            }
+        });
+        Relay {
+            port,
+            links,
+            stop,
+            closed_until,
+        }
+    }
+
+    /// Refuse new links for `d` from now (those that come are closed).
+    pub fn refuse_for(&self, d: Duration) {
+        *self.closed_until.lock().unwrap() = Some(std::time::Instant::now() + d);
+    }
+
+    /// Close every link now; new ones are still relayed.
+    pub fn cut(&self) {
+        self.cut_where(|_| true);
+    }
+
+    /// Close the links the server sent more than `bytes` to (receivers,
+    /// not senders); returns how many.
+    pub fn cut_receivers(&self, bytes: u64) -> usize {
+        self.cut_where(|down| down > bytes)
+    }
+
+    fn cut_where(&self, cut: impl Fn(u64) -> bool) -> usize {
+        let mut links = self.links.lock().unwrap();
+        let before = links.len();
+        links.retain(|l| {
+            if cut(l.down.load(Ordering::Relaxed)) {
+                let _ = l.client.shutdown(Shutdown::Both);
+                let _ = l.server.shutdown(Shutdown::Both);
+                false
+            } else {
+                true
+            }
+        });
+        before - links.len()
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.cut();
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn pump(mut from: TcpStream, mut to: TcpStream, count: Option<Arc<AtomicU64>>) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 64 * 1024];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+            if let Some(c) = &count {
+                c.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+    });
 }

@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod golden;
 mod multi;
+mod pubsub;
 mod redis;
 mod servers;
 mod services;

@@ -7,15 +7,12 @@
 //! Runs share the server's one schema (a run's teardown drops it), so
 //! every case runs in one test, in turn.
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{hold, json, loadrig, need_server};
+use crate::common::{hold, json, loadrig, need_server, Relay};
 
 const URL: &str = "voltdb://127.0.0.1:21212";
 
@@ -149,72 +146,11 @@ fn several_hosts() {
     assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
 }
 
-/// A relay to VoltDB that can cut every link it carries.
-struct Relay {
-    port: u16,
-    links: Arc<Mutex<Vec<TcpStream>>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Relay {
-    fn start() -> Relay {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let links = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (l, s) = (links.clone(), stop.clone());
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                if s.load(Ordering::Relaxed) {
-                    break;
-                }
-                let Ok(client) = client else { continue };
-                let Ok(server) = TcpStream::connect("127.0.0.1:21212") else {
-                    continue;
-                };
-                l.lock()
-                    .unwrap()
-                    .extend([client.try_clone().unwrap(), server.try_clone().unwrap()]);
-                pump(client.try_clone().unwrap(), server.try_clone().unwrap());
-                pump(server, client);
-            }
-        });
-        Relay { port, links, stop }
-    }
-
-    /// Close every link now; new ones are still relayed.
-    fn cut(&self) {
-        for s in self.links.lock().unwrap().drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.cut();
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-    }
-}
-
-fn pump(mut from: TcpStream, mut to: TcpStream) {
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 64 * 1024];
-        while let Ok(n) = from.read(&mut buf) {
-            if n == 0 || to.write_all(&buf[..n]).is_err() {
-                break;
-            }
-        }
-        let _ = to.shutdown(Shutdown::Both);
-    });
-}
-
 /// Every link cut mid-run: the calls in flight count as errors (and as
 /// votes in doubt), the connection comes back, the run ends with a report
 /// and the server's counts still agree.
 fn survives_cut_links() {
-    let relay = Relay::start();
+    let relay = Relay::start(21212);
     let url = format!("voltdb://127.0.0.1:{}", relay.port);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cut.json");

@@ -135,6 +135,7 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
             group(t.out_of_order),
             group(t.in_doubt)
         ));
+        lines.extend(self.backend.delivery().map(|d| format!("delivery: {d}")));
         Ok(Results {
             lines,
             ..Results::default()

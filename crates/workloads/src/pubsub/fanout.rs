@@ -175,7 +175,10 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
 
     async fn results(&mut self, _counted: &Snapshot) -> Result<Results, TargetError> {
         let all = self.client.tallies.all();
-        Ok(report(&self.label(), self.spec.size, &all))
+        let mut r = report(&self.label(), self.spec.size, &all);
+        r.lines
+            .extend(self.backend.delivery().map(|d| format!("delivery: {d}")));
+        Ok(r)
     }
 
     async fn finish(&mut self, _keep: bool) -> Result<(), TargetError> {

@@ -1,0 +1,319 @@
+//! pubsub and chat on the real brokers (started by `scripts/services up
+//! nats mosquitto redis`): every message to every subscriber counted
+//! exactly, request-reply on NATS, a subscriber cut off mid-run shows its
+//! losses and fails the run, chat's counts add up in both modes.
+
+use std::time::Duration;
+
+use crate::common::{json, loadrig, need_server, Relay, Run};
+
+/// The brokers, with the URL scheme and port each is reached at.
+const BROKERS: [(&str, &str, u16); 4] = [
+    ("nats", "nats", 4222),
+    ("mosquitto", "mqtt", 1883),
+    ("mosquitto", "mqtt", 1883),
+    ("redis", "redis", 6379),
+];
+
+/// URL of broker `i` of [`BROKERS`] at `port` (the second MQTT one at QoS 1).
+fn url(i: usize, port: u16) -> String {
+    let (_, scheme, _) = BROKERS[i];
+    let qos = if i == 2 { "?qos=1" } else { "" };
+    format!("{scheme}://127.0.0.1:{port}{qos}")
+}
+
+/// The verdict's checks as (name, expected, actual).
+fn checks(report: &serde_json::Value) -> Vec<(String, i64, i64)> {
+    report["verification"]["verdict"]["checks"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    (
+                        c["name"].as_str().unwrap_or("").to_string(),
+                        c["expected"].as_i64().unwrap_or(-1),
+                        c["actual"].as_i64().unwrap_or(-1),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn run_to(out: &std::path::Path, args: &[&str]) -> (Run, serde_json::Value) {
+    let mut all = args.to_vec();
+    all.extend(["-q", "--out", out.to_str().unwrap()]);
+    let r = loadrig(&all);
+    let report = if out.exists() {
+        json(out)
+    } else {
+        serde_json::Value::Null
+    };
+    (r, report)
+}
+
+#[test]
+fn two_publishers_three_subscribers_every_message_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, &(name, scheme, port)) in BROKERS.iter().enumerate() {
+        need_server(name, port);
+        let target = url(i, port);
+        let out = dir.path().join(format!("{scheme}{i}.json"));
+        let mut args = vec![
+            "run", "pubsub", "--target", &target, "--pubs", "2", "--subs", "3", "-n", "20000",
+            "--size", "64",
+        ];
+        if i == 2 {
+            // Mosquitto queues at most 1,000 QoS 1 messages per subscriber
+            // (max_queued_messages) and drops the rest: publishers as
+            // fast as they can go lose messages there, and loadrig says
+            // so. Paced, every one arrives.
+            args.extend(["--rate", "10000"]);
+        }
+        let (r, report) = run_to(&out, &args);
+        assert_eq!(r.code, 0, "{target}: {}", r.dump());
+        assert!(
+            r.stdout
+                .contains("verify ... ok (20,000 messages to each of 3 subscribers"),
+            "{target}: {}",
+            r.dump()
+        );
+        let got = checks(&report);
+        let received: Vec<_> = got.iter().filter(|c| c.0.ends_with("received")).collect();
+        assert_eq!(received.len(), 3, "{target}: {got:?}");
+        for c in received {
+            assert_eq!((c.1, c.2), (20_000, 20_000), "{target}: {c:?}");
+        }
+        for c in got.iter().filter(|c| !c.0.ends_with("received")) {
+            assert_eq!(c.2, 0, "{target}: {c:?}");
+        }
+        // nats-bench's report, then a row per subscriber.
+        assert!(r.stdout.contains("Pub/Sub stats: "), "{}", r.dump());
+        assert!(r.stdout.contains(" Pub stats: "), "{}", r.dump());
+        assert!(r.stdout.contains("  [3] "), "{}", r.dump());
+        assert!(r.stdout.contains(" | stddev "), "{}", r.dump());
+        // Every delivery is an operation with its latency.
+        let deliver = report["measured"]["kinds"]
+            .as_array()
+            .and_then(|k| k.iter().find(|k| k["name"] == "deliver"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(deliver["ok"].as_u64(), Some(60_000), "{target}: {deliver}");
+    }
+}
+
+#[test]
+fn request_reply_on_nats() {
+    need_server("nats", 4222);
+    let r = loadrig(&[
+        "run",
+        "pubsub",
+        "--request",
+        "--pubs",
+        "2",
+        "--subs",
+        "1",
+        "-n",
+        "5000",
+        "-P",
+        "8",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("verify ... ok (5,000 messages to each of 1 subscribers"),
+        "{}",
+        r.dump()
+    );
+    // Redis pub/sub has no reply subjects: one line, exit 2.
+    need_server("redis", 6379);
+    let r = loadrig(&[
+        "run",
+        "pubsub",
+        "--request",
+        "--target",
+        "redis://127.0.0.1:6379",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert!(r.stderr.contains("--request"), "{}", r.dump());
+}
+
+/// A subscriber's link is cut mid-run and it cannot come back for half a
+/// second: it reconnects, but what was published meanwhile is gone (no
+/// broker here keeps messages for a subscriber that went away); the run
+/// says how many and exits 1.
+#[test]
+fn a_subscriber_cut_off_shows_its_losses() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, &(name, scheme, port)) in BROKERS.iter().enumerate() {
+        if i == 2 {
+            continue; // QoS 1 delivery of a clean session is no different here
+        }
+        need_server(name, port);
+        let relay = Relay::start(port);
+        let target = url(i, relay.port);
+        let out = dir.path().join(format!("cut-{scheme}.json"));
+        let child = {
+            let (target, out) = (target.clone(), out.clone());
+            std::thread::spawn(move || {
+                run_to(
+                    &out,
+                    &[
+                        "run",
+                        "pubsub",
+                        "--target",
+                        &target,
+                        "--subs",
+                        "1",
+                        "--rate",
+                        "20000",
+                        "--duration",
+                        "4",
+                        "--size",
+                        "64",
+                    ],
+                )
+            })
+        };
+        std::thread::sleep(Duration::from_millis(2000));
+        // Only a subscriber has had megabytes from the server by now (a
+        // Redis publisher gets a 4-byte reply per message).
+        relay.refuse_for(Duration::from_millis(500));
+        let cut = relay.cut_receivers(1 << 20);
+        let (r, report) = child.join().unwrap();
+        assert_eq!(cut, 1, "{target}: the subscriber's link: {}", r.dump());
+        assert_eq!(r.code, 1, "{target}: {}", r.dump());
+        assert!(r.stdout.contains("verify ... FAILED ("), "{}", r.dump());
+        let got = checks(&report);
+        let (_, sent, received) = got
+            .iter()
+            .find(|c| c.0.ends_with("received"))
+            .cloned()
+            .unwrap_or_default();
+        assert!(received < sent, "{target}: no loss: {got:?}");
+        assert!(received > 0, "{target}: nothing received: {got:?}");
+        assert!(
+            report["measured"]["reconnects"].as_u64().unwrap_or(0) >= 1,
+            "{target}: {}",
+            r.dump()
+        );
+    }
+}
+
+/// Chut's lines, whose counts add up after the drain: sent = received +
+/// lost, and the run fails (exit 1) exactly when something was lost.
+/// Returns what was lost.
+fn chat_adds_up(r: &Run, report: &serde_json::Value) -> u64 {
+    let line = |prefix: &str| -> u64 {
+        r.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no '{prefix}' line: {}", r.dump()))
+    };
+    let (sent, received) = (line("Sent: "), line("Received: "));
+    assert!(sent > 0, "{}", r.dump());
+    // "lost L of S sent (...)"
+    let lost_line = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("lost "))
+        .unwrap_or_else(|| panic!("no 'lost' line: {}", r.dump()));
+    let words: Vec<&str> = lost_line.split_whitespace().collect();
+    let num = |w: &str| w.replace(',', "").parse::<u64>().unwrap();
+    let (lost, of) = (num(words[0]), num(words[2]));
+    assert_eq!(of, sent, "{}", r.dump());
+    assert_eq!(received + lost, sent, "{}", r.dump());
+    let got = checks(report);
+    let rec = got
+        .iter()
+        .find(|c| c.0 == "messages received")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!((rec.1 as u64, rec.2 as u64), (sent, received), "{got:?}");
+    assert_eq!(r.code, if lost == 0 { 0 } else { 1 }, "{}", r.dump());
+    for l in [
+        "Average sent per second: ",
+        "Average received per second: ",
+        "Average sent per group: ",
+        "Average received per group: ",
+        "Average sent per client: ",
+        "Average received per client: ",
+        "Average sent per client per second: ",
+        "Average received per client per second: ",
+    ] {
+        assert!(r.stdout.contains(l), "no '{l}': {}", r.dump());
+    }
+    lost
+}
+
+#[test]
+fn chat_stress_and_realistic_add_up() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, &(name, scheme, port)) in BROKERS.iter().enumerate() {
+        need_server(name, port);
+        let target = url(i, port);
+        let out = dir.path().join(format!("stress-{scheme}{i}.json"));
+        let (r, report) = run_to(
+            &out,
+            &[
+                "run",
+                "chat",
+                "--target",
+                &target,
+                "-G",
+                "3",
+                "--cpg",
+                "4",
+                "--duration",
+                "2",
+                "--drain",
+                "1",
+            ],
+        );
+        assert!(r.stdout.contains("G:3\tCPG:4\tT:2\n"), "{}", r.dump());
+        // Stress may overrun a broker (Mosquitto drops what it cannot
+        // queue): the counts must still add up.
+        chat_adds_up(&r, &report);
+    }
+    need_server("nats", 4222);
+    let out = dir.path().join("realistic.json");
+    let (r, report) = run_to(
+        &out,
+        &[
+            "run",
+            "chat",
+            "--mode",
+            "realistic",
+            "--think",
+            "200ms",
+            "-G",
+            "5",
+            "--cpg",
+            "4",
+            "--duration",
+            "2",
+            "--drain",
+            "1",
+        ],
+    );
+    assert_eq!(chat_adds_up(&r, &report), 0, "{}", r.dump());
+    // 20 clients, one message each per 200 ms, for 2 s: about 200.
+    let sent = report["measured"]["kinds"][0]["ok"].as_u64().unwrap_or(0);
+    assert!((180..=220).contains(&sent), "sent {sent}: {}", r.dump());
+}
+
+#[test]
+fn bad_flags_get_one_line_and_exit_2() {
+    for args in [
+        &["run", "pubsub", "--size", "10"][..],
+        &["run", "pubsub", "--clients", "4"],
+        &["run", "chat", "--cpg", "1"],
+        &["run", "chat", "--mode", "realistic", "--rate", "10"],
+        &["run", "pubsub", "--processes", "2"],
+    ] {
+        let r = loadrig(args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.dump());
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{args:?}: {}", r.dump());
+    }
+}
