@@ -18,9 +18,28 @@ pub const MAX_NANOS: u64 = 3_600 * 1_000_000_000;
 /// The lowest discernible value, in nanoseconds.
 const LOWEST: u64 = 100;
 
-/// An HDR histogram of durations (ns, 3 significant digits), mergeable by addition.
+/// An HDR histogram of durations (ns, 3 significant digits), mergeable by
+/// addition. Nothing is allocated until the first value: a worker holds a
+/// dozen of these and a chat run has thousands of workers, most of them
+/// idle in any one lap, so an empty histogram costs nothing to make, hand
+/// over or merge.
 #[derive(Clone, Debug)]
-pub struct Histo(Histogram<u64>);
+pub struct Histo(Option<Histogram<u64>>);
+
+/// A histogram with the bounds every [`Histo`] starts from.
+fn fresh() -> Histogram<u64> {
+    // 3 significant digits; auto-resize grows the range on demand.
+    let mut h = Histogram::new_with_bounds(LOWEST, 2 * LOWEST, 3)
+        .expect("these bounds and 3 significant digits are a valid HDR setting");
+    h.auto(true);
+    h
+}
+
+/// The empty histogram, for readers of an unallocated [`Histo`].
+fn empty() -> &'static Histogram<u64> {
+    static EMPTY: std::sync::OnceLock<Histogram<u64>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(fresh)
+}
 
 impl Default for Histo {
     fn default() -> Self {
@@ -30,11 +49,7 @@ impl Default for Histo {
 
 impl Histo {
     pub fn new() -> Self {
-        // 3 significant digits; auto-resize grows the range on demand.
-        let mut h = Histogram::new_with_bounds(LOWEST, 2 * LOWEST, 3)
-            .expect("these bounds and 3 significant digits are a valid HDR setting");
-        h.auto(true);
-        Histo(h)
+        Histo(None)
     }
 
     /// Record one duration. Never fails: values beyond an hour are clamped.
@@ -44,48 +59,59 @@ impl Histo {
             .unwrap_or(MAX_NANOS)
             .min(MAX_NANOS);
         // With auto-resize on and the value clamped, recording cannot fail.
-        let _ = self.0.record(ns);
+        let _ = self.0.get_or_insert_with(fresh).record(ns);
     }
 
     /// Add every count of `other` into `self`.
     pub fn add(&mut self, other: &Histo) {
         // Auto-resize lets `add` grow the range; the only error is a
         // count overflow past u64::MAX, which no run reaches.
-        let _ = self.0.add(&other.0);
+        match &other.0 {
+            Some(o) if !o.is_empty() => {
+                let _ = self.0.get_or_insert_with(fresh).add(o);
+            }
+            _ => {}
+        }
     }
 
     pub fn reset(&mut self) {
-        self.0.reset();
+        if let Some(h) = &mut self.0 {
+            h.reset();
+        }
     }
 
     pub fn len(&self) -> u64 {
-        self.0.len()
+        self.inner().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.inner().is_empty()
     }
 
     pub fn min(&self) -> Duration {
-        Duration::from_nanos(if self.is_empty() { 0 } else { self.0.min() })
+        Duration::from_nanos(if self.is_empty() {
+            0
+        } else {
+            self.inner().min()
+        })
     }
 
     pub fn max(&self) -> Duration {
-        Duration::from_nanos(self.0.max())
+        Duration::from_nanos(self.inner().max())
     }
 
     pub fn mean(&self) -> Duration {
-        Duration::from_nanos(self.0.mean() as u64)
+        Duration::from_nanos(self.inner().mean() as u64)
     }
 
     /// The value at percentile `p` (0..=100).
     pub fn percentile(&self, p: f64) -> Duration {
-        Duration::from_nanos(self.0.value_at_percentile(p))
+        Duration::from_nanos(self.inner().value_at_percentile(p))
     }
 
     /// The underlying histogram, for printers that walk its buckets.
     pub fn inner(&self) -> &Histogram<u64> {
-        &self.0
+        self.0.as_ref().unwrap_or_else(|| empty())
     }
 
     /// Lossless encoding: HdrHistogram's V2 format (readable by any HDR
@@ -93,7 +119,7 @@ impl Histo {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         // Writing into a Vec cannot fail for a histogram we built.
-        let _ = V2Serializer::new().serialize(&self.0, &mut out);
+        let _ = V2Serializer::new().serialize(self.inner(), &mut out);
         out
     }
 
@@ -103,7 +129,7 @@ impl Histo {
             .deserialize(&mut std::io::Cursor::new(bytes))
             .map_err(|e| DecodeError(format!("{e:?}")))?;
         h.auto(true);
-        Ok(Histo(h))
+        Ok(Histo(Some(h)))
     }
 }
 
