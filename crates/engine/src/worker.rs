@@ -20,8 +20,11 @@ use crate::collect::Report;
 use crate::pace::{Indices, Next, Share, Source, Token};
 use crate::{Driver, EngineConfig, Event, Tag, WARMUP_INDEX_BASE};
 
-/// Housekeeping runs at least this often (stop flag, timeouts).
+/// Housekeeping runs at least this often (stop flag, timeouts) while
+/// operations are in flight...
 const CHECK_EVERY: Duration = Duration::from_millis(100);
+/// ... and this often otherwise (capped by the lap interval).
+const IDLE_CHECK_EVERY: Duration = Duration::from_millis(500);
 /// Tokens one turn may admit before the loop yields (fairness, and no spin
 /// when every token fails at once, e.g. a full queue).
 const ADMIT_BUDGET: u32 = 256;
@@ -224,7 +227,10 @@ impl<D: Driver> Worker<D> {
             if self.finished(now) {
                 break;
             }
-            let wake = due.map_or(self.next_check, |d| d.min(self.next_check));
+            let mut wake = due.map_or(self.next_check, |d| d.min(self.next_check));
+            if let Some(t) = self.drain_until {
+                wake = wake.min(t);
+            }
             if wake <= now {
                 tokio::task::yield_now().await;
                 continue;
@@ -484,7 +490,16 @@ impl<D: Driver> Worker<D> {
                 self.next_lap += self.interval;
             }
         }
-        self.next_check = (now + CHECK_EVERY).min(self.next_lap);
+        // Timeouts need a close watch only while something is in flight;
+        // an idle worker (a listener, a chat client between messages)
+        // looks at the stop flag and the drain once per lap, so thousands
+        // of them cost little.
+        let every = if self.inflight > 0 {
+            CHECK_EVERY
+        } else {
+            IDLE_CHECK_EVERY
+        };
+        self.next_check = (now + every).min(self.next_lap);
     }
 
     fn report(&mut self, last: bool) {
