@@ -4,6 +4,7 @@
 //! exactly what produced it.
 
 mod load;
+mod memcache;
 mod preset;
 mod redis;
 mod workload;
@@ -11,6 +12,7 @@ mod workload;
 use serde::{Deserialize, Serialize};
 
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
+pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};
 pub use preset::{Preset, PresetDefaults};
 pub use redis::{KeyPattern, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE};
 pub use workload::{HelloSpec, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES};

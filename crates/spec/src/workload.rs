@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{RedisSpec, SpecError};
+use crate::{MemcacheSpec, RedisSpec, SpecError};
 
 /// The Voter's contestants, numbered 1..=N in this order.
 pub const CONTESTANT_NAMES: [&str; 12] = [
@@ -27,6 +27,7 @@ pub enum WorkloadSpec {
     Voter(VoterSpec),
     Hello(HelloSpec),
     Redis(RedisSpec),
+    Memcache(MemcacheSpec),
 }
 
 impl WorkloadSpec {
@@ -35,6 +36,7 @@ impl WorkloadSpec {
             WorkloadSpec::Voter(_) => "voter",
             WorkloadSpec::Hello(_) => "hello",
             WorkloadSpec::Redis(_) => "redis",
+            WorkloadSpec::Memcache(_) => "memcache",
         }
     }
 
@@ -43,6 +45,7 @@ impl WorkloadSpec {
             WorkloadSpec::Voter(v) => v.validate(),
             WorkloadSpec::Hello(h) => h.validate(),
             WorkloadSpec::Redis(r) => r.validate(),
+            WorkloadSpec::Memcache(m) => m.validate(),
         }
     }
 }
