@@ -6,12 +6,14 @@
 
 #[cfg(feature = "mysql")]
 mod mariadb;
+#[cfg(feature = "memcache")]
+mod memcache;
 mod null;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
-#[cfg(any(feature = "redis", feature = "voltdb"))]
+#[cfg(any(feature = "redis", feature = "voltdb", feature = "memcache"))]
 mod socket;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -23,6 +25,8 @@ use loadrig_workloads::TargetError;
 
 #[cfg(feature = "mysql")]
 pub use mariadb::MariadbTarget;
+#[cfg(feature = "memcache")]
+pub use memcache::{MemcacheConn, MemcacheTarget};
 pub use null::{NullDelay, NullTarget};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresTarget;
@@ -55,6 +59,8 @@ pub const TARGETS: &[Descriptor] = &[
     voltdb::DESCRIPTOR,
     #[cfg(feature = "redis")]
     redis::DESCRIPTOR,
+    #[cfg(feature = "memcache")]
+    memcache::DESCRIPTOR,
     null::DESCRIPTOR,
 ];
 
@@ -72,6 +78,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "redis",
         "redis-benchmark's tests and flags (-t -c -n -P -d -r -q --csv), one test after the other",
     ),
+    (
+        "memcache",
+        "memaslap's load: get/set mix, key and value sizes, window of keys per client, multiget, text or binary protocol",
+    ),
 ];
 
 /// An opened target.
@@ -86,6 +96,8 @@ pub enum Target {
     Voltdb(VoltTarget),
     #[cfg(feature = "redis")]
     Redis(RedisTarget),
+    #[cfg(feature = "memcache")]
+    Memcache(MemcacheTarget),
     Null(NullTarget),
 }
 
@@ -119,6 +131,10 @@ impl Target {
             "redis" => Ok(Target::Redis(RedisTarget::new(redis::RedisUrl::parse(
                 rest,
             )?))),
+            #[cfg(feature = "memcache")]
+            "memcache" => Ok(Target::Memcache(MemcacheTarget::new(
+                memcache::McUrl::parse(rest)?,
+            ))),
             "null" => Ok(Target::Null(NullTarget::parse(rest)?)),
             other => Err(OpenError::Spec(SpecError::new(
                 "--target",
@@ -139,6 +155,8 @@ impl Target {
             Target::Voltdb(_) => &voltdb::DESCRIPTOR,
             #[cfg(feature = "redis")]
             Target::Redis(_) => &redis::DESCRIPTOR,
+            #[cfg(feature = "memcache")]
+            Target::Memcache(_) => &memcache::DESCRIPTOR,
             Target::Null(_) => &null::DESCRIPTOR,
         }
     }
