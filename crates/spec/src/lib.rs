@@ -106,6 +106,15 @@ impl RunSpec {
                 ));
             }
         }
+        if let WorkloadSpec::Memcache(_) = self.workload {
+            let shards = self.load.shard.count.max(self.processes);
+            if u64::from(self.load.connections) * u64::from(shards) > MAX_WINDOWS {
+                return Err(SpecError::new(
+                    "--connections",
+                    format!("the memcache workload names at most {MAX_WINDOWS} windows (connections over every process)"),
+                ));
+            }
+        }
         if self.threads == 0 {
             return Err(SpecError::new("--threads", "must be at least 1"));
         }
