@@ -9,8 +9,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loadrig_spec::{
     Arrival, Dispatch, HelloSpec, KeyPattern, LoadSpec, MemcacheSpec, MemtierSpec, Pacing, Preset,
-    RedisSpec,
-    RedisTest, RunSpec, Shard, SpecError, Stop, ValueSizes, VoterGenerator, VoterSpec,
+    RedisSpec, RedisTest, RunSpec, Shard, SpecError, Stop, ValueSizes, VoterGenerator, VoterSpec,
     WorkloadSpec,
 };
 

@@ -71,7 +71,10 @@ impl MemcacheSpec {
             .ok()
             .and_then(|n| n.checked_mul(scale))
             .ok_or_else(|| {
-                SpecError::new(flag, format!("expected a count like 10000 or 10k, got '{s}'"))
+                SpecError::new(
+                    flag,
+                    format!("expected a count like 10000 or 10k, got '{s}'"),
+                )
             })
     }
 
@@ -149,7 +152,8 @@ mod tests {
     #[test]
     fn bad_values_name_their_flag() {
         assert!(spec().validate().is_ok());
-        let cases: [(&str, fn(&mut MemcacheSpec)); 6] = [
+        type Change = fn(&mut MemcacheSpec);
+        let cases: [(&str, Change); 6] = [
             ("--key-size", |s| s.key_size = 15),
             ("--key-size", |s| s.key_size = 251),
             ("--value-size", |s| s.value_min = 2000),

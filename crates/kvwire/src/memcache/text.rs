@@ -593,8 +593,10 @@ fn stats(buf: &[u8]) -> Step<(Stats<'_>, usize)> {
 /// Parses the answer to `version` at the front of `buf`: the version
 /// string after `VERSION `.
 pub fn parse_version(buf: &[u8]) -> Result<Option<(&[u8], usize)>, McError> {
-    finish(line(buf, 0).and_then(|(l, next)| match l.strip_prefix(b"VERSION ") {
-        Some(v) => Ok((v, next)),
-        None => Err(McError::UnknownResponse.into()),
-    }))
+    finish(
+        line(buf, 0).and_then(|(l, next)| match l.strip_prefix(b"VERSION ") {
+            Some(v) => Ok((v, next)),
+            None => Err(McError::UnknownResponse.into()),
+        }),
+    )
 }

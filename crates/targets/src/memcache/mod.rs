@@ -217,7 +217,10 @@ impl McConn for MemcacheConn {
     }
 
     async fn fill(&mut self) -> Result<(), OpError> {
-        self.sock.fill().await.map_err(|_| OpError::new(ErrorKind::Io))
+        self.sock
+            .fill()
+            .await
+            .map_err(|_| OpError::new(ErrorKind::Io))
     }
 
     /// A fresh socket, to the same server first, then the others.
@@ -278,7 +281,10 @@ mod tests {
     #[tokio::test]
     async fn the_version_is_asked_and_bytes_move() {
         let t = fake(b"VERSION 1.6.18\r\n");
-        assert_eq!(t.server_version().await.as_deref(), Some("memcached 1.6.18"));
+        assert_eq!(
+            t.server_version().await.as_deref(),
+            Some("memcached 1.6.18")
+        );
         let t = fake(b"garbage\r\n");
         assert_eq!(t.server_version().await, None);
         let t = fake(b"END\r\n");

@@ -121,10 +121,7 @@ pub(super) async fn stats<B: MemcacheBackend>(backend: &B) -> Result<Stats, Targ
 /// means slots `0..n`.
 fn stored(load: &Load, stop: Stop, whole: bool, w: u64) -> Option<u64> {
     match stop {
-        Stop::Count(n) if whole => Some(
-            load.sets_before(load.ops_in(w, n))
-                .min(load.spec.window),
-        ),
+        Stop::Count(n) if whole => Some(load.sets_before(load.ops_in(w, n)).min(load.spec.window)),
         _ => None,
     }
 }
@@ -172,9 +169,9 @@ async fn read_back<B: MemcacheBackend>(
                 let items = match r {
                     Response::Values(v) => v
                         .iter()
-                        .map(|item| match load.parse_key(item.key) {
-                            Some(ws) => Some((ws, item.value == load.value(ws.0, ws.1))),
-                            None => None,
+                        .map(|item| {
+                            load.parse_key(item.key)
+                                .map(|ws| (ws, item.value == load.value(ws.0, ws.1)))
                         })
                         .collect(),
                     _ => vec![None],
@@ -311,7 +308,8 @@ pub(super) async fn clean<B: MemcacheBackend>(bench: &MemcacheBench<B>) -> Resul
             let n = stored(load, bench.stop, bench.whole, w).unwrap_or(load.spec.window);
             for slot in 0..n {
                 load.key(w, slot, &mut key);
-                text::encode_delete(c.out(), &key, true).map_err(|e| failed(&label, "delete", e))?;
+                text::encode_delete(c.out(), &key, true)
+                    .map_err(|e| failed(&label, "delete", e))?;
                 queued += 1;
                 if queued == DELETES {
                     sync(&mut c, &label).await?;

@@ -153,10 +153,7 @@ impl<C: McConn> MemcacheDriver<C> {
         };
         buf.advance(used);
         self.pending.pop_front();
-        Some(Event::Done {
-            tag: p.tag,
-            result,
-        })
+        Some(Event::Done { tag: p.tag, result })
     }
 
     /// The binary responses at the front of the read buffer, for the
@@ -224,10 +221,7 @@ impl<C: McConn> MemcacheDriver<C> {
             };
             buf.advance(used);
             self.pending.pop_front();
-            return Some(Event::Done {
-                tag: p.tag,
-                result,
-            });
+            return Some(Event::Done { tag: p.tag, result });
         }
     }
 }

@@ -243,7 +243,11 @@ mod tests {
         // Window 1's operations are indices 1, 5, 9, ...; its first is a set.
         let ops: Vec<Op> = (0..40).map(|j| l.op(1 + 4 * j)).collect();
         assert!(ops.iter().all(|o| o.window == 1));
-        let sets: Vec<u64> = ops.iter().filter(|o| o.kind == SET).map(|o| o.slot).collect();
+        let sets: Vec<u64> = ops
+            .iter()
+            .filter(|o| o.kind == SET)
+            .map(|o| o.slot)
+            .collect();
         assert_eq!(sets, [0, 1, 2, 3]);
         // Gets read only slots written before them.
         for (j, o) in ops.iter().enumerate() {
@@ -307,7 +311,10 @@ mod tests {
         let mut s = spec();
         s.verify_gets = 0.25;
         let l = Load::new(s, 1, 3);
-        let gets: Vec<Op> = (0..40_000).map(|i| l.op(i)).filter(|o| o.kind == GET).collect();
+        let gets: Vec<Op> = (0..40_000)
+            .map(|i| l.op(i))
+            .filter(|o| o.kind == GET)
+            .collect();
         let share = gets.iter().filter(|o| o.check).count() as f64 / gets.len() as f64;
         assert!((0.22..0.28).contains(&share), "{share}");
     }
