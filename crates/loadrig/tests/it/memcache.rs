@@ -158,7 +158,13 @@ fn multiget_counts_hits_and_misses_per_key() {
         let report = json(&out);
         let (hits, misses) = (domain(&report, "get_hits"), domain(&report, "get_misses"));
         assert_eq!(hits + misses, 5 * 2000, "{}", r.dump());
-        assert!(hits > 2000 && misses > 2000, "{hits} {misses}");
+        // About half of each: slots 0..100 of 200 written (fewer hits if
+        // another client's load evicted them meanwhile).
+        assert!(
+            hits > 2000 && misses > 2000,
+            "{hits} {misses}: {}",
+            r.dump()
+        );
         assert!(
             r.stdout.contains(&format!(
                 "miss ratio {:.2}%",
