@@ -87,4 +87,12 @@ pub trait Driver: Send + 'static {
     fn take_bytes(&mut self) -> (u64, u64) {
         (0, 0)
     }
+
+    /// Domain counts the driver tallied itself since the last call, added
+    /// into `domains` (indexed as [`Event::Done`] names them) and reset:
+    /// for outcomes that come several to an operation (a multiget's hits
+    /// and misses, key by key). The engine collects them with the byte
+    /// counts, at lap ends and when the warm-up ends, so they fall in the
+    /// phase in which they were read. The default tallies nothing.
+    fn take_counts(&mut self, _domains: &mut [u64]) {}
 }

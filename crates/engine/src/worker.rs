@@ -314,6 +314,7 @@ impl<D: Driver> Worker<D> {
                 Next::Completion => return None,
                 Next::Done => match self.main.take() {
                     Some(main) if !self.stopping => {
+                        self.driver.take_counts(&mut self.snaps[WARMUP].domains);
                         self.source = main;
                         self.phase = MEASURED;
                     }
@@ -506,6 +507,7 @@ impl<D: Driver> Worker<D> {
         let (sent, received) = self.driver.take_bytes();
         self.snaps[self.phase].bytes_sent += sent;
         self.snaps[self.phase].bytes_received += received;
+        self.driver.take_counts(&mut self.snaps[self.phase].domains);
         // Handed over unsettled: the collector's merge folds `same` into
         // both histograms, so a worker never grows three.
         let fresh = || Snapshot::new(self.shape.0, self.shape.1);

@@ -10,7 +10,7 @@ use loadrig_kvwire::memcache::text::{
     encode_decr, encode_delete, encode_get, encode_get_multi, encode_gets, encode_gets_multi,
     encode_incr, encode_store, parse_response, Item, Response, StoreCmd, StoreOpts, MAX_LINE_LEN,
 };
-use loadrig_kvwire::memcache::{McError, MAX_KEY_LEN, MAX_VALUE_LEN};
+use loadrig_kvwire::memcache::{text, McError, MAX_KEY_LEN, MAX_VALUE_LEN};
 
 fn encoded(f: impl FnOnce(&mut BytesMut) -> Result<(), McError>) -> Vec<u8> {
     let mut b = BytesMut::new();
@@ -417,4 +417,40 @@ fn line_length_limit() {
     let mut block = b"VALUE a 0 1\r\nx\r\n".to_vec();
     block.extend(std::iter::repeat_n(b'V', MAX_LINE_LEN + 1));
     assert!(matches!(err(&block), McError::TooLarge { .. }));
+}
+
+#[test]
+fn stats_parse_whole_or_not_at_all() {
+    let mut buf = BytesMut::new();
+    text::encode_stats(&mut buf);
+    text::encode_version(&mut buf);
+    assert_eq!(&buf[..], b"stats\r\nversion\r\n");
+    let answer: &[u8] =
+        b"STAT pid 7\r\nSTAT version 1.6.18\r\nSTAT rusage_user 0.1 2\r\nSTAT cmd_set 12\r\nEND\r\nEXTRA";
+    let end = answer.len() - 5;
+    for cut in 0..end {
+        assert_eq!(text::parse_stats(&answer[..cut]), Ok(None), "cut at {cut}");
+    }
+    let (stats, n) = text::parse_stats(answer).unwrap().unwrap();
+    assert_eq!(n, end);
+    assert_eq!(stats.number(b"cmd_set"), Some(12));
+    assert_eq!(stats.number(b"version"), None);
+    assert_eq!(stats.number(b"missing"), None);
+    let all: Vec<(&[u8], &[u8])> = stats.iter().collect();
+    assert_eq!(all.len(), 4);
+    assert_eq!(all[2], (&b"rusage_user"[..], &b"0.1 2"[..]));
+    assert!(text::parse_stats(b"ERROR\r\n").is_err());
+    assert!(text::parse_stats(b"STAT x\r\nEND\r\n").is_err());
+    let (empty, n) = text::parse_stats(b"END\r\n").unwrap().unwrap();
+    assert_eq!((empty.iter().count(), n), (0, 5));
+}
+
+#[test]
+fn version_lines() {
+    assert_eq!(
+        text::parse_version(b"VERSION 1.6.18\r\n"),
+        Ok(Some((&b"1.6.18"[..], 16)))
+    );
+    assert_eq!(text::parse_version(b"VERSION 1.6"), Ok(None));
+    assert!(text::parse_version(b"ERROR\r\n").is_err());
 }

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loadrig_spec::{
-    Arrival, ChatMode, ChatSpec, Dispatch, HelloSpec, KeyPattern, LoadSpec, MemtierSpec, Pacing,
-    Preset, PubSubSpec, RedisSpec, RedisTest, RunSpec, Shard, SpecError, Stop, ValueSizes,
-    VoterGenerator, VoterSpec, WorkloadSpec,
+    Arrival, ChatMode, ChatSpec, Dispatch, HelloSpec, KeyPattern, LoadSpec, MemcacheSpec,
+    MemtierSpec, Pacing, Preset, PubSubSpec, RedisSpec, RedisTest, RunSpec, Shard, SpecError, Stop,
+    ValueSizes, VoterGenerator, VoterSpec, WorkloadSpec,
 };
 
 use crate::start::StartRule;
@@ -110,6 +110,19 @@ pub enum Workload {
         #[command(flatten)]
         chat: ChatArgs,
     },
+    /// memaslap's load on memcached: gets and sets over a window of keys per client
+    #[command(
+        after_help = MEMCACHE_HELP,
+        mut_arg("target", |a| a.help("Target URL [default: memcache://127.0.0.1:11211]")),
+        mut_arg("clients", |a| a.help("Clients, each with its connection and window of keys [default: 16, memaslap's concurrency]")),
+        mut_arg("threads", |a| a.help("Threads driving the load [default: 1, as memaslap]"))
+    )]
+    Memcache {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        memcache: MemcacheArgs,
+    },
 }
 
 const PUBSUB_HELP: &str =
@@ -127,6 +140,15 @@ of its group. --mode stress sends as fast as the broker takes it; --mode realist
 message per --think (default 5 s) per client. After --duration (Chut's T), clients listen for \
 --drain more, so every message is counted as received or lost. Prints Chut's lines, then losses; \
 the deliver row of the latency table is delivery latency. One connection per client.";
+
+const MEMCACHE_HELP: &str =
+    "As memaslap: 16 clients (its concurrency), keys of 64 bytes, values of 1024, get:set 9:1, \
+a window of 10k keys per client, one thread. Each client works on its own window: its sets fill \
+the window in turn, its gets read keys its earlier sets wrote (--multiget N keys at a time). A \
+value is a function of its key, so every value read is checked (its length always, its bytes for \
+--verify-gets of them). After the run memcached's counters (cmd_set, get_hits, get_misses) are \
+compared with the client's, which assumes no other client uses the servers meanwhile, and a \
+sample of the keys written is read back; the run's keys are then deleted unless --keep.";
 
 const REDIS_HELP: &str =
     "As redis-benchmark: -t picks tests, -c clients (50), -n requests per test (100000), \
@@ -206,6 +228,14 @@ fn one_connection_per_client(run: &RunArgs) -> Result<(), SpecError> {
     }
     Ok(())
 }
+
+/// memaslap's: 16 concurrencies, one thread, the local server.
+const MEMCACHE_DEFAULTS: Defaults = Defaults {
+    clients: 16,
+    threads: Some(1),
+    target: "memcache://127.0.0.1:11211",
+    duration: None,
+};
 
 /// A workload's command line, taken apart.
 pub struct Parts<'a> {
@@ -302,6 +332,12 @@ impl Workload {
                     preset: None,
                 }
             }
+            Workload::Memcache { run, memcache } => Parts {
+                run,
+                workload: memcache.spec()?,
+                preset: None,
+                defaults: MEMCACHE_DEFAULTS,
+            },
         })
     }
 }
@@ -703,6 +739,49 @@ impl RedisArgs {
             dbnum: self.dbnum,
             command: self.command.clone(),
             mix: None,
+        }))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct MemcacheArgs {
+    /// The binary protocol (memaslap's -B); text otherwise
+    #[arg(long)]
+    pub binary: bool,
+    /// Sets to gets, per window (memaslap's get:set 9:1 is 1:9)
+    #[arg(long, value_name = "SETS:GETS", default_value = "1:9")]
+    pub ratio: String,
+    /// Bytes of every key, 16 to 250
+    #[arg(long, value_name = "BYTES", default_value_t = 64)]
+    pub key_size: usize,
+    /// Bytes of every value, or MIN-MAX (each key's size fixed within the range)
+    #[arg(long, value_name = "BYTES|MIN-MAX", default_value = "1024")]
+    pub value_size: String,
+    /// Keys per client (k = 1024, m = 1024*1024, as memaslap's --win_size)
+    #[arg(long, value_name = "KEYS", default_value = "10k")]
+    pub window: String,
+    /// Keys per get request (memaslap's --division): text one get line, binary GetKQs and a Noop
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub multiget: u32,
+    /// Fraction of gets whose values are compared byte for byte (the length is always checked)
+    #[arg(long, value_name = "FRACTION", default_value_t = 1.0)]
+    pub verify_gets: f64,
+}
+
+impl MemcacheArgs {
+    pub fn spec(&self) -> Result<WorkloadSpec, SpecError> {
+        let (sets, gets) = MemtierSpec::ratio(&self.ratio)?;
+        let (value_min, value_max) = MemcacheSpec::value_sizes(&self.value_size)?;
+        Ok(WorkloadSpec::Memcache(MemcacheSpec {
+            binary: self.binary,
+            sets,
+            gets,
+            key_size: self.key_size,
+            value_min,
+            value_max,
+            window: MemcacheSpec::count("--window", &self.window)?,
+            multiget: self.multiget,
+            verify_gets: self.verify_gets,
         }))
     }
 }
@@ -1135,6 +1214,30 @@ mod tests {
         assert!(e.starts_with("--processes:"), "{e}");
         let s = parse(&["-t", "sqlite:///tmp/x.db", "--processes", "2"]).unwrap();
         assert_eq!(s.processes, 2);
+    }
+
+    #[test]
+    fn memcache_defaults_are_memaslaps() {
+        let s = parse_all(&["loadrig", "run", "memcache"]).unwrap();
+        assert_eq!(s.target, "memcache://127.0.0.1:11211");
+        assert_eq!((s.load.clients, s.threads), (16, 1));
+        let WorkloadSpec::Memcache(m) = &s.workload else {
+            panic!("memcache")
+        };
+        assert_eq!((m.sets, m.gets, m.key_size), (1, 9, 64));
+        assert_eq!((m.value_min, m.value_max, m.window), (1024, 1024, 10_240));
+        assert_eq!((m.multiget, m.binary), (1, false));
+        for (flag, value) in [
+            ("--key-size", "8"),
+            ("--window", "ten"),
+            ("--ratio", "9"),
+            ("--value-size", "9-3"),
+            ("--multiget", "0"),
+            ("--verify-gets", "2"),
+        ] {
+            let e = parse_all(&["loadrig", "run", "memcache", flag, value]).unwrap_err();
+            assert!(e.starts_with(&format!("{flag}:")), "{e}");
+        }
     }
 
     #[test]

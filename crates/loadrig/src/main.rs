@@ -133,13 +133,19 @@ fn print_targets() {
             .unwrap_or(0)
     };
     let (ws, ww) = (w(&schemes, "schemes"), w(&workloads, "workloads"));
+    let wn = targets
+        .iter()
+        .map(|d| d.name.len())
+        .chain([8])
+        .max()
+        .unwrap_or(8);
     println!(
-        "{:<8} {:<ws$} {:<ww$} about",
+        "{:<wn$} {:<ws$} {:<ww$} about",
         "target", "schemes", "workloads"
     );
     for ((d, s), wl) in targets.iter().zip(&schemes).zip(&workloads) {
-        println!("{:<8} {s:<ws$} {wl:<ww$} {}", d.name, d.about);
-        println!("{:<8} {:<ws$} {:<ww$} e.g. {}", "", "", "", d.example);
+        println!("{:<wn$} {s:<ws$} {wl:<ww$} {}", d.name, d.about);
+        println!("{:<wn$} {:<ws$} {:<ww$} e.g. {}", "", "", "", d.example);
     }
 }
 

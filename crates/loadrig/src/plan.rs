@@ -6,6 +6,8 @@
 use loadrig_spec::{RunSpec, WorkloadSpec};
 use loadrig_targets::Target;
 use loadrig_workloads::hello::HelloBench;
+#[cfg(feature = "memcache")]
+use loadrig_workloads::memcache::MemcacheBench;
 #[cfg(any(feature = "nats", feature = "mqtt", feature = "redis"))]
 use loadrig_workloads::pubsub::{ChatBench, PubSubBench};
 #[cfg(feature = "redis")]
@@ -143,6 +145,18 @@ macro_rules! with_bench {
             #[cfg(feature = "redis")]
             (WorkloadSpec::Chat(c), Target::Redis(t)) => {
                 let $bench = ChatBench::new(t, c.clone(), seed, $spec.load.stop);
+                $body
+            }
+            #[cfg(feature = "memcache")]
+            (WorkloadSpec::Memcache(m), Target::Memcache(t)) => {
+                // One window per connection over every process (see the
+                // workload's load module); which keys the sets wrote is
+                // known only for the whole index space and no warm-up.
+                let shards = $spec.load.shard.count.max($spec.processes);
+                let windows = u64::from($spec.load.connections) * u64::from(shards);
+                let whole = $spec.load.shard.count == 1 && $spec.warmup_secs == 0.0;
+                let $bench =
+                    MemcacheBench::new(t, m.clone(), windows, seed, $spec.load.stop, whole);
                 $body
             }
             // `open` refuses these: the target does not list the workload.

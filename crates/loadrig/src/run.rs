@@ -343,6 +343,9 @@ pub async fn conclude<B: Bench>(
         .map(|k| k.name.as_str())
         .collect();
     p.summary(&report, &measured, &kinds);
+    if let WorkloadSpec::Memcache(_) = spec.workload {
+        p.line(&crate::print::net_rate(&report.measured));
+    }
     for l in &after_summary {
         p.line(l);
     }

@@ -4,6 +4,7 @@
 //! exactly what produced it.
 
 mod load;
+mod memcache;
 mod preset;
 mod pubsub;
 mod redis;
@@ -12,6 +13,7 @@ mod workload;
 use serde::{Deserialize, Serialize};
 
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
+pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};
 pub use preset::{Preset, PresetDefaults};
 pub use pubsub::{ChatMode, ChatSpec, PubSubSpec, MAX_MESSAGE_SIZE, MIN_MESSAGE_SIZE};
 pub use redis::{KeyPattern, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE};
@@ -103,6 +105,15 @@ impl RunSpec {
                         p.workload(),
                         self.workload.name()
                     ),
+                ));
+            }
+        }
+        if let WorkloadSpec::Memcache(_) = self.workload {
+            let shards = self.load.shard.count.max(self.processes);
+            if u64::from(self.load.connections) * u64::from(shards) > MAX_WINDOWS {
+                return Err(SpecError::new(
+                    "--connections",
+                    format!("the memcache workload names at most {MAX_WINDOWS} windows (connections over every process)"),
                 ));
             }
         }

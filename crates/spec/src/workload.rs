@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ChatSpec, PubSubSpec, RedisSpec, SpecError};
+use crate::{ChatSpec, MemcacheSpec, PubSubSpec, RedisSpec, SpecError};
 
 /// The Voter's contestants, numbered 1..=N in this order.
 pub const CONTESTANT_NAMES: [&str; 12] = [
@@ -29,6 +29,7 @@ pub enum WorkloadSpec {
     Redis(RedisSpec),
     Pubsub(PubSubSpec),
     Chat(ChatSpec),
+    Memcache(MemcacheSpec),
 }
 
 impl WorkloadSpec {
@@ -39,6 +40,7 @@ impl WorkloadSpec {
             WorkloadSpec::Redis(_) => "redis",
             WorkloadSpec::Pubsub(_) => "pubsub",
             WorkloadSpec::Chat(_) => "chat",
+            WorkloadSpec::Memcache(_) => "memcache",
         }
     }
 
@@ -49,6 +51,7 @@ impl WorkloadSpec {
             WorkloadSpec::Redis(r) => r.validate(),
             WorkloadSpec::Pubsub(p) => p.validate(),
             WorkloadSpec::Chat(c) => c.validate(),
+            WorkloadSpec::Memcache(m) => m.validate(),
         }
     }
 }

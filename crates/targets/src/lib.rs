@@ -8,6 +8,8 @@
 mod broker;
 #[cfg(feature = "mysql")]
 mod mariadb;
+#[cfg(feature = "memcache")]
+mod memcache;
 #[cfg(feature = "mqtt")]
 mod mqtt;
 #[cfg(feature = "nats")]
@@ -21,7 +23,8 @@ mod redis;
     feature = "redis",
     feature = "voltdb",
     feature = "nats",
-    feature = "mqtt"
+    feature = "mqtt",
+    feature = "memcache"
 ))]
 mod socket;
 #[cfg(feature = "sqlite")]
@@ -34,6 +37,8 @@ use loadrig_workloads::TargetError;
 
 #[cfg(feature = "mysql")]
 pub use mariadb::MariadbTarget;
+#[cfg(feature = "memcache")]
+pub use memcache::{MemcacheConn, MemcacheTarget};
 #[cfg(feature = "mqtt")]
 pub use mqtt::{MqttConn, MqttTarget};
 #[cfg(feature = "nats")]
@@ -74,6 +79,8 @@ pub const TARGETS: &[Descriptor] = &[
     nats::DESCRIPTOR,
     #[cfg(feature = "mqtt")]
     mqtt::DESCRIPTOR,
+    #[cfg(feature = "memcache")]
+    memcache::DESCRIPTOR,
     null::DESCRIPTOR,
 ];
 
@@ -90,6 +97,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     (
         "redis",
         "redis-benchmark's tests and flags (-t -c -n -P -d -r -q --csv), one test after the other",
+    ),
+    (
+        "memcache",
+        "memaslap's load: get/set mix, key and value sizes, window of keys per client, multiget, text or binary protocol",
     ),
     (
         "pubsub",
@@ -117,6 +128,8 @@ pub enum Target {
     Nats(NatsTarget),
     #[cfg(feature = "mqtt")]
     Mqtt(MqttTarget),
+    #[cfg(feature = "memcache")]
+    Memcache(MemcacheTarget),
     Null(NullTarget),
 }
 
@@ -157,6 +170,10 @@ impl Target {
                 let (at, qos) = mqtt::parse_url(rest)?;
                 Ok(Target::Mqtt(MqttTarget::new(at, qos)))
             }
+            #[cfg(feature = "memcache")]
+            "memcache" => Ok(Target::Memcache(MemcacheTarget::new(
+                memcache::McUrl::parse(rest)?,
+            ))),
             "null" => Ok(Target::Null(NullTarget::parse(rest)?)),
             other => Err(OpenError::Spec(SpecError::new(
                 "--target",
@@ -181,6 +198,8 @@ impl Target {
             Target::Nats(_) => &nats::DESCRIPTOR,
             #[cfg(feature = "mqtt")]
             Target::Mqtt(_) => &mqtt::DESCRIPTOR,
+            #[cfg(feature = "memcache")]
+            Target::Memcache(_) => &memcache::DESCRIPTOR,
             Target::Null(_) => &null::DESCRIPTOR,
         }
     }

@@ -5,6 +5,7 @@
 //! prepare, connect, baseline, verify, summarise.
 
 pub mod hello;
+pub mod memcache;
 pub mod pubsub;
 pub mod redis;
 pub mod voter;

@@ -525,3 +525,78 @@ fn line(buf: &[u8], pos: usize) -> Step<(&[u8], usize)> {
         None => Err(Halt::Incomplete),
     }
 }
+
+/// Appends `stats\r\n` (the general statistics).
+pub fn encode_stats(buf: &mut BytesMut) {
+    buf.put_slice(b"stats\r\n");
+}
+
+/// Appends `version\r\n`.
+pub fn encode_version(buf: &mut BytesMut) {
+    buf.put_slice(b"version\r\n");
+}
+
+/// The answer to `stats`: `STAT <name> <value>` lines, then `END`. Checked
+/// when parsed; its lines are read again, lazily, by [`Stats::iter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stats<'a> {
+    /// From the first `STAT` line to just before `END\r\n`.
+    body: &'a [u8],
+}
+
+impl<'a> Stats<'a> {
+    /// `(name, value)` in server order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        self.body
+            .split(|&b| b == b'\n')
+            .filter_map(|l| stat(l.strip_suffix(b"\r").unwrap_or(l)))
+    }
+
+    /// The value of statistic `name`, as a number.
+    pub fn number(&self, name: &[u8]) -> Option<u64> {
+        self.iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| parse_u64(v))
+    }
+}
+
+/// `STAT <name> <value>` -> `(name, value)`; the value may hold spaces.
+fn stat(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let fields = line.strip_prefix(b"STAT ")?;
+    let (name, rest) = token(fields)?;
+    let value = rest.strip_prefix(b" ")?;
+    Some((name, value))
+}
+
+/// Parses the answer to `stats` at the front of `buf`: `Ok(None)` until
+/// the `END` line is there; an error for any line that is not a `STAT`
+/// line (an error reply included).
+pub fn parse_stats(buf: &[u8]) -> Result<Option<(Stats<'_>, usize)>, McError> {
+    finish(stats(buf))
+}
+
+fn stats(buf: &[u8]) -> Step<(Stats<'_>, usize)> {
+    let mut pos = 0;
+    loop {
+        let (l, next) = line(buf, pos)?;
+        if l == b"END" {
+            let body = buf.get(..pos).ok_or(Halt::Incomplete)?;
+            return Ok((Stats { body }, next));
+        }
+        if stat(l).is_none() {
+            return Err(McError::Malformed("STAT line").into());
+        }
+        pos = next;
+    }
+}
+
+/// Parses the answer to `version` at the front of `buf`: the version
+/// string after `VERSION `.
+pub fn parse_version(buf: &[u8]) -> Result<Option<(&[u8], usize)>, McError> {
+    finish(
+        line(buf, 0).and_then(|(l, next)| match l.strip_prefix(b"VERSION ") {
+            Some(v) => Ok((v, next)),
+            None => Err(McError::UnknownResponse.into()),
+        }),
+    )
+}

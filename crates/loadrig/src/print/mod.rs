@@ -338,6 +338,24 @@ pub fn error_lines(m: &Measured) -> Vec<String> {
     lines
 }
 
+/// `net rate: ...`: bytes in and out per second of the measured time, as
+/// memaslap's `Net_rate`.
+pub fn net_rate(m: &Measured) -> String {
+    let per_sec = |b: u64| {
+        if m.elapsed_secs > 0.0 {
+            (b as f64 / m.elapsed_secs) as u64
+        } else {
+            0
+        }
+    };
+    format!(
+        "net rate: {}/s (in {}/s, out {}/s)",
+        fmt::bytes(per_sec(m.bytes_sent + m.bytes_received)),
+        fmt::bytes(per_sec(m.bytes_received)),
+        fmt::bytes(per_sec(m.bytes_sent)),
+    )
+}
+
 /// `overall: ...`; for a merged run `overall (total of K processes): ...`,
 /// with the processes' peak memory summed.
 pub fn overall(r: &Report) -> String {

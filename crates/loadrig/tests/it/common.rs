@@ -51,10 +51,13 @@ pub fn loadrig(args: &[&str]) -> Run {
 pub fn hold(server: &str) -> MutexGuard<'static, ()> {
     static POSTGRES: Mutex<()> = Mutex::new(());
     static MARIADB: Mutex<()> = Mutex::new(());
+    static MEMCACHED: Mutex<()> = Mutex::new(());
     static OTHER: Mutex<()> = Mutex::new(());
     let lock = match server {
         "postgres" => &POSTGRES,
         "mariadb" => &MARIADB,
+        // Runs compare memcached's global counters with their own.
+        "memcached" => &MEMCACHED,
         _ => &OTHER,
     };
     // A test that failed holding it leaves nothing behind to protect.

@@ -7,6 +7,7 @@
 mod cli;
 mod common;
 mod golden;
+mod memcache;
 mod multi;
 mod pubsub;
 mod redis;

@@ -1,0 +1,297 @@
+//! memcached, hand written on tokio sockets: one byte stream per engine
+//! connection, dealt over the servers of the URL round robin. The
+//! workload encodes and parses (text or binary protocol, with
+//! `loadrig-kvwire`); this module connects, moves bytes ([`McConn`] on the
+//! shared buffered [`Socket`], so a dropped `fill` loses nothing) and asks
+//! the first server its version.
+
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use loadrig_kvwire::memcache::text;
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_spec::SpecError;
+use loadrig_workloads::memcache::{McConn, MemcacheBackend};
+use loadrig_workloads::{TargetError, TargetInfo};
+
+use crate::socket::{said, Socket};
+use crate::{split_host_port, Descriptor};
+
+pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
+    name: "memcached",
+    schemes: &["memcache"],
+    workloads: &["memcache"],
+    example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
+    about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
+};
+
+const DEFAULT_PORT: u16 = 11211;
+
+/// The most requests one connection keeps in flight: a bound on memory.
+const MAX_DEPTH: usize = 65_536;
+
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the server's version may take.
+const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Read buffer growth step.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// The servers, from `memcache://HOST[:PORT][,PORT|,HOST[:PORT]...]`: a
+/// bare number after a comma is another port on the host before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct McUrl {
+    pub servers: Vec<(String, u16)>,
+}
+
+impl McUrl {
+    pub fn parse(rest: &str) -> Result<McUrl, SpecError> {
+        let bad = |why: &str| {
+            SpecError::new(
+                "--target",
+                format!(
+                    "{why} in 'memcache://{rest}' (expected memcache://HOST[:PORT][,PORT|,HOST[:PORT]...])"
+                ),
+            )
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.contains(['/', '?', '@']) {
+            return Err(bad("no login, path or options are taken"));
+        }
+        let mut servers: Vec<(String, u16)> = Vec::new();
+        for entry in rest.split(',') {
+            if !entry.is_empty() && entry.bytes().all(|b| b.is_ascii_digit()) {
+                let Some((host, _)) = servers.last().cloned() else {
+                    return Err(bad(&format!("port '{entry}' before any host")));
+                };
+                let port = entry
+                    .parse()
+                    .ok()
+                    .filter(|&p| p != 0)
+                    .ok_or_else(|| bad(&format!("bad port '{entry}'")))?;
+                servers.push((host, port));
+                continue;
+            }
+            let server = split_host_port(entry, DEFAULT_PORT)
+                .filter(|(host, _)| !host.is_empty())
+                .ok_or_else(|| bad(&format!("bad host '{entry}'")))?;
+            servers.push(server);
+        }
+        Ok(McUrl { servers })
+    }
+
+    pub fn label(&self) -> String {
+        let s: Vec<String> = self.servers.iter().map(|(h, p)| hostport(h, *p)).collect();
+        format!("memcache://{}", s.join(","))
+    }
+}
+
+fn hostport(h: &str, p: u16) -> String {
+    if h.contains(':') {
+        format!("[{h}]:{p}")
+    } else {
+        format!("{h}:{p}")
+    }
+}
+
+/// One or more memcached servers. Cheap: it connects per use.
+pub struct MemcacheTarget {
+    at: Arc<McUrl>,
+    /// The server the next engine connection goes to (round robin).
+    next: AtomicUsize,
+    version: OnceLock<String>,
+}
+
+impl MemcacheTarget {
+    pub(crate) fn new(at: McUrl) -> MemcacheTarget {
+        MemcacheTarget {
+            at: Arc::new(at),
+            next: AtomicUsize::new(0),
+            version: OnceLock::new(),
+        }
+    }
+
+    async fn open(&self, server: usize) -> Result<MemcacheConn, TargetError> {
+        let sock = open(&self.at, server)
+            .await
+            .map_err(|e| TargetError::Unreachable {
+                target: self.at.label(),
+                reason: e,
+            })?;
+        Ok(MemcacheConn {
+            at: self.at.clone(),
+            server,
+            sock,
+            carried: (0, 0),
+        })
+    }
+
+    /// The first server's `version`.
+    async fn ask(&self) -> Option<()> {
+        let mut c = self.open(0).await.ok()?;
+        text::encode_version(&mut c.sock.wbuf);
+        loop {
+            match text::parse_version(&c.sock.rbuf) {
+                Ok(Some((v, _))) => {
+                    let v = String::from_utf8_lossy(v).into_owned();
+                    let _ = self.version.set(format!("memcached {v}"));
+                    return Some(());
+                }
+                Ok(None) => c.sock.fill().await.ok()?,
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// Connect to server `i`, or say why not in plain words.
+async fn open(at: &McUrl, i: usize) -> Result<Socket, String> {
+    let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
+    Socket::connect(&host, port, CONNECT_TIMEOUT, READ_CHUNK)
+        .await
+        .map_err(|e: io::Error| format!("{}: {}", hostport(&host, port), said(&e, "memcached")))
+}
+
+impl TargetInfo for MemcacheTarget {
+    async fn server_version(&self) -> Option<String> {
+        // Nice to know, never worth waiting for.
+        if self.version.get().is_none() {
+            let _ = tokio::time::timeout(ASIDE_TIMEOUT, self.ask()).await;
+        }
+        self.version.get().cloned()
+    }
+
+    fn durability(&self) -> Option<String> {
+        Some("memory only: memcached keeps no copy on disk; a restart (or an eviction) loses what was set".into())
+    }
+
+    fn max_depth(&self) -> usize {
+        MAX_DEPTH
+    }
+}
+
+impl MemcacheBackend for MemcacheTarget {
+    type Conn = MemcacheConn;
+
+    fn servers(&self) -> usize {
+        self.at.servers.len()
+    }
+
+    async fn connect(&self) -> Result<MemcacheConn, TargetError> {
+        let server = self.next.fetch_add(1, Ordering::Relaxed) % self.at.servers.len();
+        self.open(server).await
+    }
+
+    async fn connect_to(&self, server: usize) -> Result<MemcacheConn, TargetError> {
+        self.open(server).await
+    }
+
+    fn label(&self) -> String {
+        self.at.label()
+    }
+}
+
+/// One connection: a socket and its buffers.
+pub struct MemcacheConn {
+    at: Arc<McUrl>,
+    server: usize,
+    sock: Socket,
+    /// Bytes of sockets replaced since the last `take_bytes`.
+    carried: (u64, u64),
+}
+
+impl McConn for MemcacheConn {
+    #[inline]
+    fn out(&mut self) -> &mut BytesMut {
+        &mut self.sock.wbuf
+    }
+
+    #[inline]
+    fn input(&mut self) -> &mut BytesMut {
+        &mut self.sock.rbuf
+    }
+
+    async fn fill(&mut self) -> Result<(), OpError> {
+        self.sock
+            .fill()
+            .await
+            .map_err(|_| OpError::new(ErrorKind::Io))
+    }
+
+    /// A fresh socket, to the same server first, then the others.
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        let n = self.at.servers.len();
+        for k in 0..n {
+            let i = (self.server + k) % n;
+            if let Ok(sock) = open(&self.at, i).await {
+                // The old socket's bytes still count, in the next lap.
+                let (sent, received) = self.sock.take_bytes();
+                self.carried = (self.carried.0 + sent, self.carried.1 + received);
+                self.sock = sock;
+                self.server = i;
+                return Ok(());
+            }
+        }
+        Err(OpError::new(ErrorKind::Connect))
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        let (sent, received) = self.sock.take_bytes();
+        let (s, r) = std::mem::take(&mut self.carried);
+        (sent + s, received + r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_memcache_urls() {
+        let u = McUrl::parse("127.0.0.1").unwrap();
+        assert_eq!(u.servers, vec![("127.0.0.1".to_string(), 11211)]);
+        assert_eq!(u.label(), "memcache://127.0.0.1:11211");
+        let u = McUrl::parse("h:1,2,[::1]:3/").unwrap();
+        assert_eq!(u.label(), "memcache://h:1,h:2,[::1]:3");
+        for bad in ["", "h,,h2", "h:0", "7", "h/0", "h?x=1", "u:p@h", "h,99999"] {
+            assert_eq!(McUrl::parse(bad).unwrap_err().flag, "--target", "{bad}");
+        }
+    }
+
+    /// A one-connection server on loopback answering `answer` to the first read.
+    fn fake(answer: &'static [u8]) -> MemcacheTarget {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            s.write_all(answer).unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+        });
+        MemcacheTarget::new(McUrl::parse(&format!("127.0.0.1:{port}")).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_version_is_asked_and_bytes_move() {
+        let t = fake(b"VERSION 1.6.18\r\n");
+        assert_eq!(
+            t.server_version().await.as_deref(),
+            Some("memcached 1.6.18")
+        );
+        let t = fake(b"garbage\r\n");
+        assert_eq!(t.server_version().await, None);
+        let t = fake(b"END\r\n");
+        let mut c = t.connect().await.unwrap();
+        c.out().extend_from_slice(b"get k\r\n");
+        c.fill().await.unwrap();
+        assert_eq!(&c.input()[..], b"END\r\n");
+        assert_eq!(c.take_bytes(), (7, 5));
+    }
+}

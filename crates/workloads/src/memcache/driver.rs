@@ -1,0 +1,414 @@
+//! The memcache workload's run: one driver per connection, encoding each
+//! operation with `loadrig-kvwire` into the connection's write buffer and
+//! parsing each response where it lies in the read buffer, and the
+//! [`Bench`] around them.
+//!
+//! Responses come back in request order on both protocols, so the driver
+//! keeps the operations in flight in a FIFO and answers the oldest with
+//! each whole response. A binary request carries its tag as opaque, which
+//! the response must echo. A binary multiget is one quiet GetKQ per key and
+//! a Noop: hits answer as they come, misses not at all, and the Noop's
+//! answer ends the request (its hits so far are kept between reads).
+//! Anything else (bytes that do not parse, a response nobody asked for, a
+//! wrong opaque) means the stream is out of step: the connection is
+//! broken, a protocol error, and the engine reconnects.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Buf;
+use loadrig_engine::{Driver, Event, Tag};
+use loadrig_kvwire::memcache::binary::{self, GetKind, Opcode, SetOpts, Status};
+use loadrig_kvwire::memcache::text::{self, Response, StoreCmd, StoreOpts};
+use loadrig_metrics::{ErrorKind, OpError, Snapshot};
+use loadrig_spec::{MemcacheSpec, Stop, MAX_MULTIGET};
+
+use super::check;
+use super::load::{Load, Op, DOMAINS, GET, GET_HITS, GET_MISSES, KINDS, SET};
+use super::{McConn, MemcacheBackend};
+use crate::{Bench, Results, TargetError, Verdict};
+
+const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
+const WRONG: OpError = OpError::new(ErrorKind::Verification);
+
+/// An operation in flight.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    tag: Tag,
+    op: Op,
+}
+
+/// One engine connection.
+pub struct MemcacheDriver<C> {
+    conn: C,
+    load: Arc<Load>,
+    pending: VecDeque<Pending>,
+    /// Keys of the request being written, `multiget` of them end to end.
+    keys: Vec<u8>,
+    /// Hits and misses since the engine last took them.
+    counts: [u64; 2],
+    /// A binary multiget answered in part: its hits so far, and the first
+    /// error status among them.
+    hits: u32,
+    failed: Option<OpError>,
+    /// Bytes came with nothing in flight: the stream is out of step.
+    stray: bool,
+}
+
+impl<C: McConn> MemcacheDriver<C> {
+    fn new(conn: C, load: Arc<Load>) -> Self {
+        let keys = load.key_buffer().repeat(load.spec.multiget as usize);
+        MemcacheDriver {
+            conn,
+            load,
+            pending: VecDeque::with_capacity(64),
+            keys,
+            counts: [0; 2],
+            hits: 0,
+            failed: None,
+            stray: false,
+        }
+    }
+
+    /// Append `op`'s request. Keys are this workload's own, always valid,
+    /// so the encoders cannot fail; were one to, the request is answered
+    /// by a protocol error rather than sent half written.
+    #[inline]
+    fn write(&mut self, op: &Op, tag: Tag) -> Result<(), ()> {
+        let load = &*self.load;
+        let ks = load.spec.key_size;
+        let out = self.conn.out();
+        if op.kind == SET {
+            let key = &mut self.keys[..ks];
+            load.key(op.window, op.slot, key);
+            let value = load.value(op.window, op.slot);
+            let r = if load.spec.binary {
+                binary::encode_set(out, key, value, SetOpts::default(), tag)
+            } else {
+                text::encode_store(out, StoreCmd::Set, key, value, StoreOpts::default())
+            };
+            return r.map_err(drop);
+        }
+        let n = load.spec.multiget;
+        for k in 0..n {
+            let at = k as usize * ks;
+            load.key(op.window, op.nth(k), &mut self.keys[at..at + ks]);
+        }
+        if n == 1 {
+            let key = &self.keys[..ks];
+            return if load.spec.binary {
+                binary::encode_get(out, GetKind::Get, key, tag)
+            } else {
+                text::encode_get(out, key)
+            }
+            .map_err(drop);
+        }
+        if load.spec.binary {
+            for key in self.keys.chunks_exact(ks) {
+                binary::encode_get(out, GetKind::GetKQ, key, tag).map_err(drop)?;
+            }
+            binary::encode_noop(out, tag);
+            return Ok(());
+        }
+        let mut refs: [&[u8]; MAX_MULTIGET as usize] = [&[]; MAX_MULTIGET as usize];
+        for (r, key) in refs.iter_mut().zip(self.keys.chunks_exact(ks)) {
+            *r = key;
+        }
+        text::encode_get_multi(out, &refs[..n as usize]).map_err(drop)
+    }
+
+    /// The text response at the front of the read buffer, for the oldest
+    /// operation.
+    #[inline]
+    fn text(&mut self, p: Pending) -> Option<Event> {
+        let load = &*self.load;
+        let buf = self.conn.input();
+        let (resp, used) = match text::parse_response(buf) {
+            Ok(Some(r)) => r,
+            Ok(None) => return None,
+            Err(_) => return Some(Event::Broken(PROTOCOL)),
+        };
+        let result = match (p.op.kind, resp) {
+            (SET, Response::Stored) => Ok(None),
+            (GET, Response::Values(items)) => {
+                let n = load.spec.multiget;
+                let found = items.len() as u64;
+                if found > u64::from(n) {
+                    Err(PROTOCOL)
+                } else {
+                    self.counts[GET_HITS] += found;
+                    self.counts[GET_MISSES] += u64::from(n) - found;
+                    let wrong = items
+                        .iter()
+                        .any(|item| !right(load, &p.op, item.key, item.value));
+                    if wrong {
+                        Err(WRONG)
+                    } else {
+                        Ok(None)
+                    }
+                }
+            }
+            (_, resp) => Err(text_error(resp)),
+        };
+        buf.advance(used);
+        self.pending.pop_front();
+        Some(Event::Done { tag: p.tag, result })
+    }
+
+    /// The binary responses at the front of the read buffer, for the
+    /// oldest operation: one, or for a multiget its hits and the Noop.
+    #[inline]
+    fn binary(&mut self, p: Pending) -> Option<Event> {
+        let load = &*self.load;
+        let buf = self.conn.input();
+        loop {
+            let (resp, used) = match binary::parse_response(buf) {
+                Ok(Some(r)) => r,
+                Ok(None) => return None,
+                Err(_) => return Some(Event::Broken(PROTOCOL)),
+            };
+            if resp.opaque != p.tag {
+                return Some(Event::Broken(PROTOCOL));
+            }
+            let single = load.spec.multiget == 1;
+            let result = match (Opcode::from_code(resp.opcode), p.op.kind) {
+                (Some(Opcode::Set), SET) => match resp.status {
+                    Status::NO_ERROR => Ok(None),
+                    s => Err(status_error(s)),
+                },
+                (Some(Opcode::Get), GET) if single => match resp.status {
+                    Status::NO_ERROR => {
+                        self.counts[GET_HITS] += 1;
+                        let value = load.value(p.op.window, p.op.slot);
+                        if resp.value.len() != value.len() || (p.op.check && resp.value != value) {
+                            Err(WRONG)
+                        } else {
+                            Ok(None)
+                        }
+                    }
+                    Status::KEY_NOT_FOUND => {
+                        self.counts[GET_MISSES] += 1;
+                        Ok(None)
+                    }
+                    s => Err(status_error(s)),
+                },
+                (Some(Opcode::GetKQ), GET) if !single => {
+                    match resp.status {
+                        Status::NO_ERROR if self.hits < load.spec.multiget => {
+                            self.hits += 1;
+                            if !right(load, &p.op, resp.key, resp.value) {
+                                self.failed.get_or_insert(WRONG);
+                            }
+                        }
+                        Status::NO_ERROR => {
+                            self.failed.get_or_insert(PROTOCOL);
+                        }
+                        s => {
+                            self.failed.get_or_insert(status_error(s));
+                        }
+                    }
+                    buf.advance(used);
+                    continue;
+                }
+                (Some(Opcode::Noop), GET) if !single => {
+                    let hits = std::mem::take(&mut self.hits);
+                    self.counts[GET_HITS] += u64::from(hits);
+                    self.counts[GET_MISSES] += u64::from(load.spec.multiget - hits);
+                    self.failed.take().map_or(Ok(None), Err)
+                }
+                _ => return Some(Event::Broken(PROTOCOL)),
+            };
+            buf.advance(used);
+            self.pending.pop_front();
+            return Some(Event::Done { tag: p.tag, result });
+        }
+    }
+}
+
+/// Whether a get's item is one it asked for, holding the value its key
+/// has (the length always; the bytes when the get is checked).
+#[inline]
+fn right(load: &Load, op: &Op, key: &[u8], value: &[u8]) -> bool {
+    let Some((w, slot)) = load.parse_key(key) else {
+        return false;
+    };
+    let expected = load.value(w, slot);
+    op.asked(load.spec.multiget, w, slot)
+        && value.len() == expected.len()
+        && (!op.check || value == expected)
+}
+
+/// A text response that is not the one asked for, by class.
+fn text_error(r: Response<'_>) -> OpError {
+    match r {
+        Response::NotStored => OpError::server("NOT_STORED"),
+        Response::Error => OpError::server("ERROR"),
+        Response::ClientError(_) => OpError::server("CLIENT_ERROR"),
+        Response::ServerError(_) => OpError::server("SERVER_ERROR"),
+        _ => PROTOCOL,
+    }
+}
+
+/// A binary error status, by class.
+fn status_error(s: Status) -> OpError {
+    OpError::server(match s {
+        Status::KEY_NOT_FOUND => "KEY_NOT_FOUND",
+        Status::KEY_EXISTS => "KEY_EXISTS",
+        Status::VALUE_TOO_LARGE => "VALUE_TOO_LARGE",
+        Status::INVALID_ARGUMENTS => "INVALID_ARGUMENTS",
+        Status::ITEM_NOT_STORED => "NOT_STORED",
+        Status::UNKNOWN_COMMAND => "UNKNOWN_COMMAND",
+        Status::OUT_OF_MEMORY => "OUT_OF_MEMORY",
+        _ => "STATUS",
+    })
+}
+
+impl<C: McConn> Driver for MemcacheDriver<C> {
+    #[inline]
+    fn kind_of(&self, index: u64) -> usize {
+        self.load.kind(index)
+    }
+
+    #[inline]
+    fn send(&mut self, index: u64, tag: Tag) -> usize {
+        let op = self.load.op(index);
+        if self.pending.is_empty() && !self.conn.input().is_empty() {
+            self.stray = true;
+        }
+        if self.write(&op, tag).is_err() {
+            // Nothing was written for it; say so in turn.
+            self.stray = true;
+        }
+        self.pending.push_back(Pending { tag, op });
+        op.kind
+    }
+
+    async fn recv(&mut self) -> Event {
+        loop {
+            if let Some(ev) = self.try_recv() {
+                return ev;
+            }
+            if let Err(e) = self.conn.fill().await {
+                return Event::Broken(e);
+            }
+        }
+    }
+
+    #[inline]
+    fn try_recv(&mut self) -> Option<Event> {
+        if self.stray {
+            return Some(Event::Broken(PROTOCOL));
+        }
+        let Some(&p) = self.pending.front() else {
+            // Bytes nobody asked for.
+            return (!self.conn.input().is_empty()).then_some(Event::Broken(PROTOCOL));
+        };
+        if self.load.spec.binary {
+            self.binary(p)
+        } else {
+            self.text(p)
+        }
+    }
+
+    fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        self.pending.clear();
+        self.stray = false;
+        self.hits = 0;
+        self.failed = None;
+        self.conn.reconnect()
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.conn.take_bytes()
+    }
+
+    fn take_counts(&mut self, domains: &mut [u64]) {
+        for (d, c) in domains.iter_mut().zip(&mut self.counts) {
+            *d += std::mem::take(c);
+        }
+    }
+}
+
+/// The memcache workload on one backend.
+pub struct MemcacheBench<B> {
+    pub backend: B,
+    pub load: Arc<Load>,
+    /// When the run stops, for knowing which keys it wrote.
+    pub stop: Stop,
+    /// Whether the run is the whole index space (not one `--shard` of it)
+    /// with no warm-up, for the same.
+    pub whole: bool,
+}
+
+impl<B: MemcacheBackend> MemcacheBench<B> {
+    /// `windows`: connections over every process (see [`super::load`]).
+    pub fn new(
+        backend: B,
+        spec: MemcacheSpec,
+        windows: u64,
+        seed: u64,
+        stop: Stop,
+        whole: bool,
+    ) -> Self {
+        MemcacheBench {
+            backend,
+            load: Arc::new(Load::new(spec, windows, seed)),
+            stop,
+            whole,
+        }
+    }
+}
+
+impl<B: MemcacheBackend> Bench for MemcacheBench<B> {
+    type Driver = MemcacheDriver<B::Conn>;
+    type Target = B;
+
+    fn target(&self) -> &B {
+        &self.backend
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        KINDS.to_vec()
+    }
+
+    fn domains(&self) -> Vec<String> {
+        DOMAINS.iter().map(|d| d.to_string()).collect()
+    }
+
+    async fn prepare(&mut self) -> Result<(), TargetError> {
+        // Nothing to create; a server that is not there is found by the
+        // baseline.
+        Ok(())
+    }
+
+    async fn baseline(&mut self) -> Result<serde_json::Value, TargetError> {
+        let s = check::stats(&self.backend).await?;
+        Ok(serde_json::to_value(s).unwrap_or_default())
+    }
+
+    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+        let conn = self.backend.connect().await?;
+        Ok(MemcacheDriver::new(conn, self.load.clone()))
+    }
+
+    async fn verify(
+        &mut self,
+        baseline: &serde_json::Value,
+        counted: &Snapshot,
+    ) -> Result<Verdict, TargetError> {
+        let before: check::Stats = serde_json::from_value(baseline.clone()).unwrap_or_default();
+        check::verify(self, &before, counted).await
+    }
+
+    async fn results(&mut self, counted: &Snapshot) -> Result<Results, TargetError> {
+        Ok(check::results(counted))
+    }
+
+    async fn finish(&mut self, keep: bool) -> Result<(), TargetError> {
+        if keep {
+            return Ok(());
+        }
+        check::clean(self).await
+    }
+}

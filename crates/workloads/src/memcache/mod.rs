@@ -1,0 +1,62 @@
+//! The memcache workload: memaslap's load on memcached. Gets and sets in
+//! a fixed proportion over a window of keys per client, keys and values of
+//! the sizes asked for, gets of one key or several (multiget), over the
+//! text or the binary protocol.
+//!
+//! It speaks to a [`MemcacheBackend`]: servers reached over plain byte
+//! streams ([`McConn`]). The workload encodes every request and parses
+//! every response itself with `loadrig-kvwire` ([`driver`]), reading each
+//! response where it lies in the connection's read buffer; the target
+//! only connects and moves bytes. What an operation does is a pure
+//! function of (seed, index) ([`load`]), and a value is a function of its
+//! key, so any value read can be checked without remembering what was
+//! written. After the run [`check`] compares memcached's own counters and
+//! a sample of the keys written with what the client counted.
+
+mod check;
+pub mod driver;
+pub mod load;
+
+use std::future::Future;
+
+use bytes::BytesMut;
+use loadrig_metrics::OpError;
+
+use crate::{TargetError, TargetInfo};
+
+pub use driver::{MemcacheBench, MemcacheDriver};
+
+/// The memcache capability: memcached servers, text and binary protocols
+/// on the same port (memcached tells them apart by the first byte).
+pub trait MemcacheBackend: TargetInfo {
+    type Conn: McConn;
+
+    /// How many servers the target names; engine connections are dealt
+    /// over them round robin, and checks add up what each one says.
+    fn servers(&self) -> usize;
+    /// One engine connection, to the next server in turn.
+    fn connect(&self) -> impl Future<Output = Result<Self::Conn, TargetError>>;
+    /// A connection to server `server`, for the cold path (statistics,
+    /// reading keys back, clean-up).
+    fn connect_to(&self, server: usize) -> impl Future<Output = Result<Self::Conn, TargetError>>;
+    /// The target for messages, e.g. `memcache://127.0.0.1:11211`.
+    fn label(&self) -> String;
+}
+
+/// One byte stream to a memcached server, pipelined: requests are
+/// appended to [`out`](McConn::out), responses are read from the front of
+/// [`input`](McConn::input) by the caller, which removes what it parsed.
+pub trait McConn: Send + 'static {
+    /// The write buffer: append whole requests.
+    fn out(&mut self) -> &mut BytesMut;
+    /// The read buffer: bytes received and not yet consumed.
+    fn input(&mut self) -> &mut BytesMut;
+    /// Write what is queued and wait until more bytes arrived. Cancel
+    /// safe: bytes stay in the connection's buffers.
+    fn fill(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
+    /// A fresh connection to the same server (else the next one), with
+    /// empty buffers.
+    fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
+    /// Bytes sent and received since the last call.
+    fn take_bytes(&mut self) -> (u64, u64);
+}
