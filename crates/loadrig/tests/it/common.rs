@@ -156,10 +156,19 @@ impl Relay {
         self.cut_where(|_| true);
     }
 
-    /// Close the links the server sent more than `bytes` to (receivers,
-    /// not senders); returns how many.
-    pub fn cut_receivers(&self, bytes: u64) -> usize {
-        self.cut_where(|down| down > bytes)
+    /// Close the one link the server sent the most to (a subscriber,
+    /// not a publisher); returns the bytes it had carried.
+    pub fn cut_busiest(&self) -> u64 {
+        let most = {
+            let links = self.links.lock().unwrap();
+            links
+                .iter()
+                .map(|l| l.down.load(Ordering::Relaxed))
+                .max()
+                .unwrap_or(0)
+        };
+        self.cut_where(|down| down == most);
+        most
     }
 
     fn cut_where(&self, cut: impl Fn(u64) -> bool) -> usize {

@@ -176,12 +176,16 @@ fn a_subscriber_cut_off_shows_its_losses() {
             })
         };
         std::thread::sleep(Duration::from_millis(2000));
-        // Only a subscriber has had megabytes from the server by now (a
-        // Redis publisher gets a 4-byte reply per message).
+        // The subscriber has had the most from the server (a Redis
+        // publisher gets a 4-byte reply per message, the others nothing).
         relay.refuse_for(Duration::from_millis(500));
-        let cut = relay.cut_receivers(1 << 20);
+        let carried = relay.cut_busiest();
         let (r, report) = child.join().unwrap();
-        assert_eq!(cut, 1, "{target}: the subscriber's link: {}", r.dump());
+        assert!(
+            carried > 64 * 1024,
+            "{target}: the subscriber's link: {}",
+            r.dump()
+        );
         assert_eq!(r.code, 1, "{target}: {}", r.dump());
         assert!(r.stdout.contains("verify ... FAILED ("), "{}", r.dump());
         let got = checks(&report);
