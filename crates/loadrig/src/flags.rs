@@ -87,7 +87,7 @@ pub enum Workload {
         mut_arg("requests", |a| a.help("Messages in total, over all publishers [default: 100000]")),
         mut_arg("clients", |a| a.hide(true)),
         mut_arg("connections", |a| a.hide(true)),
-        mut_arg("pipeline", |a| a.default_value("256").help("Messages each publisher keeps in flight (written but not yet flushed, or not yet acknowledged)"))
+        mut_arg("pipeline", |a| a.default_value("1024").help("Messages each publisher keeps in flight (written but not yet flushed, or not yet acknowledged)"))
     )]
     Pubsub {
         #[command(flatten)]
@@ -202,6 +202,11 @@ const BROKER_DEFAULTS: Defaults = Defaults {
     duration: None,
 };
 
+/// The machine's cores (2 when it does not say).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
 /// Chut's T: 10 seconds.
 const CHAT_SECONDS: f64 = 10.0;
 
@@ -314,6 +319,12 @@ impl Workload {
                     preset: None,
                     defaults: Defaults {
                         clients: pubsub.pubs,
+                        // No more runtime threads than connections: a
+                        // lone publisher costs less on one.
+                        threads: Some(
+                            cores()
+                                .min((pubsub.pubs as usize).saturating_add(pubsub.subs as usize)),
+                        ),
                         ..BROKER_DEFAULTS
                     },
                 }
@@ -871,7 +882,7 @@ impl RunArgs {
             threads: self
                 .threads
                 .or(workload_defaults.threads)
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+                .unwrap_or_else(cores),
             timeout_secs: self.timeout,
             max_error_rate: self.max_error_rate,
             verify: !self.no_verify,

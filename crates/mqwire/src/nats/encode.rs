@@ -54,14 +54,42 @@ fn encode_payload_op(
     let line = sum(&[verb.len(), fields_len, 1, digits.as_bytes().len()]);
     check_len(line, MAX_CONTROL_LINE, what)?;
     buf.reserve(sum(&[line, 4, payload.len()]));
-    buf.put_slice(verb);
+    // The control line is assembled on the stack and appended with one
+    // copy (the hot path's PUB: a handful of small appends cost more than
+    // the bytes); a line too long for it is appended piece by piece.
+    let mut head = [0u8; 256];
+    let mut at: usize = 0;
+    let mut fits = true;
+    let mut put = |bytes: &[u8]| {
+        let end = at.saturating_add(bytes.len());
+        match head.get_mut(at..end) {
+            Some(dst) if fits => {
+                dst.copy_from_slice(bytes);
+                at = end;
+            }
+            _ => fits = false,
+        }
+    };
+    put(verb);
     for f in fields.iter().flatten() {
-        buf.put_u8(b' ');
-        buf.put_slice(f);
+        put(b" ");
+        put(f);
     }
-    buf.put_u8(b' ');
-    buf.put_slice(digits.as_bytes());
-    buf.put_slice(b"\r\n");
+    put(b" ");
+    put(digits.as_bytes());
+    put(b"\r\n");
+    if let Some(line) = head.get(..at).filter(|_| fits) {
+        buf.put_slice(line);
+    } else {
+        buf.put_slice(verb);
+        for f in fields.iter().flatten() {
+            buf.put_u8(b' ');
+            buf.put_slice(f);
+        }
+        buf.put_u8(b' ');
+        buf.put_slice(digits.as_bytes());
+        buf.put_slice(b"\r\n");
+    }
     buf.put_slice(payload);
     buf.put_slice(b"\r\n");
     Ok(())
