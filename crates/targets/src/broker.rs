@@ -5,8 +5,6 @@
 
 use loadrig_spec::SpecError;
 
-use crate::split_host_port;
-
 /// The servers and the login. The password never leaves through
 /// [`BrokerUrl::label`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,25 +64,7 @@ impl BrokerUrl {
                 ((!user.is_empty()).then_some(user), pass)
             }
         };
-        let mut servers: Vec<(String, u16)> = Vec::new();
-        for entry in hosts.split(',') {
-            if !entry.is_empty() && entry.bytes().all(|b| b.is_ascii_digit()) {
-                let Some((host, _)) = servers.last().cloned() else {
-                    return Err(bad(&format!("port '{entry}' before any host")));
-                };
-                let port = entry
-                    .parse()
-                    .ok()
-                    .filter(|&p| p != 0)
-                    .ok_or_else(|| bad(&format!("bad port '{entry}'")))?;
-                servers.push((host, port));
-                continue;
-            }
-            let server = split_host_port(entry, default_port)
-                .filter(|(host, _)| !host.is_empty())
-                .ok_or_else(|| bad(&format!("bad host '{entry}'")))?;
-            servers.push(server);
-        }
+        let servers = crate::server_list(hosts, default_port).map_err(|why| bad(&why))?;
         let url = BrokerUrl {
             scheme,
             servers,

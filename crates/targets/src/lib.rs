@@ -302,6 +302,41 @@ impl ServerUrl {
     }
 }
 
+/// The servers of a URL with several (`h1:6379,6380,h2`): each entry a
+/// host with an optional port, or a bare port that is another port on the
+/// host before it. The error says which entry is wrong.
+#[cfg_attr(
+    not(any(
+        feature = "redis",
+        feature = "memcache",
+        feature = "nats",
+        feature = "mqtt"
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn server_list(hosts: &str, default_port: u16) -> Result<Vec<(String, u16)>, String> {
+    let mut servers: Vec<(String, u16)> = Vec::new();
+    for entry in hosts.split(',') {
+        if !entry.is_empty() && entry.bytes().all(|b| b.is_ascii_digit()) {
+            let Some((host, _)) = servers.last().cloned() else {
+                return Err(format!("port '{entry}' before any host"));
+            };
+            let port = entry
+                .parse()
+                .ok()
+                .filter(|&p| p != 0)
+                .ok_or_else(|| format!("bad port '{entry}'"))?;
+            servers.push((host, port));
+            continue;
+        }
+        let server = split_host_port(entry, default_port)
+            .filter(|(host, _)| !host.is_empty())
+            .ok_or_else(|| format!("bad host '{entry}'"))?;
+        servers.push(server);
+    }
+    Ok(servers)
+}
+
 /// `host`, `host:port`, `[v6]` or `[v6]:port`.
 fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
     let (host, port) = if let Some(v6) = s.strip_prefix('[') {

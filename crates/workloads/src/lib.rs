@@ -213,6 +213,24 @@ pub trait Bench {
     fn finish(&mut self, keep: bool) -> impl Future<Output = Result<(), TargetError>>;
 }
 
+/// Append `v` in decimal, without allocating (keys and subjects on the
+/// hot path).
+#[inline]
+pub(crate) fn push_decimal(out: &mut Vec<u8>, v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
 /// 1234567 -> "1,234,567": counts as people read them.
 pub fn group(n: u64) -> String {
     let s = n.to_string();

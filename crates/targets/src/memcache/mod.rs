@@ -18,7 +18,7 @@ use loadrig_workloads::memcache::{McConn, MemcacheBackend};
 use loadrig_workloads::{TargetError, TargetInfo};
 
 use crate::socket::{said, Socket};
-use crate::{split_host_port, Descriptor};
+use crate::Descriptor;
 
 pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
     name: "memcached",
@@ -63,25 +63,7 @@ impl McUrl {
         if rest.contains(['/', '?', '@']) {
             return Err(bad("no login, path or options are taken"));
         }
-        let mut servers: Vec<(String, u16)> = Vec::new();
-        for entry in rest.split(',') {
-            if !entry.is_empty() && entry.bytes().all(|b| b.is_ascii_digit()) {
-                let Some((host, _)) = servers.last().cloned() else {
-                    return Err(bad(&format!("port '{entry}' before any host")));
-                };
-                let port = entry
-                    .parse()
-                    .ok()
-                    .filter(|&p| p != 0)
-                    .ok_or_else(|| bad(&format!("bad port '{entry}'")))?;
-                servers.push((host, port));
-                continue;
-            }
-            let server = split_host_port(entry, DEFAULT_PORT)
-                .filter(|(host, _)| !host.is_empty())
-                .ok_or_else(|| bad(&format!("bad host '{entry}'")))?;
-            servers.push(server);
-        }
+        let servers = crate::server_list(rest, DEFAULT_PORT).map_err(|why| bad(&why))?;
         Ok(McUrl { servers })
     }
 

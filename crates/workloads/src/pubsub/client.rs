@@ -280,7 +280,7 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
                 // The reply subject names the tag: `<inbox>.<tag>`.
                 self.dest.clear();
                 self.dest.extend_from_slice(&self.reply_prefix);
-                push_decimal(&mut self.dest, u64::from(tag));
+                crate::push_decimal(&mut self.dest, u64::from(tag));
                 self.set_tag(tag, stamp.seq);
                 let _ = self
                     .conn
@@ -299,7 +299,7 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
                 self.dest.clear();
                 self.dest.extend_from_slice(self.client.prefix.as_bytes());
                 self.dest.extend_from_slice(b".c.");
-                push_decimal(&mut self.dest, u64::from(first + pos));
+                crate::push_decimal(&mut self.dest, u64::from(first + pos));
                 self.conn.publish(&self.dest, None, &self.payload, tag)
             }
         };
@@ -473,20 +473,4 @@ fn parse_tag(s: &[u8]) -> Option<Tag> {
         v = v * 10 + u64::from(b - b'0');
     }
     Tag::try_from(v).ok()
-}
-
-/// Append `v` in decimal.
-fn push_decimal(out: &mut Vec<u8>, v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }

@@ -142,18 +142,7 @@ impl Mix {
     pub fn key_name(&self, n: u64, key: &mut Vec<u8>) {
         key.clear();
         key.extend_from_slice(self.spec.key_prefix.as_bytes());
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        let mut v = n;
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        key.extend_from_slice(&digits[i..]);
+        crate::push_decimal(key, n);
     }
 
     /// Append operation `index`'s command; returns its kind.
