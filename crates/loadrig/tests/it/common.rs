@@ -209,3 +209,57 @@ fn pump(mut from: TcpStream, mut to: TcpStream, count: Option<Arc<AtomicU64>>) {
         let _ = to.shutdown(Shutdown::Both);
     });
 }
+
+/// A port nothing listens on now, for a server a test starts itself.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A server a test started itself (a second redis-server or memcached),
+/// on `port`: killed and reaped when dropped, with the scratch directory
+/// it may have used.
+pub struct OwnServer {
+    pub port: u16,
+    child: std::process::Child,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl OwnServer {
+    /// Start `cmd` (told to listen on `port`) and wait until it accepts.
+    pub fn spawn(
+        mut cmd: Command,
+        port: u16,
+        dir: Option<tempfile::TempDir>,
+        installs: &str,
+    ) -> OwnServer {
+        let name = cmd.get_program().to_string_lossy().into_owned();
+        let child = cmd
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name} runs ({installs} installs it): {e}"));
+        // Owned from here: dropping it kills and reaps the server.
+        let own = OwnServer {
+            port,
+            child,
+            _dir: dir,
+        };
+        for _ in 0..100 {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return own;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("{name} on {port} did not come up");
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{hold, json, loadrig, need_server, Run};
+use crate::common::{free_port, hold, json, loadrig, need_server, OwnServer, Run};
 
 const URL: &str = "memcache://127.0.0.1:11211";
 
@@ -370,11 +370,7 @@ fn garbage_from_the_server_is_counted_not_a_panic() {
 /// Nothing listening: exit 3 and a line naming the server.
 #[test]
 fn no_server_is_exit_3() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let target = format!("memcache://127.0.0.1:{port}");
     let r = loadrig(&["run", "memcache", "--target", &target, "-n", "10"]);
     assert_eq!(r.code, 3, "{}", r.dump());
@@ -386,51 +382,21 @@ fn no_server_is_exit_3() {
     );
 }
 
-/// A second memcached of the test's own, on a free port: killed and
-/// reaped when dropped.
-struct OwnServer {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl OwnServer {
-    fn start() -> OwnServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut cmd = Command::new("memcached");
-        cmd.args(["-p", &port.to_string(), "-l", "127.0.0.1", "-U", "0"]);
-        // memcached refuses to run as root unless told which user to be.
-        let root = std::env::var("USER").is_ok_and(|u| u == "root")
-            || std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-                s.lines()
-                    .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-            });
-        if root {
-            cmd.args(["-u", "root"]);
-        }
-        let child = cmd
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("memcached runs (scripts/services up memcached installs it)");
-        let own = OwnServer { child, port };
-        for _ in 0..100 {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return own;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("memcached on {port} did not come up");
+/// A second memcached of the test's own, on a free port.
+fn own_memcached() -> OwnServer {
+    let port = free_port();
+    let mut cmd = Command::new("memcached");
+    cmd.args(["-p", &port.to_string(), "-l", "127.0.0.1", "-U", "0"]);
+    // memcached refuses to run as root unless told which user to be.
+    let root = std::env::var("USER").is_ok_and(|u| u == "root")
+        || std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        });
+    if root {
+        cmd.args(["-u", "root"]);
     }
-}
-
-impl Drop for OwnServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    OwnServer::spawn(cmd, port, None, "scripts/services up memcached")
 }
 
 /// Two servers in one URL: connections dealt over both, the counters
@@ -439,7 +405,7 @@ impl Drop for OwnServer {
 fn two_servers_in_one_url() {
     need_server("memcached", 11211);
     let _g = hold("memcached");
-    let own = OwnServer::start();
+    let own = own_memcached();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let target = format!("{URL},{}", own.port);

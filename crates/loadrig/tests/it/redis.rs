@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{json, loadrig, need_server};
+use crate::common::{free_port, json, loadrig, need_server, OwnServer};
 
 const URL: &str = "redis://127.0.0.1:6379";
 
@@ -450,11 +450,7 @@ fn garbage_from_the_server_is_a_protocol_error() {
 /// Nothing listening: exit 3 and one line naming the server.
 #[test]
 fn no_server_is_exit_3() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let r = loadrig(&[
         "run",
         "redis",
@@ -472,51 +468,17 @@ fn no_server_is_exit_3() {
     );
 }
 
-/// A second redis-server of the test's own, on a free port: reaped when
-/// dropped.
-struct OwnServer {
-    child: std::process::Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl OwnServer {
-    fn start() -> OwnServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = tempfile::tempdir().unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server runs (scripts/services up redis installs it)");
-        // Owned from here: dropping it kills and reaps the server.
-        let own = OwnServer {
-            child,
-            port,
-            _dir: dir,
-        };
-        for _ in 0..100 {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return own;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("redis-server on {port} did not come up");
-    }
-}
-
-impl Drop for OwnServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A second redis-server of the test's own, on a free port, keeping
+/// nothing on disk.
+fn own_redis() -> OwnServer {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir.path());
+    OwnServer::spawn(cmd, port, Some(dir), "scripts/services up redis")
 }
 
 /// Two servers in one URL (`redis://127.0.0.1:6379,PORT`): connections
@@ -524,7 +486,7 @@ impl Drop for OwnServer {
 #[test]
 fn several_ports_in_one_run() {
     need_server("redis", 6379);
-    let other = OwnServer::start();
+    let other = own_redis();
     flush(14);
     let url = format!("{URL},{}", other.port);
     let r = loadrig(&[
