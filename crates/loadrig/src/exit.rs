@@ -1,4 +1,4 @@
-//! Exit codes (engine.md section 7) and the errors that choose them.
+//! Exit codes (docs/engine.md section 7) and the errors that choose them.
 
 use loadrig_spec::SpecError;
 use loadrig_targets::OpenError;

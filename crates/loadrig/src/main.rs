@@ -1,6 +1,6 @@
 //! The `loadrig` binary: flags -> run spec -> plan -> engine -> report ->
 //! printers. This file is the one exit point: it prints an error as one
-//! line and picks the exit code (engine.md section 7).
+//! line and picks the exit code (docs/engine.md section 7).
 
 mod exit;
 mod flags;

@@ -1,5 +1,5 @@
 //! `--processes K`: one run in K local processes (the Erlvolt multi-VM
-//! bench), engine.md section 6. The parent prepares and records the
+//! bench), docs/engine.md section 6. The parent prepares and records the
 //! baseline once, picks one wall-clock start, and starts K copies of this
 //! binary, each the shard k/K of the run with `--child`; each connects,
 //! waits for the start, runs and writes its report. The parent merges the
