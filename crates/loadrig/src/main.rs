@@ -124,7 +124,10 @@ fn runtime(spec: &RunSpec) -> anyhow::Result<tokio::runtime::Runtime> {
 fn print_targets() {
     let targets = loadrig_targets::TARGETS;
     let schemes: Vec<String> = targets.iter().map(|d| d.schemes.join(",")).collect();
-    let workloads: Vec<String> = targets.iter().map(|d| d.workloads.join(",")).collect();
+    let workloads: Vec<String> = targets
+        .iter()
+        .map(|d| d.workloads().collect::<Vec<_>>().join(","))
+        .collect();
     let w = |col: &[String], title: &str| {
         col.iter()
             .map(String::len)
@@ -150,15 +153,15 @@ fn print_targets() {
 }
 
 fn print_workloads() {
-    let rows: Vec<(&str, String, &str)> = loadrig_targets::WORKLOADS
+    let rows: Vec<(&str, String, &str)> = loadrig_workloads::WORKLOADS
         .iter()
-        .map(|(name, about)| {
+        .map(|w| {
             let targets: Vec<&str> = loadrig_targets::TARGETS
                 .iter()
-                .filter(|d| d.workloads.contains(name))
+                .filter(|d| d.runs(w.name))
                 .map(|d| d.name)
                 .collect();
-            (*name, targets.join(","), *about)
+            (w.name, targets.join(","), w.about)
         })
         .collect();
     let w = rows.iter().map(|r| r.1.len()).chain([7]).max().unwrap_or(7);

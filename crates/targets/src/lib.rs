@@ -33,7 +33,7 @@ mod sqlite;
 mod voltdb;
 
 use loadrig_spec::SpecError;
-use loadrig_workloads::TargetError;
+use loadrig_workloads::{Capabilities, TargetError};
 
 #[cfg(feature = "mysql")]
 pub use mariadb::MariadbTarget;
@@ -53,84 +53,197 @@ pub use sqlite::SqliteTarget;
 #[cfg(feature = "voltdb")]
 pub use voltdb::VoltTarget;
 
-/// What `loadrig targets` lists: a target's name, URL schemes and workloads.
+/// What `loadrig targets` lists about a target: its name, URL schemes and
+/// capabilities (the workloads follow from them), one example URL and one
+/// line about it.
 #[derive(Debug, Clone, Copy)]
 pub struct Descriptor {
     pub name: &'static str,
     pub schemes: &'static [&'static str],
-    pub workloads: &'static [&'static str],
+    pub capabilities: &'static [&'static str],
     pub example: &'static str,
     pub about: &'static str,
 }
 
-/// Every target built into this binary.
-pub const TARGETS: &[Descriptor] = &[
-    #[cfg(feature = "sqlite")]
-    sqlite::DESCRIPTOR,
-    #[cfg(feature = "postgres")]
-    postgres::DESCRIPTOR,
-    #[cfg(feature = "mysql")]
-    mariadb::DESCRIPTOR,
-    #[cfg(feature = "voltdb")]
-    voltdb::DESCRIPTOR,
-    #[cfg(feature = "redis")]
-    redis::DESCRIPTOR,
-    #[cfg(feature = "nats")]
-    nats::DESCRIPTOR,
-    #[cfg(feature = "mqtt")]
-    mqtt::DESCRIPTOR,
-    #[cfg(feature = "memcache")]
-    memcache::DESCRIPTOR,
-    null::DESCRIPTOR,
-];
+impl Descriptor {
+    /// The workloads this target runs, from its capabilities.
+    pub fn workloads(&self) -> impl Iterator<Item = &'static str> + '_ {
+        loadrig_workloads::workloads_of(self.capabilities)
+    }
 
-/// The workloads loadrig knows, whether or not a built-in target runs them.
-pub const WORKLOADS: &[(&str, &str)] = &[
-    (
-        "voter",
-        "VoltDB's Voter: one vote is one server-side transaction with a per-caller limit",
-    ),
-    (
-        "hello",
-        "Erlvolt's hello world: the smallest procedure call (select, optional insert)",
-    ),
-    (
-        "redis",
-        "redis-benchmark's tests and flags (-t -c -n -P -d -r -q --csv), one test after the other",
-    ),
-    (
-        "memcache",
-        "memaslap's load: get/set mix, key and value sizes, window of keys per client, multiget, text or binary protocol",
-    ),
-    (
-        "pubsub",
-        "nats-bench's load: N publishers, M subscribers, end-to-end latency, losses, duplicates and reorders counted",
-    ),
-    (
-        "chat",
-        "Chut's social groups: G groups x CPG clients messaging random peers of their group, stress or realistic",
-    ),
-];
+    pub fn runs(&self, workload: &str) -> bool {
+        self.workloads().any(|w| w == workload)
+    }
+}
 
-/// An opened target.
-pub enum Target {
+/// Something to do with whichever target was opened: [`Target::visit`]
+/// calls it with the concrete type, which then offers its capabilities.
+pub trait Visitor {
+    type Output;
+    fn visit<T: Capabilities>(self, target: T) -> Self::Output;
+}
+
+/// The one table of targets. Each row names a target's enum variant and
+/// type, the cargo feature that builds it, its URL schemes, its
+/// capabilities, how it opens from the text after `scheme://`, and what
+/// `loadrig targets` says of it. From it come the [`Target`] enum, opening
+/// by scheme, [`TARGETS`] and each type's [`Capabilities`]: a row that
+/// claims a capability its type does not implement does not compile.
+macro_rules! registry {
+    ($(
+        $(#[cfg($cfg:meta)])?
+        $variant:ident($ty:ty) {
+            name: $name:literal,
+            schemes: [$($scheme:literal),+],
+            capabilities: [$($cap:ident),+],
+            open: $open:expr,
+            example: $example:literal,
+            about: $about:literal $(,)?
+        }
+    ),+ $(,)?) => {
+        /// An opened target.
+        pub enum Target {
+            $($(#[cfg($cfg)])? $variant($ty),)+
+        }
+
+        /// Every target built into this binary.
+        pub const TARGETS: &[Descriptor] = &[
+            $($(#[cfg($cfg)])? Descriptor {
+                name: $name,
+                schemes: &[$($scheme),+],
+                capabilities: &[$(stringify!($cap)),+],
+                example: $example,
+                about: $about,
+            },)+
+        ];
+
+        impl Target {
+            /// Open the target of a scheme, from what follows `scheme://`.
+            fn open_scheme(scheme: &str, rest: &str) -> Option<Result<Target, OpenError>> {
+                $($(#[cfg($cfg)])? {
+                    if [$($scheme),+].contains(&scheme) {
+                        let open: fn(&str, &str) -> Result<$ty, OpenError> = $open;
+                        return Some(open(scheme, rest).map(Target::$variant));
+                    }
+                })+
+                None
+            }
+
+            pub fn descriptor(&self) -> &'static Descriptor {
+                let name = match self {
+                    $($(#[cfg($cfg)])? Target::$variant(_) => $name,)+
+                };
+                TARGETS
+                    .iter()
+                    .find(|d| d.name == name)
+                    .expect("every variant has its row in TARGETS")
+            }
+
+            /// Hand the concrete target to `visitor`.
+            pub fn visit<V: Visitor>(self, visitor: V) -> V::Output {
+                match self {
+                    $($(#[cfg($cfg)])? Target::$variant(t) => visitor.visit(t),)+
+                }
+            }
+        }
+
+        $(
+            $(#[cfg($cfg)])?
+            impl Capabilities for $ty {
+                $(
+                    fn $cap<V: loadrig_workloads::$cap::Visit>(self, visit: V) -> Option<V::Output> {
+                        Some(visit.visit(self))
+                    }
+                )+
+            }
+        )+
+    };
+}
+
+registry! {
     #[cfg(feature = "sqlite")]
-    Sqlite(SqliteTarget),
+    Sqlite(SqliteTarget) {
+        name: "sqlite",
+        schemes: ["sqlite"],
+        capabilities: [voter, hello],
+        open: |_, rest| SqliteTarget::open(rest),
+        example: "sqlite:///tmp/bench.db?sync=full  (no --target: a fresh temporary database)",
+        about: "embedded SQLite (bundled); one database thread, group commit, WAL",
+    },
     #[cfg(feature = "postgres")]
-    Postgres(PostgresTarget),
+    Postgres(PostgresTarget) {
+        name: "postgres",
+        schemes: ["postgres", "postgresql"],
+        capabilities: [voter, hello],
+        open: |scheme, rest| Ok(PostgresTarget::new(ServerUrl::parse(scheme, rest, 5432)?)),
+        example: "postgres://bench:bench@127.0.0.1:5432/bench",
+        about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
+    },
     #[cfg(feature = "mysql")]
-    Mariadb(MariadbTarget),
+    Mariadb(MariadbTarget) {
+        name: "mariadb",
+        schemes: ["mysql", "mariadb"],
+        capabilities: [voter, hello],
+        open: |scheme, rest| Ok(MariadbTarget::new(ServerUrl::parse(scheme, rest, 3306)?)),
+        example: "mysql://bench:bench@127.0.0.1:3306/bench",
+        about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
+    },
     #[cfg(feature = "voltdb")]
-    Voltdb(VoltTarget),
+    Voltdb(VoltTarget) {
+        name: "voltdb",
+        schemes: ["voltdb"],
+        capabilities: [voter, hello],
+        open: |_, rest| Ok(VoltTarget::new(voltdb::VoltUrl::parse(rest)?)),
+        example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
+        about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
+    },
     #[cfg(feature = "redis")]
-    Redis(RedisTarget),
+    Redis(RedisTarget) {
+        name: "redis",
+        schemes: ["redis"],
+        capabilities: [redis, pubsub],
+        open: |_, rest| Ok(RedisTarget::new(redis::RedisUrl::parse(rest)?)),
+        example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
+        about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
+    },
     #[cfg(feature = "nats")]
-    Nats(NatsTarget),
+    Nats(NatsTarget) {
+        name: "nats",
+        schemes: ["nats"],
+        capabilities: [pubsub],
+        open: |_, rest| Ok(NatsTarget::new(nats::parse_url(rest)?)),
+        example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h)",
+        about: "NATS core (client protocol): publishes pipelined, no acknowledgement; request-reply",
+    },
     #[cfg(feature = "mqtt")]
-    Mqtt(MqttTarget),
+    Mqtt(MqttTarget) {
+        name: "mqtt",
+        schemes: ["mqtt"],
+        capabilities: [pubsub],
+        open: |_, rest| {
+            let (at, qos) = mqtt::parse_url(rest)?;
+            Ok(MqttTarget::new(at, qos))
+        },
+        example: "mqtt://127.0.0.1:1883?qos=1  (QoS 0 by default; several servers: mqtt://h1,h2:1884; a login: mqtt://USER:PASSWORD@h)",
+        about: "MQTT 3.1.1 (Mosquitto, EMQX, ...): QoS 0 or 1, publishes pipelined, PUBACKs matched by packet id",
+    },
     #[cfg(feature = "memcache")]
-    Memcache(MemcacheTarget),
-    Null(NullTarget),
+    Memcache(MemcacheTarget) {
+        name: "memcached",
+        schemes: ["memcache"],
+        capabilities: [memcache],
+        open: |_, rest| Ok(MemcacheTarget::new(memcache::McUrl::parse(rest)?)),
+        example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
+        about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
+    },
+    Null(NullTarget) {
+        name: "null",
+        schemes: ["null"],
+        capabilities: [voter, hello],
+        open: |_, rest| Ok(NullTarget::parse(rest)?),
+        example: "null://?delay=100us  or  null://?delay=50us-200us",
+        about: "completes every operation in process (after an optional delay); stores nothing",
+    },
 }
 
 impl Target {
@@ -138,70 +251,13 @@ impl Target {
     /// A malformed URL is a usage error; an unreachable target is not.
     pub fn open(url: Option<&str>) -> Result<Target, OpenError> {
         let url = url.unwrap_or("sqlite://");
-        let (scheme, rest) = match url.split_once("://") {
-            Some((s, r)) => (s, r),
-            None => (url, ""),
-        };
-        match scheme {
-            #[cfg(feature = "sqlite")]
-            "sqlite" => Ok(Target::Sqlite(SqliteTarget::open(rest)?)),
-            #[cfg(feature = "postgres")]
-            "postgres" | "postgresql" => {
-                let at = ServerUrl::parse("postgres", rest, 5432)?;
-                Ok(Target::Postgres(PostgresTarget::new(at)))
-            }
-            #[cfg(feature = "mysql")]
-            "mysql" | "mariadb" => {
-                let at = ServerUrl::parse(scheme, rest, 3306)?;
-                Ok(Target::Mariadb(MariadbTarget::new(at)))
-            }
-            #[cfg(feature = "voltdb")]
-            "voltdb" => Ok(Target::Voltdb(VoltTarget::new(voltdb::VoltUrl::parse(
-                rest,
-            )?))),
-            #[cfg(feature = "redis")]
-            "redis" => Ok(Target::Redis(RedisTarget::new(redis::RedisUrl::parse(
-                rest,
-            )?))),
-            #[cfg(feature = "nats")]
-            "nats" => Ok(Target::Nats(NatsTarget::new(nats::parse_url(rest)?))),
-            #[cfg(feature = "mqtt")]
-            "mqtt" => {
-                let (at, qos) = mqtt::parse_url(rest)?;
-                Ok(Target::Mqtt(MqttTarget::new(at, qos)))
-            }
-            #[cfg(feature = "memcache")]
-            "memcache" => Ok(Target::Memcache(MemcacheTarget::new(
-                memcache::McUrl::parse(rest)?,
-            ))),
-            "null" => Ok(Target::Null(NullTarget::parse(rest)?)),
-            other => Err(OpenError::Spec(SpecError::new(
+        let (scheme, rest) = url.split_once("://").unwrap_or((url, ""));
+        Target::open_scheme(scheme, rest).unwrap_or_else(|| {
+            Err(OpenError::Spec(SpecError::new(
                 "--target",
-                format!("unknown target scheme '{other}' in '{url}' (see `loadrig targets`)"),
-            ))),
-        }
-    }
-
-    pub fn descriptor(&self) -> &'static Descriptor {
-        match self {
-            #[cfg(feature = "sqlite")]
-            Target::Sqlite(_) => &sqlite::DESCRIPTOR,
-            #[cfg(feature = "postgres")]
-            Target::Postgres(_) => &postgres::DESCRIPTOR,
-            #[cfg(feature = "mysql")]
-            Target::Mariadb(_) => &mariadb::DESCRIPTOR,
-            #[cfg(feature = "voltdb")]
-            Target::Voltdb(_) => &voltdb::DESCRIPTOR,
-            #[cfg(feature = "redis")]
-            Target::Redis(_) => &redis::DESCRIPTOR,
-            #[cfg(feature = "nats")]
-            Target::Nats(_) => &nats::DESCRIPTOR,
-            #[cfg(feature = "mqtt")]
-            Target::Mqtt(_) => &mqtt::DESCRIPTOR,
-            #[cfg(feature = "memcache")]
-            Target::Memcache(_) => &memcache::DESCRIPTOR,
-            Target::Null(_) => &null::DESCRIPTOR,
-        }
+                format!("unknown target scheme '{scheme}' in '{url}' (see `loadrig targets`)"),
+            )))
+        })
     }
 }
 

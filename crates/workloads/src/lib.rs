@@ -16,6 +16,82 @@ use loadrig_engine::{Driver, Tag};
 use loadrig_metrics::{OpError, Snapshot};
 use serde::{Deserialize, Serialize};
 
+/// A workload: its name (`loadrig run NAME`), the capability it needs of a
+/// target, and one line for `loadrig workloads`.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    pub name: &'static str,
+    pub capability: &'static str,
+    pub about: &'static str,
+}
+
+/// Every workload loadrig knows, whether or not a built-in target runs it.
+pub const WORKLOADS: &[Workload] = &[
+    Workload {
+        name: "voter",
+        capability: "voter",
+        about: "VoltDB's Voter: one vote is one server-side transaction with a per-caller limit",
+    },
+    Workload {
+        name: "hello",
+        capability: "hello",
+        about: "Erlvolt's hello world: the smallest procedure call (select, optional insert)",
+    },
+    Workload {
+        name: "redis",
+        capability: "redis",
+        about: "redis-benchmark's tests and flags (-t -c -n -P -d -r -q --csv), one test after the other",
+    },
+    Workload {
+        name: "memcache",
+        capability: "memcache",
+        about: "memaslap's load: get/set mix, key and value sizes, window of keys per client, multiget, text or binary protocol",
+    },
+    Workload {
+        name: "pubsub",
+        capability: "pubsub",
+        about: "nats-bench's load: N publishers, M subscribers, end-to-end latency, losses, duplicates and reorders counted",
+    },
+    Workload {
+        name: "chat",
+        capability: "pubsub",
+        about: "Chut's social groups: G groups x CPG clients messaging random peers of their group, stress or realistic",
+    },
+];
+
+/// The workloads a target with these capabilities runs, in [`WORKLOADS`]'
+/// order.
+pub fn workloads_of<'a>(capabilities: &'a [&'a str]) -> impl Iterator<Item = &'static str> + 'a {
+    WORKLOADS
+        .iter()
+        .filter(|w| capabilities.contains(&w.capability))
+        .map(|w| w.name)
+}
+
+/// Which capabilities a target has. Each method hands the target, by value,
+/// to a visitor typed for one capability and returns what the visitor
+/// built; the default says the target lacks the capability. The target
+/// registry (`loadrig_targets`) overrides exactly the capabilities a row
+/// claims, with a body that needs the capability's trait, so a claim the
+/// target does not back is a compile error, never a run-time "cannot run".
+pub trait Capabilities: Sized + 'static {
+    fn voter<V: voter::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn hello<V: hello::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn redis<V: redis::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn memcache<V: memcache::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn pubsub<V: pubsub::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+}
+
 /// Why a target could not be used. Cold path only: per-operation failures
 /// are [`OpError`] counts.
 #[derive(Debug, thiserror::Error)]

@@ -23,15 +23,7 @@ use loadrig_workloads::{Reply, TargetError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, Statement};
 
-use crate::{Descriptor, ServerUrl};
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "mariadb",
-    schemes: &["mysql", "mariadb"],
-    workloads: &["voter", "hello"],
-    example: "mysql://bench:bench@127.0.0.1:3306/bench",
-    about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
-};
+use crate::ServerUrl;
 
 /// How long opening a connection may take before the server counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

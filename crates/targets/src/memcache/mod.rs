@@ -18,15 +18,6 @@ use loadrig_workloads::memcache::{McConn, MemcacheBackend};
 use loadrig_workloads::{TargetError, TargetInfo};
 
 use crate::socket::{said, Socket};
-use crate::Descriptor;
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "memcached",
-    schemes: &["memcache"],
-    workloads: &["memcache"],
-    example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
-    about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
-};
 
 const DEFAULT_PORT: u16 = 11211;
 

@@ -34,15 +34,6 @@ use tokio::time::{Instant, Sleep};
 
 use crate::broker::BrokerUrl;
 use crate::socket::{said, Socket};
-use crate::Descriptor;
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "mqtt",
-    schemes: &["mqtt"],
-    workloads: &["pubsub", "chat"],
-    example: "mqtt://127.0.0.1:1883?qos=1  (QoS 0 by default; several servers: mqtt://h1,h2:1884; a login: mqtt://USER:PASSWORD@h)",
-    about: "MQTT 3.1.1 (Mosquitto, EMQX, ...): QoS 0 or 1, publishes pipelined, PUBACKs matched by packet id",
-};
 
 const DEFAULT_PORT: u16 = 1883;
 

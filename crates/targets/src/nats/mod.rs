@@ -27,15 +27,6 @@ use loadrig_workloads::{TargetError, TargetInfo};
 
 use crate::broker::BrokerUrl;
 use crate::socket::{said, Socket};
-use crate::Descriptor;
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "nats",
-    schemes: &["nats"],
-    workloads: &["pubsub", "chat"],
-    example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h)",
-    about: "NATS core (client protocol): publishes pipelined, no acknowledgement; request-reply",
-};
 
 const DEFAULT_PORT: u16 = 4222;
 

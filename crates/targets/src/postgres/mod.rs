@@ -22,15 +22,7 @@ use loadrig_workloads::TargetInfo;
 use loadrig_workloads::{Reply, TargetError};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use crate::{Descriptor, ServerUrl};
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "postgres",
-    schemes: &["postgres", "postgresql"],
-    workloads: &["voter", "hello"],
-    example: "postgres://bench:bench@127.0.0.1:5432/bench",
-    about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
-};
+use crate::ServerUrl;
 
 /// The most calls one connection keeps in flight. tokio-postgres has no
 /// limit of its own; this one keeps a runaway `-P` from queueing without bound.

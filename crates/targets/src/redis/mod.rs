@@ -33,18 +33,8 @@ use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, RespConn, 
 use loadrig_workloads::{TargetError, TargetInfo};
 
 use crate::socket::{said, Socket};
-use crate::Descriptor;
 
 pub use pubsub::RedisPubSubConn;
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "redis",
-    schemes: &["redis"],
-    workloads: &["redis", "pubsub", "chat"],
-    example:
-        "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
-    about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
-};
 
 const DEFAULT_PORT: u16 = 6379;
 

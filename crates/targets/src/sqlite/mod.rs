@@ -30,15 +30,7 @@ use loadrig_workloads::{Reply, TargetError};
 use rusqlite::{Connection, ErrorCode};
 use tokio::sync::{mpsc as amp, oneshot};
 
-use crate::{query_pairs, Descriptor};
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "sqlite",
-    schemes: &["sqlite"],
-    workloads: &["voter", "hello"],
-    example: "sqlite:///tmp/bench.db?sync=full  (no --target: a fresh temporary database)",
-    about: "embedded SQLite (bundled); one database thread, group commit, WAL",
-};
+use crate::query_pairs;
 
 /// The most calls one transaction carries.
 const MAX_BATCH: usize = 4_096;

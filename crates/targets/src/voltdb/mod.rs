@@ -31,15 +31,7 @@ use loadrig_voltwire as vw;
 use loadrig_workloads::{Reply, TargetError, TargetInfo};
 
 use crate::socket::{said, Socket};
-use crate::{split_host_port, Descriptor};
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "voltdb",
-    schemes: &["voltdb"],
-    workloads: &["voter", "hello"],
-    example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
-    about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
-};
+use crate::split_host_port;
 
 const DEFAULT_PORT: u16 = 21212;
 

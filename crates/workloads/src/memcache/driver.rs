@@ -22,7 +22,7 @@ use loadrig_engine::{Driver, Event, Tag};
 use loadrig_kvwire::memcache::binary::{self, GetKind, Opcode, SetOpts, Status};
 use loadrig_kvwire::memcache::text::{self, Response, StoreCmd, StoreOpts};
 use loadrig_metrics::{ErrorKind, OpError, Snapshot};
-use loadrig_spec::{MemcacheSpec, Stop, MAX_MULTIGET};
+use loadrig_spec::{MemcacheSpec, RunSpec, Stop, MAX_MULTIGET};
 
 use super::check;
 use super::load::{Load, Op, DOMAINS, GET, GET_HITS, GET_MISSES, KINDS, SET};
@@ -342,19 +342,17 @@ pub struct MemcacheBench<B> {
 }
 
 impl<B: MemcacheBackend> MemcacheBench<B> {
-    /// `windows`: connections over every process (see [`super::load`]).
-    pub fn new(
-        backend: B,
-        spec: MemcacheSpec,
-        windows: u64,
-        seed: u64,
-        stop: Stop,
-        whole: bool,
-    ) -> Self {
+    pub fn new(backend: B, own: &MemcacheSpec, run: &RunSpec) -> Self {
+        // One window per connection over every process (see
+        // [`super::load`]); which keys the sets wrote is known only for
+        // the whole index space and no warm-up.
+        let shards = run.load.shard.count.max(run.processes);
+        let windows = u64::from(run.load.connections) * u64::from(shards);
+        let whole = run.load.shard.count == 1 && run.warmup_secs == 0.0;
         MemcacheBench {
             backend,
-            load: Arc::new(Load::new(spec, windows, seed)),
-            stop,
+            load: Arc::new(Load::new(own.clone(), windows, run.seed)),
+            stop: run.load.stop,
             whole,
         }
     }

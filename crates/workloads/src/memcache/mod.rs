@@ -25,6 +25,13 @@ use loadrig_metrics::OpError;
 use crate::{TargetError, TargetInfo};
 
 pub use driver::{MemcacheBench, MemcacheDriver};
+/// Something to do with any target that has this capability: the registry
+/// calls it with the concrete backend, so what it builds is monomorphised
+/// per target (see [`crate::Capabilities`]).
+pub trait Visit {
+    type Output;
+    fn visit<B: MemcacheBackend + 'static>(self, backend: B) -> Self::Output;
+}
 
 /// The memcache capability: memcached servers, text and binary protocols
 /// on the same port (memcached tells them apart by the first byte).

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
-use loadrig_spec::{ChatSpec, Stop};
+use loadrig_spec::{ChatSpec, RunSpec, Stop};
 
 use super::client::{Client, ClientDriver, Role, DOMAINS, SEND};
 use super::fanout::{run_prefix, subscribe_failed};
@@ -33,8 +33,9 @@ pub struct ChatBench<B> {
 }
 
 impl<B: PubSubBackend> ChatBench<B> {
-    pub fn new(backend: B, spec: ChatSpec, seed: u64, stop: Stop) -> Self {
-        let client = Arc::new(Client::new(run_prefix(), spec.size, seed));
+    pub fn new(backend: B, own: &ChatSpec, run: &RunSpec) -> Self {
+        let (spec, stop) = (own.clone(), run.load.stop);
+        let client = Arc::new(Client::new(run_prefix(), spec.size, run.seed));
         ChatBench {
             backend,
             spec,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
-use loadrig_spec::{PubSubSpec, Stop};
+use loadrig_spec::{PubSubSpec, RunSpec, Stop};
 
 use super::client::{Client, ClientDriver, Role, DOMAINS, SEND};
 use super::tally::{ClientTally, Spread};
@@ -31,8 +31,9 @@ pub struct PubSubBench<B> {
 }
 
 impl<B: PubSubBackend> PubSubBench<B> {
-    pub fn new(backend: B, spec: PubSubSpec, seed: u64, stop: Stop) -> Self {
-        let client = Arc::new(Client::new(run_prefix(), spec.size, seed));
+    pub fn new(backend: B, own: &PubSubSpec, run: &RunSpec) -> Self {
+        let (spec, stop) = (own.clone(), run.load.stop);
+        let client = Arc::new(Client::new(run_prefix(), spec.size, run.seed));
         PubSubBench {
             backend,
             spec,

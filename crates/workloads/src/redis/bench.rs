@@ -9,7 +9,7 @@ use std::sync::Arc;
 use loadrig_engine::rng::{mix64, Rng};
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{OpError, Snapshot};
-use loadrig_spec::{RedisSpec, RedisTest, Stop};
+use loadrig_spec::{RedisSpec, RedisTest, RunSpec, Stop};
 
 use super::check;
 use super::command::{self, classify, Template};
@@ -152,7 +152,11 @@ pub struct RedisBench<B> {
 }
 
 impl<B: RedisBackend> RedisBench<B> {
-    pub fn new(backend: B, spec: RedisSpec, seed: u64, stop: Stop, whole: bool) -> Self {
+    pub fn new(backend: B, own: &RedisSpec, run: &RunSpec) -> Self {
+        let (spec, seed, stop) = (own.clone(), run.seed, run.load.stop);
+        // Which keys SET and MSET wrote is known only for the whole index
+        // space and no warm-up.
+        let whole = run.load.shard.count == 1 && run.warmup_secs == 0.0;
         let data: Arc<[u8]> = command::benchmark_data(spec.data_size).into();
         let first = spec.tests.first().copied().unwrap_or(RedisTest::PingInline);
         let template = Arc::new(Template::of(

@@ -67,6 +67,13 @@ pub type Command = Vec<Vec<u8>>;
 pub fn cmd<P: AsRef<[u8]>>(parts: &[P]) -> Command {
     parts.iter().map(|p| p.as_ref().to_vec()).collect()
 }
+/// Something to do with any target that has this capability: the registry
+/// calls it with the concrete backend, so what it builds is monomorphised
+/// per target (see [`crate::Capabilities`]).
+pub trait Visit {
+    type Output;
+    fn visit<B: RedisBackend + 'static>(self, backend: B) -> Self::Output;
+}
 
 /// The redis capability: servers that speak RESP2.
 pub trait RedisBackend: TargetInfo {

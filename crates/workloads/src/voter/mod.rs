@@ -10,7 +10,7 @@ use std::future::Future;
 
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{OpError, Snapshot};
-use loadrig_spec::{VoterSpec, CONTESTANT_NAMES};
+use loadrig_spec::{RunSpec, VoterSpec, CONTESTANT_NAMES};
 use serde::{Deserialize, Serialize};
 
 pub use area_codes::AREA_CODES;
@@ -232,12 +232,29 @@ impl Tallies {
         }
     }
 }
+/// Something to do with any target that has this capability: the registry
+/// calls it with the concrete backend, so what it builds is monomorphised
+/// per target (see [`crate::Capabilities`]).
+pub trait Visit {
+    type Output;
+    fn visit<B: VoterBackend + 'static>(self, backend: B) -> Self::Output;
+}
 
 /// The Voter on one backend.
 pub struct VoterBench<B> {
     pub backend: B,
     pub spec: VoterSpec,
     pub seed: u64,
+}
+
+impl<B: VoterBackend> VoterBench<B> {
+    pub fn new(backend: B, own: &VoterSpec, run: &RunSpec) -> Self {
+        VoterBench {
+            backend,
+            spec: own.clone(),
+            seed: run.seed,
+        }
+    }
 }
 
 impl<B: VoterBackend> Bench for VoterBench<B> {
