@@ -10,7 +10,7 @@ use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loadrig_spec::{
     Arrival, ChatMode, ChatSpec, Dispatch, HelloSpec, KeyPattern, LoadSpec, MemcacheSpec,
     MemtierSpec, Pacing, Preset, PubSubSpec, RedisSpec, RedisTest, RunSpec, Shard, SpecError, Stop,
-    ValueSizes, VoterGenerator, VoterSpec, WorkloadSpec,
+    TargetFacts, ValueSizes, VoterGenerator, VoterSpec, WorkloadSpec,
 };
 
 use crate::start::StartRule;
@@ -256,12 +256,12 @@ impl Parts<'_> {
         self.run.target.as_deref().unwrap_or(self.defaults.target)
     }
 
-    /// The run spec (see [`RunArgs::spec`]).
-    pub fn spec(&self) -> Result<RunSpec, SpecError> {
-        let conns = loadrig_targets::default_connections(Some(self.target()));
+    /// The run spec, resolved against what the opened target says of
+    /// itself (see [`RunArgs::spec`]).
+    pub fn spec(&self, facts: &TargetFacts) -> Result<RunSpec, SpecError> {
         let mut spec = self
             .run
-            .spec(self.workload.clone(), self.preset, &self.defaults, conns)?;
+            .spec(self.workload.clone(), self.preset, &self.defaults, facts)?;
         if let WorkloadSpec::Chat(chat) = &self.workload {
             if let ChatMode::Realistic { think_secs } = chat.mode {
                 // Each client sends once per think time: the open loop
@@ -805,23 +805,22 @@ const DEFAULT_CLIENTS: u32 = 32;
 const DEFAULT_BURST_DELAY_MS: f64 = 1.0;
 
 impl RunArgs {
-    /// Check the flags together and build the run spec. `default_connections`
-    /// is what the target asks for when `--connections` is not given
-    /// (`loadrig_targets::default_connections`; `None`: one per client);
-    /// never more connections than clients.
+    /// Check the flags together and build the run spec, resolved against
+    /// the opened target's facts: its masked label, the connections it asks
+    /// for when `--connections` is not given (never more than clients),
+    /// whether processes can share it, the deepest pipeline it takes.
     pub fn spec(
         &self,
         workload: WorkloadSpec,
         preset: Option<Preset>,
         workload_defaults: &Defaults,
-        default_connections: Option<u32>,
+        facts: &TargetFacts,
     ) -> Result<RunSpec, SpecError> {
         let defaults = preset.map(Preset::defaults);
         let clients = self
             .clients
             .or(defaults.map(|d| d.clients))
             .unwrap_or(workload_defaults.clients);
-        let target = self.target.as_deref().unwrap_or(workload_defaults.target);
         let pacing = self.pacing(defaults.map(|d| d.pacing))?;
         let dispatch = match (self.queue, self.slots, defaults.map(|d| d.dispatch)) {
             (None, None, Some(d)) => d,
@@ -854,7 +853,7 @@ impl RunArgs {
             None => Shard::WHOLE,
         };
         let processes = self.processes.unwrap_or(1);
-        if processes > 1 && private_database(target) {
+        if processes > 1 && !facts.shared {
             return Err(SpecError::new(
                 "--processes",
                 "the processes need a target they share; the default SQLite database is \
@@ -863,12 +862,14 @@ impl RunArgs {
         }
         let spec = RunSpec {
             workload,
-            target: mask_password(target),
+            target: facts.label.clone(),
             load: LoadSpec {
                 clients,
-                connections: self
-                    .connections
-                    .unwrap_or_else(|| default_connections.map_or(clients, |n| n.min(clients))),
+                connections: self.connections.unwrap_or_else(|| {
+                    facts
+                        .default_connections
+                        .map_or(clients, |n| n.min(clients))
+                }),
                 pipeline: self.pipeline,
                 pacing,
                 dispatch,
@@ -891,6 +892,7 @@ impl RunArgs {
             processes,
         };
         spec.validate()?;
+        spec.load.check_depth(facts.max_depth)?;
         Ok(spec)
     }
 
@@ -950,13 +952,6 @@ impl RunArgs {
             (None, None) => None,
         }
     }
-}
-
-/// `sqlite://` without a path: a temporary database that only the process
-/// that made it can see.
-fn private_database(url: &str) -> bool {
-    let (scheme, rest) = url.split_once("://").unwrap_or((url, ""));
-    scheme == "sqlite" && rest.split('?').next().unwrap_or("").is_empty()
 }
 
 /// Flags that the parent of `--processes` sets for each child itself.
@@ -1070,22 +1065,6 @@ fn unix_time(s: &str) -> Result<f64, String> {
     }
 }
 
-/// `scheme://user:secret@host` -> `scheme://user:***@host`, for output and reports.
-pub fn mask_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1099,10 +1078,14 @@ mod tests {
     fn parse_all(all: &[&str]) -> Result<RunSpec, String> {
         let cli = Cli::try_parse_from(all).map_err(|e| e.to_string())?;
         match cli.command {
-            Command::Run { workload } => workload
-                .parts()
-                .and_then(|p| p.spec())
-                .map_err(|e| e.to_string()),
+            Command::Run { workload } => {
+                let parts = workload.parts().map_err(|e| e.to_string())?;
+                let target = loadrig_targets::Target::open(Some(parts.target()))
+                    .map_err(|e| e.to_string())?;
+                parts
+                    .spec(&target.facts(parts.target()))
+                    .map_err(|e| e.to_string())
+            }
             _ => Err("not run".into()),
         }
     }
@@ -1267,14 +1250,5 @@ mod tests {
         assert_eq!(seconds("500ms"), Ok(0.5));
         assert_eq!(seconds("2m"), Ok(120.0));
         assert!(seconds("fast").is_err());
-    }
-
-    #[test]
-    fn passwords_are_masked() {
-        assert_eq!(
-            mask_password("postgres://bench:bench@127.0.0.1/bench"),
-            "postgres://bench:***@127.0.0.1/bench"
-        );
-        assert_eq!(mask_password("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     }
 }

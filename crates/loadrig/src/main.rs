@@ -74,7 +74,10 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         Command::Run { workload } => {
             let parts = workload.parts()?;
             let args = parts.run;
-            let spec = parts.spec()?;
+            // The target first: it parses its URL and states the facts
+            // the spec is resolved against, before anything connects.
+            let target = plan::open(parts.workload.name(), Some(parts.target()))?;
+            let spec = parts.spec(&target.facts(parts.target()))?;
             let role = if args.child {
                 run::Role::Child
             } else if spec.processes > 1 {
@@ -91,7 +94,6 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 start: args.start(),
                 role,
             };
-            let target = plan::open(&spec, Some(parts.target()))?;
             runtime(&spec)?.block_on(plan::run(&spec, target, &opts))
         }
         Command::Merge(m) => merge::run(&m.reports, m.out.as_deref()),
@@ -101,7 +103,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 .target
                 .clone()
                 .unwrap_or_else(|| report.spec.target.clone());
-            let target = plan::open(&report.spec, Some(&url))?;
+            let target = plan::open(report.spec.workload.name(), Some(&url))?;
             runtime(&report.spec)?.block_on(plan::verify(&report, target))
         }
     }

@@ -94,15 +94,14 @@ fn with_bench<'a, U: UseBench<'a>>(
     })
 }
 
-/// Open the target a spec names, checking it can run the workload.
-pub fn open(spec: &RunSpec, url: Option<&str>) -> anyhow::Result<Target> {
+/// Open the target a URL names, checking it can run the workload.
+pub fn open(workload: &str, url: Option<&str>) -> anyhow::Result<Target> {
     let target = Target::open(url)?;
     let d = target.descriptor();
-    if !d.runs(spec.workload.name()) {
+    if !d.runs(workload) {
         return Err(TargetError::Unsupported(format!(
-            "--target: {} cannot run {} (it runs {})",
+            "--target: {} cannot run {workload} (it runs {})",
             d.name,
-            spec.workload.name(),
             d.workloads().collect::<Vec<_>>().join(", ")
         ))
         .into());

@@ -14,7 +14,7 @@ use anyhow::Context;
 use loadrig_engine::{EngineConfig, Outcome};
 use loadrig_metrics::{ProcessUsage, Snapshot};
 use loadrig_report::{Environment, Report, RunRecord, Verification};
-use loadrig_spec::{Dispatch, RunSpec, SpecError, WorkloadSpec};
+use loadrig_spec::{RunSpec, WorkloadSpec};
 use loadrig_workloads::{Bench, Results, TargetInfo};
 
 use crate::exit;
@@ -45,7 +45,6 @@ pub enum Role {
 }
 
 pub async fn drive<B: Bench>(bench: B, spec: &RunSpec, opts: &Options) -> anyhow::Result<i32> {
-    check_depth(&bench, spec)?;
     match &opts.role {
         Role::Parent { child_args } => crate::multi::parent(bench, spec, opts, child_args).await,
         Role::Single | Role::Child => single(bench, spec, opts).await,
@@ -368,26 +367,6 @@ pub async fn conclude<B: Bench>(
         p.line(&format!("check failed: {r}"));
     }
     Ok(report.exit_code)
-}
-
-/// The requests one connection must carry must fit what the target allows.
-fn check_depth<B: Bench>(bench: &B, spec: &RunSpec) -> Result<(), SpecError> {
-    let load = &spec.load;
-    let per_conn = load.clients.div_ceil(load.connections) as usize;
-    let (depth, flag) = match load.dispatch {
-        Dispatch::Direct => (per_conn * load.pipeline as usize, "--pipeline"),
-        Dispatch::Managed { slots, .. } => (slots as usize, "--slots"),
-    };
-    let max = bench.target().max_depth();
-    if depth > max {
-        return Err(SpecError::new(
-            flag,
-            format!(
-                "{depth} requests in flight per connection, but this target allows at most {max}"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 fn hostname() -> String {

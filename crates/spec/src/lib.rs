@@ -3,6 +3,7 @@
 //! turns it into connections; every report stores it, so a report says
 //! exactly what produced it.
 
+mod facts;
 mod load;
 mod memcache;
 mod preset;
@@ -12,6 +13,7 @@ mod workload;
 
 use serde::{Deserialize, Serialize};
 
+pub use facts::TargetFacts;
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};
 pub use preset::{Preset, PresetDefaults};

@@ -32,8 +32,8 @@ mod sqlite;
 #[cfg(feature = "voltdb")]
 mod voltdb;
 
-use loadrig_spec::SpecError;
-use loadrig_workloads::{Capabilities, TargetError};
+use loadrig_spec::{SpecError, TargetFacts};
+use loadrig_workloads::{Capabilities, TargetError, TargetInfo};
 
 #[cfg(feature = "mysql")]
 pub use mariadb::MariadbTarget;
@@ -137,6 +137,14 @@ macro_rules! registry {
                     .iter()
                     .find(|d| d.name == name)
                     .expect("every variant has its row in TARGETS")
+            }
+
+            /// What the target says about itself, for resolving the run
+            /// spec; `url` is the URL it was opened from.
+            pub fn facts(&self, url: &str) -> TargetFacts {
+                match self {
+                    $($(#[cfg($cfg)])? Target::$variant(t) => facts_of(t, url),)+
+                }
             }
 
             /// Hand the concrete target to `visitor`.
@@ -246,6 +254,15 @@ registry! {
     },
 }
 
+fn facts_of<T: TargetInfo>(t: &T, url: &str) -> TargetFacts {
+    TargetFacts {
+        label: mask_password(url),
+        default_connections: t.default_connections(),
+        shared: t.shared(),
+        max_depth: t.max_depth(),
+    }
+}
+
 impl Target {
     /// Open the target a URL names; no URL means a fresh embedded SQLite.
     /// A malformed URL is a usage error; an unreachable target is not.
@@ -258,23 +275,6 @@ impl Target {
                 format!("unknown target scheme '{scheme}' in '{url}' (see `loadrig targets`)"),
             )))
         })
-    }
-}
-
-/// Connections a run opens when `--connections` is not given, from the
-/// `--target` URL alone (before anything is opened): `None` means one per
-/// client. Targets whose connections multiplex many calls (VoltDB) open
-/// one per host, as their own clients do.
-pub fn default_connections(url: Option<&str>) -> Option<u32> {
-    let url = url?;
-    let (scheme, rest) = url.split_once("://")?;
-    match scheme {
-        "voltdb" => {
-            let hosts = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
-            let hosts = hosts.split(['/', '?']).next().unwrap_or("");
-            Some(hosts.split(',').filter(|h| !h.is_empty()).count().max(1) as u32)
-        }
-        _ => None,
     }
 }
 
@@ -429,6 +429,22 @@ fn decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// `scheme://user:secret@host` -> `scheme://user:***@host`, for output and reports.
+pub fn mask_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
 /// `user:secret@host/db` -> `user:***@host/db`, for error messages.
 fn mask(rest: &str) -> String {
     let end = rest.find('/').unwrap_or(rest.len());
@@ -514,17 +530,12 @@ mod tests {
     }
 
     #[test]
-    fn voltdb_opens_one_connection_per_host() {
+    fn passwords_are_masked() {
         assert_eq!(
-            default_connections(Some("voltdb://127.0.0.1:21212")),
-            Some(1)
+            mask_password("postgres://bench:bench@127.0.0.1/bench"),
+            "postgres://bench:***@127.0.0.1/bench"
         );
-        assert_eq!(
-            default_connections(Some("voltdb://u:p@h1:21212,h2,h3:1")),
-            Some(3)
-        );
-        assert_eq!(default_connections(Some("postgres://b@h/db")), None);
-        assert_eq!(default_connections(None), None);
+        assert_eq!(mask_password("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub fn workloads_of<'a>(capabilities: &'a [&'a str]) -> impl Iterator<Item = &'s
 /// registry (`loadrig_targets`) overrides exactly the capabilities a row
 /// claims, with a body that needs the capability's trait, so a claim the
 /// target does not back is a compile error, never a run-time "cannot run".
-pub trait Capabilities: Sized + 'static {
+pub trait Capabilities: TargetInfo + Sized + 'static {
     fn voter<V: voter::Visit>(self, _visit: V) -> Option<V::Output> {
         None
     }
@@ -217,6 +217,16 @@ pub trait TargetInfo {
     fn durability(&self) -> Option<String>;
     /// The most requests one connection may keep in flight.
     fn max_depth(&self) -> usize;
+    /// Connections a run opens when `--connections` is not given; `None`:
+    /// one per client. Targets whose connections multiplex many calls
+    /// (VoltDB) open one per host, as their own clients do.
+    fn default_connections(&self) -> Option<u32> {
+        None
+    }
+    /// Whether several processes can share this target's data.
+    fn shared(&self) -> bool {
+        true
+    }
     /// CPU used so far by a database running inside this process.
     fn embedded_cpu(&self) -> impl Future<Output = Option<std::time::Duration>> {
         async { None }

@@ -332,6 +332,11 @@ impl TargetInfo for SqliteTarget {
         MAX_BATCH
     }
 
+    /// A fresh temporary database is private to the process that made it.
+    fn shared(&self) -> bool {
+        self._temp.is_none()
+    }
+
     async fn embedded_cpu(&self) -> Option<std::time::Duration> {
         self.thread_cpu().await
     }

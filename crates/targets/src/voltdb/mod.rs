@@ -188,6 +188,14 @@ impl VoltTarget {
 }
 
 impl TargetInfo for VoltTarget {
+    fn default_connections(&self) -> Option<u32> {
+        Some(
+            u32::try_from(self.at.hosts.len())
+                .unwrap_or(u32::MAX)
+                .max(1),
+        )
+    }
+
     async fn server_version(&self) -> Option<String> {
         let mut a = self.admin().await.ok()?;
         if self.durability.get().is_none() {
