@@ -4,8 +4,6 @@
 //! capabilities it can ([`loadrig_workloads::voter::VoterBackend`], ...).
 //! [`Target::open`] turns a `--target` URL into a target.
 
-#[cfg(any(feature = "nats", feature = "mqtt"))]
-mod broker;
 #[cfg(feature = "mysql")]
 mod mariadb;
 #[cfg(feature = "memcache")]
@@ -29,6 +27,19 @@ mod redis;
 mod socket;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg_attr(
+    not(any(
+        feature = "postgres",
+        feature = "mysql",
+        feature = "voltdb",
+        feature = "redis",
+        feature = "memcache",
+        feature = "nats",
+        feature = "mqtt"
+    )),
+    allow(dead_code)
+)]
+mod url;
 #[cfg(feature = "voltdb")]
 mod voltdb;
 
@@ -183,7 +194,7 @@ registry! {
         name: "postgres",
         schemes: ["postgres", "postgresql"],
         capabilities: [voter, hello],
-        open: |scheme, rest| Ok(PostgresTarget::new(ServerUrl::parse(scheme, rest, 5432)?)),
+        open: |_, rest| Ok(PostgresTarget::new(postgres::parse_url(rest)?)),
         example: "postgres://bench:bench@127.0.0.1:5432/bench",
         about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
     },
@@ -192,7 +203,7 @@ registry! {
         name: "mariadb",
         schemes: ["mysql", "mariadb"],
         capabilities: [voter, hello],
-        open: |scheme, rest| Ok(MariadbTarget::new(ServerUrl::parse(scheme, rest, 3306)?)),
+        open: |_, rest| Ok(MariadbTarget::new(mariadb::parse_url(rest)?)),
         example: "mysql://bench:bench@127.0.0.1:3306/bench",
         about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
     },
@@ -201,7 +212,7 @@ registry! {
         name: "voltdb",
         schemes: ["voltdb"],
         capabilities: [voter, hello],
-        open: |_, rest| Ok(VoltTarget::new(voltdb::VoltUrl::parse(rest)?)),
+        open: |_, rest| Ok(VoltTarget::new(voltdb::parse_url(rest)?)),
         example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
         about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
     },
@@ -210,7 +221,7 @@ registry! {
         name: "redis",
         schemes: ["redis"],
         capabilities: [redis, pubsub],
-        open: |_, rest| Ok(RedisTarget::new(redis::RedisUrl::parse(rest)?)),
+        open: |_, rest| Ok(RedisTarget::new(redis::parse_url(rest)?)),
         example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
         about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
     },
@@ -240,7 +251,7 @@ registry! {
         name: "memcached",
         schemes: ["memcache"],
         capabilities: [memcache],
-        open: |_, rest| Ok(MemcacheTarget::new(memcache::McUrl::parse(rest)?)),
+        open: |_, rest| Ok(MemcacheTarget::new(memcache::parse_url(rest)?)),
         example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
         about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
     },
@@ -289,171 +300,12 @@ pub enum OpenError {
     Target(#[from] TargetError),
 }
 
-/// Where a database server is, from `scheme://user:pass@host:port/db`.
-/// The password never leaves through [`ServerUrl::label`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(crate) struct ServerUrl {
-    pub scheme: &'static str,
-    pub user: String,
-    pub password: Option<String>,
-    pub host: String,
-    pub port: u16,
-    pub database: String,
-}
-
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-impl ServerUrl {
-    /// Parse what follows `scheme://`. User and database are required (the
-    /// run creates tables in that database); the port defaults per server.
-    pub fn parse(scheme: &str, rest: &str, default_port: u16) -> Result<ServerUrl, SpecError> {
-        let scheme: &'static str = match scheme {
-            "postgres" | "postgresql" => "postgres",
-            _ => "mysql",
-        };
-        let bad = |why: &str| {
-            SpecError::new(
-                "--target",
-                format!("{why} in '{scheme}://{}' (expected {scheme}://USER:PASSWORD@HOST:PORT/DATABASE)", mask(rest)),
-            )
-        };
-        let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no database"))?;
-        if let Some((_, q)) = path.split_once('?') {
-            return Err(bad(&format!("unknown option '{q}'")));
-        }
-        let database = decode(path).ok_or_else(|| bad("bad %-escape"))?;
-        let (userinfo, hostport) = authority.rsplit_once('@').ok_or_else(|| bad("no user"))?;
-        let (user, password) = match userinfo.split_once(':') {
-            Some((u, p)) => (u, Some(decode(p).ok_or_else(|| bad("bad %-escape"))?)),
-            None => (userinfo, None),
-        };
-        let user = decode(user).ok_or_else(|| bad("bad %-escape"))?;
-        let (host, port) =
-            split_host_port(hostport, default_port).ok_or_else(|| bad("bad host or port"))?;
-        if user.is_empty() || database.is_empty() || host.is_empty() {
-            return Err(bad("user, host and database are all needed"));
-        }
-        Ok(ServerUrl {
-            scheme,
-            user,
-            password,
-            host,
-            port,
-            database,
-        })
-    }
-
-    /// The URL for messages and reports: the password masked.
-    pub fn label(&self) -> String {
-        let pass = if self.password.is_some() { ":***" } else { "" };
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
-        format!(
-            "{}://{}{pass}@{host}:{}/{}",
-            self.scheme, self.user, self.port, self.database
-        )
-    }
-}
-
-/// The servers of a URL with several (`h1:6379,6380,h2`): each entry a
-/// host with an optional port, or a bare port that is another port on the
-/// host before it. The error says which entry is wrong.
-#[cfg_attr(
-    not(any(
-        feature = "redis",
-        feature = "memcache",
-        feature = "nats",
-        feature = "mqtt"
-    )),
-    allow(dead_code)
-)]
-pub(crate) fn server_list(hosts: &str, default_port: u16) -> Result<Vec<(String, u16)>, String> {
-    let mut servers: Vec<(String, u16)> = Vec::new();
-    for entry in hosts.split(',') {
-        if !entry.is_empty() && entry.bytes().all(|b| b.is_ascii_digit()) {
-            let Some((host, _)) = servers.last().cloned() else {
-                return Err(format!("port '{entry}' before any host"));
-            };
-            let port = entry
-                .parse()
-                .ok()
-                .filter(|&p| p != 0)
-                .ok_or_else(|| format!("bad port '{entry}'"))?;
-            servers.push((host, port));
-            continue;
-        }
-        let server = split_host_port(entry, default_port)
-            .filter(|(host, _)| !host.is_empty())
-            .ok_or_else(|| format!("bad host '{entry}'"))?;
-        servers.push(server);
-    }
-    Ok(servers)
-}
-
-/// `host`, `host:port`, `[v6]` or `[v6]:port`.
-fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
-    let (host, port) = if let Some(v6) = s.strip_prefix('[') {
-        let (host, after) = v6.split_once(']')?;
-        match after {
-            "" => (host, None),
-            p => (host, Some(p.strip_prefix(':')?)),
-        }
-    } else {
-        match s.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (s, None),
-        }
-    };
-    let port = match port {
-        Some(p) => p.parse().ok().filter(|&p| p != 0)?,
-        None => default_port,
-    };
-    Some((host.to_string(), port))
-}
-
-/// Undo %-escapes (a password may hold `@`, `:` or `/` that way).
-fn decode(s: &str) -> Option<String> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut bytes = s.bytes();
-    while let Some(b) = bytes.next() {
-        if b == b'%' {
-            let hex = [bytes.next()?, bytes.next()?];
-            out.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
-        } else {
-            out.push(b);
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// `scheme://user:secret@host` -> `scheme://user:***@host`, for output and reports.
+/// `scheme://user:secret@host` -> `scheme://user:***@host`, for output and
+/// reports: the same masking rule as every server URL's errors.
 pub fn mask_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
-        },
+    match url.split_once("://") {
+        Some((scheme, rest)) => format!("{scheme}://{}", url::masked(rest, false)),
         None => url.to_string(),
-    }
-}
-
-/// `user:secret@host/db` -> `user:***@host/db`, for error messages.
-fn mask(rest: &str) -> String {
-    let end = rest.find('/').unwrap_or(rest.len());
-    match rest[..end].rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{user}:***@{host}{}", &rest[end..]),
-            None => rest.to_string(),
-        },
-        None => rest.to_string(),
     }
 }
 
@@ -499,35 +351,6 @@ pub(crate) fn parse_duration(s: &str) -> Option<std::time::Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_server_urls() {
-        let u = ServerUrl::parse("postgresql", "bench:p%40ss@127.0.0.1/bench", 5432).unwrap();
-        assert_eq!(u.user, "bench");
-        assert_eq!(u.password.as_deref(), Some("p@ss"));
-        assert_eq!((u.host.as_str(), u.port), ("127.0.0.1", 5432));
-        assert_eq!(u.database, "bench");
-        assert_eq!(u.label(), "postgres://bench:***@127.0.0.1:5432/bench");
-        let u = ServerUrl::parse("mysql", "bench@[::1]:3307/db", 3306).unwrap();
-        assert_eq!((u.host.as_str(), u.port, &u.password), ("::1", 3307, &None));
-        assert_eq!(u.label(), "mysql://bench@[::1]:3307/db");
-    }
-
-    #[test]
-    fn bad_server_urls_name_the_flag_and_hide_the_password() {
-        for rest in [
-            "bench:secret@127.0.0.1",
-            "127.0.0.1/bench",
-            "bench:secret@127.0.0.1:notaport/bench",
-            "bench:secret@127.0.0.1:0/bench",
-            "bench:secret@/bench",
-            "bench:secret@127.0.0.1/bench?sslmode=require",
-        ] {
-            let e = ServerUrl::parse("postgres", rest, 5432).unwrap_err();
-            assert_eq!(e.flag, "--target", "{rest}");
-            assert!(!e.to_string().contains("secret"), "{e}");
-        }
-    }
 
     #[test]
     fn passwords_are_masked() {

@@ -23,27 +23,43 @@ use loadrig_workloads::{Reply, TargetError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, Statement};
 
-use crate::ServerUrl;
+use loadrig_spec::SpecError;
+
+use crate::url::TargetUrl;
 
 /// How long opening a connection may take before the server counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const EXPECTED: &str = "mysql://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
+
+/// Parse what follows `mysql://`: a user, one server and the database
+/// the run creates its tables in.
+pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+    let (url, options) = TargetUrl::parse("mysql", rest, 3306, EXPECTED, false)?;
+    url.no_options(options)?;
+    url.one_server()?;
+    if url.user.is_none() || url.path.is_empty() {
+        return Err(url.bad("user, host and database are all needed"));
+    }
+    Ok(url)
+}
 
 /// A MariaDB (or MySQL) server and database. Cheap: it connects per use.
 pub struct MariadbTarget {
-    at: ServerUrl,
+    at: TargetUrl,
     opts: Opts,
     /// Read from the server at the first connection; `durability()` is sync.
     durability: OnceLock<String>,
 }
 
 impl MariadbTarget {
-    pub(crate) fn new(at: ServerUrl) -> MariadbTarget {
+    pub(crate) fn new(at: TargetUrl) -> MariadbTarget {
+        let (host, port, _) = at.server(0);
         let opts = OptsBuilder::default()
-            .ip_or_hostname(at.host.clone())
-            .tcp_port(at.port)
-            .user(Some(at.user.clone()))
+            .ip_or_hostname(host)
+            .tcp_port(port)
+            .user(at.user.clone())
             .pass(at.password.clone())
-            .db_name(Some(at.database.clone()))
+            .db_name(Some(at.path.clone()))
             // Measure the TCP path asked for, not a Unix socket found on the way.
             .prefer_socket(false)
             .tcp_nodelay(true);

@@ -14,6 +14,8 @@ use bytes::BytesMut;
 use loadrig_kvwire::memcache::text;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::SpecError;
+
+use crate::url::{hostport, TargetUrl};
 use loadrig_workloads::memcache::{McConn, MemcacheBackend};
 use loadrig_workloads::{TargetError, TargetInfo};
 
@@ -33,55 +35,29 @@ const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
 
-/// The servers, from `memcache://HOST[:PORT][,PORT|,HOST[:PORT]...]`: a
-/// bare number after a comma is another port on the host before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct McUrl {
-    pub servers: Vec<(String, u16)>,
-}
+const EXPECTED: &str = "memcache://HOST[:PORT][,PORT|,HOST[:PORT]...]";
 
-impl McUrl {
-    pub fn parse(rest: &str) -> Result<McUrl, SpecError> {
-        let bad = |why: &str| {
-            SpecError::new(
-                "--target",
-                format!(
-                    "{why} in 'memcache://{rest}' (expected memcache://HOST[:PORT][,PORT|,HOST[:PORT]...])"
-                ),
-            )
-        };
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        if rest.contains(['/', '?', '@']) {
-            return Err(bad("no login, path or options are taken"));
-        }
-        let servers = crate::server_list(rest, DEFAULT_PORT).map_err(|why| bad(&why))?;
-        Ok(McUrl { servers })
+/// Parse what follows `memcache://`: the servers, nothing else.
+pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+    let (url, options) = TargetUrl::parse("memcache", rest, DEFAULT_PORT, EXPECTED, false)?;
+    url.no_path("no path is taken")?;
+    url.no_options(options)?;
+    if url.user.is_some() || url.password.is_some() {
+        return Err(url.bad("no login is taken"));
     }
-
-    pub fn label(&self) -> String {
-        let s: Vec<String> = self.servers.iter().map(|(h, p)| hostport(h, *p)).collect();
-        format!("memcache://{}", s.join(","))
-    }
-}
-
-fn hostport(h: &str, p: u16) -> String {
-    if h.contains(':') {
-        format!("[{h}]:{p}")
-    } else {
-        format!("{h}:{p}")
-    }
+    Ok(url)
 }
 
 /// One or more memcached servers. Cheap: it connects per use.
 pub struct MemcacheTarget {
-    at: Arc<McUrl>,
+    at: Arc<TargetUrl>,
     /// The server the next engine connection goes to (round robin).
     next: AtomicUsize,
     version: OnceLock<String>,
 }
 
 impl MemcacheTarget {
-    pub(crate) fn new(at: McUrl) -> MemcacheTarget {
+    pub(crate) fn new(at: TargetUrl) -> MemcacheTarget {
         MemcacheTarget {
             at: Arc::new(at),
             next: AtomicUsize::new(0),
@@ -123,7 +99,7 @@ impl MemcacheTarget {
 }
 
 /// Connect to server `i`, or say why not in plain words.
-async fn open(at: &McUrl, i: usize) -> Result<Socket, String> {
+async fn open(at: &TargetUrl, i: usize) -> Result<Socket, String> {
     let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
     Socket::connect(&host, port, CONNECT_TIMEOUT, READ_CHUNK)
         .await
@@ -171,7 +147,7 @@ impl MemcacheBackend for MemcacheTarget {
 
 /// One connection: a socket and its buffers.
 pub struct MemcacheConn {
-    at: Arc<McUrl>,
+    at: Arc<TargetUrl>,
     server: usize,
     sock: Socket,
     /// Bytes of sockets replaced since the last `take_bytes`.
@@ -226,13 +202,13 @@ mod tests {
 
     #[test]
     fn parses_memcache_urls() {
-        let u = McUrl::parse("127.0.0.1").unwrap();
+        let u = parse_url("127.0.0.1").unwrap();
         assert_eq!(u.servers, vec![("127.0.0.1".to_string(), 11211)]);
         assert_eq!(u.label(), "memcache://127.0.0.1:11211");
-        let u = McUrl::parse("h:1,2,[::1]:3/").unwrap();
+        let u = parse_url("h:1,2,[::1]:3/").unwrap();
         assert_eq!(u.label(), "memcache://h:1,h:2,[::1]:3");
         for bad in ["", "h,,h2", "h:0", "7", "h/0", "h?x=1", "u:p@h", "h,99999"] {
-            assert_eq!(McUrl::parse(bad).unwrap_err().flag, "--target", "{bad}");
+            assert_eq!(parse_url(bad).unwrap_err().flag, "--target", "{bad}");
         }
     }
 
@@ -248,7 +224,7 @@ mod tests {
             s.write_all(answer).unwrap();
             std::thread::sleep(Duration::from_secs(2));
         });
-        MemcacheTarget::new(McUrl::parse(&format!("127.0.0.1:{port}")).unwrap())
+        MemcacheTarget::new(parse_url(&format!("127.0.0.1:{port}")).unwrap())
     }
 
     #[tokio::test]

@@ -32,8 +32,8 @@ use loadrig_workloads::pubsub::{Confirm, Incoming, PubSubBackend, PubSubConn};
 use loadrig_workloads::{TargetError, TargetInfo};
 use tokio::time::{Instant, Sleep};
 
-use crate::broker::BrokerUrl;
 use crate::socket::{said, Socket};
+use crate::url::TargetUrl;
 
 const DEFAULT_PORT: u16 = 1883;
 
@@ -80,8 +80,9 @@ const REFUSED: OpError = OpError {
 };
 
 /// Parse what follows `mqtt://`: the servers and the QoS (`?qos=0|1`).
-pub(crate) fn parse_url(rest: &str) -> Result<(BrokerUrl, Qos), SpecError> {
-    let (url, options) = BrokerUrl::parse("mqtt", rest, DEFAULT_PORT, EXPECTED, false)?;
+pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, Qos), SpecError> {
+    let (url, options) = TargetUrl::parse("mqtt", rest, DEFAULT_PORT, EXPECTED, false)?;
+    url.no_path("no path is taken")?;
     let bad = |why: String| {
         SpecError::new(
             "--target",
@@ -107,7 +108,7 @@ pub(crate) fn parse_url(rest: &str) -> Result<(BrokerUrl, Qos), SpecError> {
 
 /// One or more MQTT brokers. Cheap: it connects per use.
 pub struct MqttTarget {
-    at: Arc<BrokerUrl>,
+    at: Arc<TargetUrl>,
     qos: Qos,
     /// The server the next connection goes to (round robin).
     next: AtomicUsize,
@@ -116,7 +117,7 @@ pub struct MqttTarget {
 }
 
 impl MqttTarget {
-    pub(crate) fn new(at: BrokerUrl, qos: Qos) -> MqttTarget {
+    pub(crate) fn new(at: TargetUrl, qos: Qos) -> MqttTarget {
         MqttTarget {
             at: Arc::new(at),
             qos,
@@ -236,7 +237,7 @@ fn refusal(code: ConnectReturnCode) -> &'static str {
 
 /// Connect to server `i` as `client_id` (clean session) and wait for the
 /// CONNACK.
-async fn open(at: &BrokerUrl, i: usize, client_id: &str) -> Result<Socket, LinkError> {
+async fn open(at: &TargetUrl, i: usize, client_id: &str) -> Result<Socket, LinkError> {
     let (host, port, name) = at.server(i);
     let io = |source| LinkError::Io {
         server: name.clone(),
@@ -331,7 +332,7 @@ fn op_error(e: io::Error) -> OpError {
 
 /// One client's connection.
 pub struct MqttConn {
-    at: Arc<BrokerUrl>,
+    at: Arc<TargetUrl>,
     qos: Qos,
     server: usize,
     client_id: String,

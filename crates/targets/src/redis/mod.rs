@@ -29,6 +29,8 @@ use loadrig_engine::Tag;
 use loadrig_kvwire::resp::{self, Reply};
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::SpecError;
+
+use crate::url::{hostport, TargetUrl};
 use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, RespConn, Value};
 use loadrig_workloads::{TargetError, TargetInfo};
 
@@ -53,94 +55,24 @@ const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
 
-/// The servers and the login, from
-/// `redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...]`: a bare
-/// number after a comma is another port on the host before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RedisUrl {
-    pub servers: Vec<(String, u16)>,
-    pub user: Option<String>,
-    pub password: Option<String>,
-}
+const EXPECTED: &str = "redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...]";
 
-impl RedisUrl {
-    pub fn parse(rest: &str) -> Result<RedisUrl, SpecError> {
-        let bad = |why: &str| {
-            SpecError::new(
-                "--target",
-                format!(
-                    "{why} in 'redis://{}' (expected redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...])",
-                    masked(rest)
-                ),
-            )
-        };
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        if rest.contains(['/', '?']) {
-            return Err(bad(
-                "no database or options are taken (the database is --dbnum)",
-            ));
-        }
-        let (userinfo, hosts) = match rest.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, rest),
-        };
-        let (user, password) = match userinfo {
-            None => (None, None),
-            Some(u) => {
-                let (user, pass) = u
-                    .split_once(':')
-                    .ok_or_else(|| bad("a login is :PASSWORD@ or USER:PASSWORD@"))?;
-                let user = crate::decode(user).ok_or_else(|| bad("bad %-escape"))?;
-                let pass = crate::decode(pass).ok_or_else(|| bad("bad %-escape"))?;
-                ((!user.is_empty()).then_some(user), Some(pass))
-            }
-        };
-        let servers = crate::server_list(hosts, DEFAULT_PORT).map_err(|why| bad(&why))?;
-        Ok(RedisUrl {
-            servers,
-            user,
-            password,
-        })
+/// Parse what follows `redis://`: servers and an optional login; the
+/// database is `--dbnum`, not a path.
+pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+    // A lone `SECRET@` is a password without its colon: masked as one.
+    let (url, options) = TargetUrl::parse("redis", rest, DEFAULT_PORT, EXPECTED, true)?;
+    url.no_path("no database is taken (the database is --dbnum)")?;
+    url.no_options(options)?;
+    if url.user.is_some() && url.password.is_none() {
+        return Err(url.bad("a login is :PASSWORD@ or USER:PASSWORD@"));
     }
-
-    /// The URL for messages and reports: the password masked.
-    pub fn label(&self) -> String {
-        let who = match (&self.user, &self.password) {
-            (_, None) => String::new(),
-            (None, Some(_)) => ":***@".to_string(),
-            (Some(u), Some(_)) => format!("{u}:***@"),
-        };
-        format!("redis://{who}{}", self.servers_label())
-    }
-
-    fn servers_label(&self) -> String {
-        let s: Vec<String> = self.servers.iter().map(|(h, p)| hostport(h, *p)).collect();
-        s.join(",")
-    }
-}
-
-/// What follows `redis://`, with whatever precedes `@` but a user name masked.
-fn masked(rest: &str) -> String {
-    match rest.rsplit_once('@') {
-        Some((userinfo, hosts)) => {
-            let user = userinfo.split_once(':').map_or("", |(u, _)| u);
-            format!("{user}:***@{hosts}")
-        }
-        None => rest.to_string(),
-    }
-}
-
-fn hostport(h: &str, p: u16) -> String {
-    if h.contains(':') {
-        format!("[{h}]:{p}")
-    } else {
-        format!("{h}:{p}")
-    }
+    Ok(url)
 }
 
 /// One or more Redis servers. Cheap: it connects per use.
 pub struct RedisTarget {
-    at: Arc<RedisUrl>,
+    at: Arc<TargetUrl>,
     /// The server the next engine connection goes to (round robin).
     next: AtomicUsize,
     version: OnceLock<String>,
@@ -148,7 +80,7 @@ pub struct RedisTarget {
 }
 
 impl RedisTarget {
-    pub(crate) fn new(at: RedisUrl) -> RedisTarget {
+    pub(crate) fn new(at: TargetUrl) -> RedisTarget {
         RedisTarget {
             at: Arc::new(at),
             next: AtomicUsize::new(0),
@@ -287,7 +219,7 @@ struct Link {
 
 impl Link {
     /// Connect to server `i`, log in, select `db`.
-    async fn open(at: &RedisUrl, i: usize, db: u32) -> Result<Link, LinkError> {
+    async fn open(at: &TargetUrl, i: usize, db: u32) -> Result<Link, LinkError> {
         let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
         let name = hostport(&host, port);
         let io = |source| LinkError::Io {
@@ -394,7 +326,7 @@ impl RespAdmin for Admin {
 
 /// One engine connection: commands pipelined, replies in order.
 pub struct RedisConn {
-    at: Arc<RedisUrl>,
+    at: Arc<TargetUrl>,
     server: usize,
     db: u32,
     link: Link,
@@ -479,11 +411,11 @@ mod tests {
 
     #[test]
     fn parses_redis_urls() {
-        let u = RedisUrl::parse("127.0.0.1").unwrap();
+        let u = parse_url("127.0.0.1").unwrap();
         assert_eq!(u.servers, vec![("127.0.0.1".to_string(), 6379)]);
         assert_eq!((u.user.as_deref(), u.password.as_deref()), (None, None));
         assert_eq!(u.label(), "redis://127.0.0.1:6379");
-        let u = RedisUrl::parse("127.0.0.1:6379,6380,h2,[::1]:7000,7001/").unwrap();
+        let u = parse_url("127.0.0.1:6379,6380,h2,[::1]:7000,7001/").unwrap();
         let ports: Vec<(&str, u16)> = u.servers.iter().map(|(h, p)| (h.as_str(), *p)).collect();
         assert_eq!(
             ports,
@@ -495,15 +427,12 @@ mod tests {
                 ("::1", 7001)
             ]
         );
-        let u = RedisUrl::parse(":s%40cret@h").unwrap();
+        let u = parse_url(":s%40cret@h").unwrap();
         assert_eq!((u.user, u.password.as_deref()), (None, Some("s@cret")));
-        let u = RedisUrl::parse("bench:pw@h:1").unwrap();
+        let u = parse_url("bench:pw@h:1").unwrap();
         assert_eq!(u.user.as_deref(), Some("bench"));
         assert_eq!(u.label(), "redis://bench:***@h:1");
-        assert_eq!(
-            RedisUrl::parse(":pw@h").unwrap().label(),
-            "redis://:***@h:6379"
-        );
+        assert_eq!(parse_url(":pw@h").unwrap().label(), "redis://:***@h:6379");
     }
 
     #[test]
@@ -518,7 +447,7 @@ mod tests {
             "secret@h",
             ":secret@h,99999",
         ] {
-            let e = RedisUrl::parse(rest).unwrap_err();
+            let e = parse_url(rest).unwrap_err();
             assert_eq!(e.flag, "--target", "{rest}");
             assert!(!e.to_string().contains("secret"), "{e}");
         }
@@ -539,7 +468,7 @@ mod tests {
             }
             std::thread::sleep(Duration::from_secs(2));
         });
-        RedisTarget::new(RedisUrl::parse(&format!(":pw@127.0.0.1:{port}")).unwrap())
+        RedisTarget::new(parse_url(&format!(":pw@127.0.0.1:{port}")).unwrap())
     }
 
     #[tokio::test]
