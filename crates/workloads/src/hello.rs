@@ -254,10 +254,7 @@ impl<B: HelloBackend> Bench for HelloBench<B> {
         let mismatched = counted.kinds.get(SELECT).map_or(0, |k| {
             k.errors.get(loadrig_metrics::ErrorKind::Verification)
         }) as i64;
-        let doubt = counted.kinds.get(INSERT).map_or(0, |k| {
-            k.errors.get(loadrig_metrics::ErrorKind::Io)
-                + k.errors.get(loadrig_metrics::ErrorKind::Timeout)
-        }) as i64;
+        let doubt = counted.in_doubt_of(INSERT) as i64;
         let checks = vec![
             Check::new(
                 "rows added = inserts acknowledged",

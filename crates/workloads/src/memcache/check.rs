@@ -199,10 +199,11 @@ pub(super) async fn verify<B: MemcacheBackend>(
     let errors = |k: usize, kinds: &[ErrorKind]| {
         kind(k).map_or(0, |s| kinds.iter().map(|e| s.errors.get(*e)).sum::<u64>()) as i64
     };
-    let lost = [ErrorKind::Io, ErrorKind::Timeout, ErrorKind::Protocol];
-    let set_doubt = errors(SET, &lost) + errors(SET, &[ErrorKind::Server]);
+    // A set the server refused (out of memory, too large) may have
+    // dropped the old value or not: in doubt too.
+    let set_doubt = counted.in_doubt_of(SET) as i64 + errors(SET, &[ErrorKind::Server]);
     let set_failed = kind(SET).map_or(0, |k| k.count() - k.ok) as i64;
-    let get_doubt = errors(GET, &lost) * i64::from(load.spec.multiget);
+    let get_doubt = counted.in_doubt_of(GET) as i64 * i64::from(load.spec.multiget);
     let d = |i: usize| counted.domains.get(i).copied().unwrap_or(0) as i64;
     let delta = |a: u64, b: u64| a as i64 - b as i64;
     let mut checks = vec![

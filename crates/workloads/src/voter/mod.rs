@@ -228,7 +228,7 @@ impl Tallies {
             invalid: d(INVALID),
             over_limit: d(OVER_LIMIT),
             failed: counted.errors(),
-            in_doubt: in_doubt(counted),
+            in_doubt: counted.in_doubt(),
         }
     }
 }
@@ -323,17 +323,6 @@ impl<B: VoterBackend> Bench for VoterBench<B> {
             self.backend.teardown().await
         }
     }
-}
-
-/// Operations that failed after they were sent (io, timeout): the server
-/// may have committed them, so verification allows for them and says so.
-pub fn in_doubt(counted: &Snapshot) -> u64 {
-    use loadrig_metrics::ErrorKind::{Io, Timeout};
-    counted
-        .kinds
-        .iter()
-        .map(|k| k.errors.get(Io) + k.errors.get(Timeout))
-        .sum()
 }
 
 /// Rows added = accepted, per contestant too (exactly, unless votes were
