@@ -204,18 +204,7 @@ pub trait Bench {
 /// hot path).
 #[inline]
 pub(crate) fn push_decimal(out: &mut Vec<u8>, v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(loadrig_wirestep::Decimal::new(v).as_bytes());
 }
 
 /// 1234567 -> "1,234,567": counts as people read them.
