@@ -289,29 +289,31 @@ async fn open(at: &TargetUrl, i: usize, client_id: &str) -> Result<Socket, LinkE
 /// ASCII.
 #[inline]
 fn to_topic(subject: &[u8], topic: &mut String) -> bool {
-    topic.clear();
-    for &b in subject {
-        if !b.is_ascii() {
-            return false;
-        }
-        topic.push(if b == b'.' { '/' } else { char::from(b) });
-    }
-    true
+    subject_to_mqtt(subject, false, topic)
 }
 
 /// `subject` as a topic filter: `.` -> `/`, `*` -> `+`, `>` -> `#`.
 fn to_filter(subject: &[u8]) -> Option<String> {
     let mut f = String::with_capacity(subject.len());
+    subject_to_mqtt(subject, true, &mut f).then_some(f)
+}
+
+/// The one mapping of a subject to MQTT's form, into `out`: levels split
+/// by `/` instead of `.`, and in a filter NATS's wildcards as MQTT's.
+/// False if the subject is not ASCII.
+#[inline]
+fn subject_to_mqtt(subject: &[u8], filter: bool, out: &mut String) -> bool {
+    out.clear();
     for &b in subject {
-        f.push(match b {
+        out.push(match b {
             b'.' => '/',
-            b'*' => '+',
-            b'>' => '#',
+            b'*' if filter => '+',
+            b'>' if filter => '#',
             b if b.is_ascii() => char::from(b),
-            _ => return None,
+            _ => return false,
         });
     }
-    Some(f)
+    true
 }
 
 /// A publish's packet identifier: its tag + 1.
