@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
 use loadrig_spec::{
-    Arrival, ChatMode, Pacing, Preset, RunSpec, SpecError, TargetFacts, WorkloadSpec,
+    Preset, RunSpec, SpecError, TargetFacts, WorkloadSpec,
 };
 
 #[derive(Debug, Parser)]
@@ -171,26 +171,8 @@ impl Parts<'_> {
     /// The run spec, resolved against what the opened target says of
     /// itself (see [`RunArgs::spec`]).
     pub fn spec(&self, facts: &TargetFacts) -> Result<RunSpec, SpecError> {
-        let mut spec = self
-            .run
-            .spec(self.workload.clone(), self.preset, &self.defaults, facts)?;
-        if let WorkloadSpec::Chat(chat) = &self.workload {
-            if let ChatMode::Realistic { think_secs } = chat.mode {
-                // Each client sends once per think time: the open loop
-                // at clients / think, each client's sends a think apart.
-                if self.run.rate.is_some() || self.run.burst.is_some() {
-                    return Err(SpecError::new(
-                        "--rate",
-                        "--mode realistic paces each client by --think",
-                    ));
-                }
-                spec.load.pacing = Pacing::Rate {
-                    rate: f64::from(spec.load.clients) / think_secs,
-                    arrival: Arrival::Regular,
-                };
-            }
-        }
-        Ok(spec)
+        self.run
+            .spec(self.workload.clone(), self.preset, &self.defaults, facts)
     }
 }
 
@@ -368,7 +350,7 @@ fn unix_time(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loadrig_spec::{Dispatch, Stop, VoterGenerator};
+    use loadrig_spec::{Dispatch, Pacing, Stop, VoterGenerator};
 
     fn parse(args: &[&str]) -> Result<RunSpec, String> {
         let mut all = vec!["loadrig", "run", "voter"];

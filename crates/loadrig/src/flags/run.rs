@@ -183,7 +183,7 @@ impl RunArgs {
                  private to one process (give --target sqlite:///path/to.db or a server)",
             ));
         }
-        let spec = RunSpec {
+        let mut spec = RunSpec {
             workload,
             target: facts.label.clone(),
             load: LoadSpec {
@@ -214,6 +214,7 @@ impl RunArgs {
             preset,
             processes,
         };
+        spec.apply_workload_rules()?;
         spec.validate()?;
         spec.load.check_depth(facts.max_depth)?;
         Ok(spec)
