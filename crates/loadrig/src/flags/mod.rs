@@ -23,9 +23,7 @@ use std::path::PathBuf;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
-use loadrig_spec::{
-    Preset, RunSpec, SpecError, TargetFacts, WorkloadSpec,
-};
+use loadrig_spec::{Preset, RunSpec, SpecError, TargetFacts, WorkloadSpec};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -78,11 +76,11 @@ pub enum Workload {
     /// redis-benchmark's tests and flags, one test after the other
     #[command(
         after_help = REDIS_HELP,
-        mut_arg("target", |a| a.short(None).help("Target URL [default: redis://127.0.0.1:6379]")),
+        mut_arg("target", |a| a.short(None).help(with_default("Target URL", REDIS_DEFAULTS.target))),
         mut_arg("duration", |a| a.short(None).help("Measure each test for this long instead of -n (e.g. 10, 10s, 500ms)")),
-        mut_arg("requests", |a| a.help("Requests per test, over all clients [default: 100000]")),
-        mut_arg("clients", |a| a.help("Clients, each with its connection [default: 50]")),
-        mut_arg("threads", |a| a.help("Threads driving the load [default: 1, as redis-benchmark]")),
+        mut_arg("requests", |a| a.help(with_default("Requests per test, over all clients", DEFAULT_REQUESTS))),
+        mut_arg("clients", |a| a.help(with_default("Clients, each with its connection", REDIS_DEFAULTS.clients))),
+        mut_arg("threads", |a| a.help(with_default("Threads driving the load, as redis-benchmark", threads(REDIS_DEFAULTS)))),
         mut_arg("quiet", |a| a.help("No lap lines: one line per test, as redis-benchmark -q")),
         mut_arg("csv", |a| a.help("redis-benchmark's CSV on standard output (the rest goes to standard error)"))
     )]
@@ -95,8 +93,8 @@ pub enum Workload {
     /// nats-bench's load: publishers, subscribers, end-to-end latency, losses
     #[command(
         after_help = PUBSUB_HELP,
-        mut_arg("target", |a| a.help("Target URL: nats://, mqtt://[?qos=1] or redis:// [default: nats://127.0.0.1:4222]")),
-        mut_arg("requests", |a| a.help("Messages in total, over all publishers [default: 100000]")),
+        mut_arg("target", |a| a.help(with_default("Target URL: nats://, mqtt://[?qos=1] or redis://", BROKER_DEFAULTS.target))),
+        mut_arg("requests", |a| a.help(with_default("Messages in total, over all publishers", DEFAULT_REQUESTS))),
         mut_arg("clients", |a| a.hide(true)),
         mut_arg("connections", |a| a.hide(true)),
         mut_arg("pipeline", |a| a.default_value("1024").help("Messages each publisher keeps in flight (written but not yet flushed, or not yet acknowledged)"))
@@ -110,8 +108,8 @@ pub enum Workload {
     /// Chut's chat: G groups x CPG clients messaging random peers of their group
     #[command(
         after_help = CHAT_HELP,
-        mut_arg("target", |a| a.help("Target URL: nats://, mqtt://[?qos=1] or redis:// [default: nats://127.0.0.1:4222]")),
-        mut_arg("duration", |a| a.help("How long clients send, Chut's T (e.g. 10, 10s, 2m) [default: 10s]")),
+        mut_arg("target", |a| a.help(with_default("Target URL: nats://, mqtt://[?qos=1] or redis://", BROKER_DEFAULTS.target))),
+        mut_arg("duration", |a| a.help(with_default("How long clients send, Chut's T (e.g. 10, 10s, 2m)", format_args!("{CHAT_SECONDS}s")))),
         mut_arg("requests", |a| a.help("Messages in total instead of --duration")),
         mut_arg("clients", |a| a.hide(true)),
         mut_arg("connections", |a| a.hide(true))
@@ -125,9 +123,9 @@ pub enum Workload {
     /// memaslap's load on memcached: gets and sets over a window of keys per client
     #[command(
         after_help = MEMCACHE_HELP,
-        mut_arg("target", |a| a.help("Target URL [default: memcache://127.0.0.1:11211]")),
-        mut_arg("clients", |a| a.help("Clients, each with its connection and window of keys [default: 16, memaslap's concurrency]")),
-        mut_arg("threads", |a| a.help("Threads driving the load [default: 1, as memaslap]"))
+        mut_arg("target", |a| a.help(with_default("Target URL", MEMCACHE_DEFAULTS.target))),
+        mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and window of keys (memaslap's concurrency)", MEMCACHE_DEFAULTS.clients))),
+        mut_arg("threads", |a| a.help(with_default("Threads driving the load, as memaslap", threads(MEMCACHE_DEFAULTS))))
     )]
     Memcache {
         #[command(flatten)]
@@ -147,6 +145,18 @@ pub struct Defaults {
     /// Without `-n` or `--duration`: run this many seconds (`None`:
     /// `-n` 100000).
     pub duration: Option<f64>,
+}
+
+/// A flag's help with its default, written from the constant the code
+/// uses, so the two cannot drift apart.
+fn with_default(help: &str, default: impl std::fmt::Display) -> String {
+    format!("{help} [default: {default}]")
+}
+
+/// A workload's default runtime threads, as help shows it.
+fn threads(d: Defaults) -> String {
+    d.threads
+        .map_or_else(|| "the number of cores".to_string(), |n| n.to_string())
 }
 
 /// The machine's cores (2 when it does not say).

@@ -12,7 +12,7 @@ use loadrig_spec::{
 
 use crate::start::StartRule;
 
-use super::{cores, seconds, unix_time, Defaults};
+use super::{cores, seconds, unix_time, with_default, Defaults};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ArrivalArg {
@@ -26,8 +26,8 @@ pub struct RunArgs {
     /// Target URL; without one, a fresh embedded SQLite database
     #[arg(long, short = 't', value_name = "URL")]
     pub target: Option<String>,
-    /// Operations in total, over all clients [default: 100000]
     #[arg(
+        help = with_default("Operations in total, over all clients", DEFAULT_REQUESTS),
         short = 'n',
         long = "requests",
         value_name = "N",
@@ -40,8 +40,14 @@ pub struct RunArgs {
     /// Run the load this long first, without counting it
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "0")]
     pub warmup: f64,
-    /// Clients (callers); in the closed loop each waits for its previous operation [default: 32]
-    #[arg(long, short = 'c')]
+    #[arg(
+        long,
+        short = 'c',
+        help = with_default(
+            "Clients (callers); in the closed loop each waits for its previous operation",
+            DEFAULT_CLIENTS
+        )
+    )]
     pub clients: Option<u32>,
     /// Connections the clients share [default: one per client]
     #[arg(long)]
@@ -58,11 +64,17 @@ pub struct RunArgs {
     /// Bursts: this many operations at once per client
     #[arg(long, value_name = "B")]
     pub burst: Option<u32>,
-    /// Bursts: sleep this many milliseconds between bursts [default: 1]
-    #[arg(long, value_name = "MS")]
+    #[arg(
+        long,
+        value_name = "MS",
+        help = with_default("Bursts: sleep this many milliseconds between bursts", DEFAULT_BURST_DELAY_MS)
+    )]
     pub burst_delay: Option<f64>,
-    /// Bursts: wait until at most this many per client are pending [default: 0]
-    #[arg(long, value_name = "L")]
+    #[arg(
+        long,
+        value_name = "L",
+        help = with_default("Bursts: wait until at most this many per client are pending", DEFAULT_BURST_LIMIT)
+    )]
     pub limit: Option<u32>,
     /// Managed mode: a queue of this many waiting operations before the connections
     #[arg(long, value_name = "Q")]
@@ -126,6 +138,7 @@ pub(super) const DEFAULT_SLOTS: u32 = 100;
 pub const DEFAULT_REQUESTS: u64 = 100_000;
 pub(super) const DEFAULT_CLIENTS: u32 = 32;
 pub(super) const DEFAULT_BURST_DELAY_MS: f64 = 1.0;
+pub(super) const DEFAULT_BURST_LIMIT: u32 = 0;
 
 impl RunArgs {
     /// Check the flags together and build the run spec, resolved against
@@ -229,7 +242,7 @@ impl RunArgs {
                     delay_ms, limit, ..
                 }),
             ) => Some((size, delay_ms, limit)),
-            (Some(size), _) => Some((size, DEFAULT_BURST_DELAY_MS, 0)),
+            (Some(size), _) => Some((size, DEFAULT_BURST_DELAY_MS, DEFAULT_BURST_LIMIT)),
             (
                 None,
                 Some(Pacing::Burst {

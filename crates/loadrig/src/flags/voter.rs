@@ -3,7 +3,7 @@
 use clap::{Args, ValueEnum};
 use loadrig_spec::{Preset, VoterGenerator, VoterSpec, WorkloadSpec};
 
-use super::{Defaults, DEFAULT_CLIENTS};
+use super::{with_default, Defaults, DEFAULT_CLIENTS};
 
 pub(super) const PRESETS_HELP: &str =
     "Presets (--preset) are the Erlvolt bench's setups, from etc/bench/Makefile of \
@@ -56,8 +56,13 @@ pub struct VoterArgs {
     /// Contestants, 1 to 12
     #[arg(long, default_value_t = 6)]
     pub contestants: u8,
-    /// Votes one phone number may cast [default: 2; 20000 with --generator erlvolt]
-    #[arg(long)]
+    #[arg(
+        long,
+        help = with_default(
+            "Votes one phone number may cast",
+            format_args!("{MAX_VOTES_VOLTDB}; {MAX_VOTES_ERLVOLT} with --generator erlvolt")
+        )
+    )]
     pub max_votes: Option<u32>,
     /// Whose caller mix: VoltDB's client (skewed, 1% invalid) or the Erlvolt bench (uniform) [default: voltdb; erlvolt with --preset]
     #[arg(long, value_enum)]
@@ -70,6 +75,11 @@ pub struct VoterArgs {
     pub preset: Option<VoterPresetArg>,
 }
 
+/// Votes per phone number: VoltDB's example client allows 2, the Erlvolt
+/// bench 20,000 (so its uniform callers are never over the limit).
+const MAX_VOTES_VOLTDB: u32 = 2;
+const MAX_VOTES_ERLVOLT: u32 = 20_000;
+
 impl VoterArgs {
     pub fn spec(&self, preset: Option<Preset>) -> WorkloadSpec {
         let erlvolt = preset.is_some_and(|p| p.defaults().erlvolt_generator);
@@ -80,8 +90,8 @@ impl VoterArgs {
             None => VoterGenerator::Voltdb,
         };
         let default_max = match generator {
-            VoterGenerator::Voltdb => 2,
-            VoterGenerator::Erlvolt => 20_000,
+            VoterGenerator::Voltdb => MAX_VOTES_VOLTDB,
+            VoterGenerator::Erlvolt => MAX_VOTES_ERLVOLT,
         };
         WorkloadSpec::Voter(VoterSpec {
             contestants: self.contestants,
