@@ -8,6 +8,7 @@ pub mod hello;
 pub mod memcache;
 pub mod pubsub;
 pub mod redis;
+pub mod stream;
 pub mod voter;
 
 use std::future::Future;

@@ -10,16 +10,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use bytes::BytesMut;
 use loadrig_kvwire::memcache::text;
-use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::SpecError;
 
 use crate::url::{hostport, TargetUrl};
-use loadrig_workloads::memcache::{McConn, MemcacheBackend};
+use loadrig_workloads::memcache::MemcacheBackend;
 use loadrig_workloads::{TargetError, TargetInfo};
 
-use crate::socket::{said, Socket};
+use crate::socket::{said, Dial, Socket, Stream};
 
 const DEFAULT_PORT: u16 = 11211;
 
@@ -72,26 +70,24 @@ impl MemcacheTarget {
                 target: self.at.label(),
                 reason: e,
             })?;
-        Ok(MemcacheConn {
+        let dial = Arc::new(McDial {
             at: self.at.clone(),
-            server,
-            sock,
-            carried: (0, 0),
-        })
+        });
+        Ok(Stream::new(sock, dial, server))
     }
 
     /// The first server's `version`.
     async fn ask(&self) -> Option<()> {
-        let mut c = self.open(0).await.ok()?;
-        text::encode_version(&mut c.sock.wbuf);
+        let mut c = open(&self.at, 0).await.ok()?;
+        text::encode_version(&mut c.wbuf);
         loop {
-            match text::parse_version(&c.sock.rbuf) {
+            match text::parse_version(&c.rbuf) {
                 Ok(Some((v, _))) => {
                     let v = String::from_utf8_lossy(v).into_owned();
                     let _ = self.version.set(format!("memcached {v}"));
                     return Some(());
                 }
-                Ok(None) => c.sock.fill().await.ok()?,
+                Ok(None) => c.fill().await.ok()?,
                 Err(_) => return None,
             }
         }
@@ -145,60 +141,28 @@ impl MemcacheBackend for MemcacheTarget {
     }
 }
 
-/// One connection: a socket and its buffers.
-pub struct MemcacheConn {
+/// One connection: a byte stream; the workload encodes and parses.
+pub type MemcacheConn = Stream<McDial>;
+
+/// How a connection (re)opens its socket.
+pub struct McDial {
     at: Arc<TargetUrl>,
-    server: usize,
-    sock: Socket,
-    /// Bytes of sockets replaced since the last `take_bytes`.
-    carried: (u64, u64),
 }
 
-impl McConn for MemcacheConn {
-    #[inline]
-    fn out(&mut self) -> &mut BytesMut {
-        &mut self.sock.wbuf
+impl Dial for McDial {
+    fn servers(&self) -> usize {
+        self.at.servers.len()
     }
 
-    #[inline]
-    fn input(&mut self) -> &mut BytesMut {
-        &mut self.sock.rbuf
-    }
-
-    async fn fill(&mut self) -> Result<(), OpError> {
-        self.sock
-            .fill()
-            .await
-            .map_err(|_| OpError::new(ErrorKind::Io))
-    }
-
-    /// A fresh socket, to the same server first, then the others.
-    async fn reconnect(&mut self) -> Result<(), OpError> {
-        let n = self.at.servers.len();
-        for k in 0..n {
-            let i = (self.server + k) % n;
-            if let Ok(sock) = open(&self.at, i).await {
-                // The old socket's bytes still count, in the next lap.
-                let (sent, received) = self.sock.take_bytes();
-                self.carried = (self.carried.0 + sent, self.carried.1 + received);
-                self.sock = sock;
-                self.server = i;
-                return Ok(());
-            }
-        }
-        Err(OpError::new(ErrorKind::Connect))
-    }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        let (sent, received) = self.sock.take_bytes();
-        let (s, r) = std::mem::take(&mut self.carried);
-        (sent + s, received + r)
+    async fn dial(&self, server: usize) -> Option<Socket> {
+        open(&self.at, server).await.ok()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loadrig_workloads::stream::ByteStream;
 
     #[test]
     fn parses_memcache_urls() {

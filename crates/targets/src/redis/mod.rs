@@ -18,23 +18,20 @@
 
 mod pubsub;
 
-use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
-use loadrig_engine::Tag;
-use loadrig_kvwire::resp::{self, Reply};
-use loadrig_metrics::{ErrorKind, OpError};
+use bytes::Buf;
+use loadrig_kvwire::resp::{self};
 use loadrig_spec::SpecError;
 
 use crate::url::{hostport, TargetUrl};
-use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, RespConn, Value};
+use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
 use loadrig_workloads::{TargetError, TargetInfo};
 
-use crate::socket::{said, Socket};
+use crate::socket::{said, Dial, Socket, Stream};
 
 pub use pubsub::RedisPubSubConn;
 
@@ -174,14 +171,11 @@ impl RedisBackend for RedisTarget {
         let link = Link::open(&self.at, server, db)
             .await
             .map_err(|e| self.unreachable(e))?;
-        Ok(RedisConn {
+        let dial = Arc::new(RedisDial {
             at: self.at.clone(),
-            server,
             db,
-            link,
-            tags: VecDeque::new(),
-            stray: false,
-        })
+        });
+        Ok(Stream::new(link.sock, dial, server))
     }
 
     async fn admin(&self, server: usize, db: u32) -> Result<Admin, TargetError> {
@@ -324,90 +318,35 @@ impl RespAdmin for Admin {
     }
 }
 
-/// One engine connection: commands pipelined, replies in order.
-pub struct RedisConn {
+/// One engine connection: a byte stream that logs in and selects its
+/// database again when it reconnects; the workload parses the replies.
+pub type RedisConn = Stream<RedisDial>;
+
+/// How an engine connection (re)opens its link.
+pub struct RedisDial {
     at: Arc<TargetUrl>,
-    server: usize,
     db: u32,
-    link: Link,
-    /// Tags of the commands in flight, oldest first.
-    tags: VecDeque<Tag>,
-    /// Bytes came that no command asked for: the stream is out of step.
-    stray: bool,
 }
 
-const PROTOCOL: OpError = OpError {
-    kind: ErrorKind::Protocol,
-    class: "",
-};
-
-impl RespConn for RedisConn {
-    #[inline]
-    fn out(&mut self) -> &mut BytesMut {
-        &mut self.link.sock.wbuf
+impl Dial for RedisDial {
+    fn servers(&self) -> usize {
+        self.at.servers.len()
     }
 
-    #[inline]
-    fn queued(&mut self, tag: Tag) {
-        // With nothing in flight every byte read is a reply to nothing
-        // (the next command would take it for its own).
-        if self.tags.is_empty() && !self.link.sock.rbuf.is_empty() {
-            self.stray = true;
-        }
-        self.tags.push_back(tag);
-    }
-
-    #[inline]
-    fn next<R>(&mut self, f: impl FnOnce(Tag, Reply<'_>) -> R) -> Option<Result<R, OpError>> {
-        if self.stray {
-            return Some(Err(PROTOCOL));
-        }
-        match resp::parse_reply(&self.link.sock.rbuf) {
-            Ok(None) => None,
-            Ok(Some((reply, n))) => {
-                // A reply with nothing in flight: the stream is not ours.
-                let Some(tag) = self.tags.pop_front() else {
-                    return Some(Err(PROTOCOL));
-                };
-                let out = f(tag, reply);
-                self.link.sock.rbuf.advance(n);
-                Some(Ok(out))
-            }
-            Err(_) => Some(Err(PROTOCOL)),
-        }
-    }
-
-    async fn fill(&mut self) -> Result<(), OpError> {
-        self.link.sock.fill().await.map_err(|e| match e.kind() {
-            io::ErrorKind::InvalidData => PROTOCOL,
-            _ => OpError::new(ErrorKind::Io),
-        })
-    }
-
-    /// A fresh link, to the same server first, then the others.
-    async fn reconnect(&mut self) -> Result<(), OpError> {
-        self.tags.clear();
-        self.stray = false;
-        let n = self.at.servers.len();
-        for k in 0..n {
-            let i = (self.server + k) % n;
-            if let Ok(link) = Link::open(&self.at, i, self.db).await {
-                self.link = link;
-                self.server = i;
-                return Ok(());
-            }
-        }
-        Err(OpError::new(ErrorKind::Connect))
-    }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.link.sock.take_bytes()
+    async fn dial(&self, server: usize) -> Option<Socket> {
+        Link::open(&self.at, server, self.db)
+            .await
+            .ok()
+            .map(|l| l.sock)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loadrig_metrics::ErrorKind;
+    use loadrig_workloads::redis::RespConn;
+    use loadrig_workloads::stream::ByteStream;
 
     #[test]
     fn parses_redis_urls() {
@@ -478,7 +417,8 @@ mod tests {
             b"+OK\r\n+OK\r\n",
             b"+PONG\r\n:7\r\n-WRONGTYPE no\r\n?garbage\r\n",
         ]);
-        let mut c = t.connect(3).await.unwrap();
+        // The workload's RESP reading over the target's byte stream.
+        let mut c = RespConn::new(t.connect(3).await.unwrap());
         for tag in [5, 2, 9, 4] {
             resp::encode_cmd1(c.out(), b"PING");
             c.queued(tag);
@@ -488,7 +428,7 @@ mod tests {
             match c.next(|tag, r| (tag, Value::of(r))) {
                 Some(Ok(x)) => got.push(x),
                 Some(Err(e)) => break e,
-                None => c.fill().await.unwrap(),
+                None => c.stream().fill().await.unwrap(),
             }
         };
         assert_eq!(

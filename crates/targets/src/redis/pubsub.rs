@@ -23,8 +23,13 @@ use loadrig_workloads::pubsub::{Confirm, Incoming, PubSubBackend, PubSubConn};
 use loadrig_workloads::redis::command::error_class;
 use loadrig_workloads::TargetError;
 
-use super::{Link, RedisTarget, PROTOCOL};
+use super::{Link, RedisTarget};
 use crate::url::TargetUrl;
+
+const PROTOCOL: OpError = OpError {
+    kind: ErrorKind::Protocol,
+    class: "",
+};
 
 /// How long a subscription's confirmation may take.
 const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -28,7 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use super::driver::MemcacheBench;
 use super::load::{Load, GET, GET_HITS, GET_MISSES, SET};
-use super::{McConn, MemcacheBackend};
+use super::MemcacheBackend;
+use crate::stream::ByteStream;
 use crate::{group, Check, Results, TargetError, Verdict};
 
 /// How long one cold-path exchange may take.
@@ -57,7 +58,7 @@ fn failed(label: &str, what: &str, why: impl std::fmt::Display) -> TargetError {
 }
 
 /// Write what `c` holds and read until `parse` takes a whole answer.
-async fn exchange<C: McConn, R>(
+async fn exchange<C: ByteStream, R>(
     c: &mut C,
     label: &str,
     what: &str,
@@ -325,7 +326,7 @@ pub(super) async fn clean<B: MemcacheBackend>(bench: &MemcacheBench<B>) -> Resul
 
 /// Wait until the server has read everything sent (a `version` round trip
 /// behind the `noreply` deletes).
-async fn sync<C: McConn>(c: &mut C, label: &str) -> Result<(), TargetError> {
+async fn sync<C: ByteStream>(c: &mut C, label: &str) -> Result<(), TargetError> {
     text::encode_version(c.out());
     exchange(c, label, "delete", |b| {
         Ok(text::parse_version(b)?.map(|(_, n)| ((), n)))

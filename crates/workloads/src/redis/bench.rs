@@ -15,6 +15,7 @@ use super::check;
 use super::command::{self, classify, Template};
 use super::mix::{self, Mix};
 use super::{RedisBackend, RespConn};
+use crate::stream::{self, ByteStream, StreamDriver};
 use crate::{Bench, Results, TargetError, Verdict};
 
 /// The seed of test `test`'s operations: each test draws its own keys, as
@@ -46,12 +47,21 @@ enum Mode {
 }
 
 /// One engine connection running one test, or the mix.
-pub struct RedisDriver<C> {
-    conn: C,
+pub struct RedisDriver<S> {
+    conn: RespConn<S>,
     mode: Mode,
 }
 
-impl<C: RespConn> Driver for RedisDriver<C> {
+impl<S: ByteStream> StreamDriver for RedisDriver<S> {
+    type Stream = S;
+
+    #[inline]
+    fn stream(&mut self) -> &mut S {
+        self.conn.stream()
+    }
+}
+
+impl<S: ByteStream> Driver for RedisDriver<S> {
     fn kind_of(&self, index: u64) -> usize {
         match &self.mode {
             Mode::Test { kind, .. } => *kind,
@@ -94,14 +104,7 @@ impl<C: RespConn> Driver for RedisDriver<C> {
     }
 
     async fn recv(&mut self) -> Event {
-        loop {
-            if let Some(ev) = self.try_recv() {
-                return ev;
-            }
-            if let Err(e) = self.conn.fill().await {
-                return Event::Broken(e);
-            }
-        }
+        stream::recv(self).await
     }
 
     #[inline]
@@ -268,7 +271,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
             },
         };
         Ok(RedisDriver {
-            conn: self.backend.connect(self.spec.dbnum).await?,
+            conn: RespConn::new(self.backend.connect(self.spec.dbnum).await?),
             mode,
         })
     }
