@@ -27,18 +27,6 @@ mod redis;
 mod socket;
 #[cfg(feature = "sqlite")]
 mod sqlite;
-#[cfg_attr(
-    not(any(
-        feature = "postgres",
-        feature = "mysql",
-        feature = "voltdb",
-        feature = "redis",
-        feature = "memcache",
-        feature = "nats",
-        feature = "mqtt"
-    )),
-    allow(dead_code)
-)]
 mod url;
 #[cfg(feature = "voltdb")]
 mod voltdb;

@@ -5,6 +5,21 @@
 //! database path, one server, a login) with the checks here, and reads its
 //! own options; the masking rule and the label are the same for all.
 
+// Each part serves some server targets; with only some built, the others'
+// go unused.
+#![cfg_attr(
+    not(all(
+        feature = "postgres",
+        feature = "mysql",
+        feature = "voltdb",
+        feature = "redis",
+        feature = "memcache",
+        feature = "nats",
+        feature = "mqtt"
+    )),
+    allow(dead_code)
+)]
+
 use loadrig_spec::SpecError;
 
 /// A parsed target URL. Secrets never leave through [`TargetUrl::label`]
@@ -23,19 +38,6 @@ pub(crate) struct TargetUrl {
     expected: &'static str,
 }
 
-// Each check serves some targets; with only some built, the others' go unused.
-#[cfg_attr(
-    not(all(
-        feature = "postgres",
-        feature = "mysql",
-        feature = "voltdb",
-        feature = "redis",
-        feature = "memcache",
-        feature = "nats",
-        feature = "mqtt"
-    )),
-    allow(dead_code)
-)]
 impl TargetUrl {
     /// Parse what follows `scheme://`; returns the URL and its options
     /// (what follows `?`, if anything), which are the target's to read.
