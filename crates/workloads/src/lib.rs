@@ -17,6 +17,8 @@ use loadrig_engine::{Driver, Tag};
 use loadrig_metrics::{OpError, Snapshot};
 
 pub use loadrig_metrics::{Check, Results, Verdict};
+/// Counts as people read them (one home for number formats: the report's).
+pub use loadrig_report::fmt::{group, group_i};
 
 /// A workload: its name (`loadrig run NAME`), the capability it needs of a
 /// target, and one line for `loadrig workloads`.
@@ -206,40 +208,4 @@ pub trait Bench {
 #[inline]
 pub(crate) fn push_decimal(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(loadrig_wirestep::Decimal::new(v).as_bytes());
-}
-
-/// 1234567 -> "1,234,567": counts as people read them.
-pub fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
-/// [`group`] for signed counts.
-pub fn group_i(n: i64) -> String {
-    if n < 0 {
-        format!("-{}", group(n.unsigned_abs()))
-    } else {
-        group(n as u64)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn groups_thousands() {
-        assert_eq!(group(0), "0");
-        assert_eq!(group(999), "999");
-        assert_eq!(group(1_000), "1,000");
-        assert_eq!(group(1_234_567), "1,234,567");
-        assert_eq!(group_i(-1_000), "-1,000");
-    }
 }

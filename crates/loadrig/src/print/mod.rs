@@ -12,9 +12,10 @@ use std::time::Duration;
 use loadrig_engine::LapView;
 use loadrig_metrics::Snapshot;
 use loadrig_report::fmt;
+use loadrig_report::fmt::group;
 use loadrig_report::{Measured, Report};
 use loadrig_spec::{Dispatch, Pacing, RunSpec, Stop};
-use loadrig_workloads::{group, Results};
+use loadrig_workloads::Results;
 
 use fmt::{dur, rate};
 
