@@ -5,7 +5,6 @@
 mod exit;
 mod flags;
 mod merge;
-mod multi;
 mod plan;
 mod print;
 mod run;

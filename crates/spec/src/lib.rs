@@ -19,7 +19,9 @@ pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KE
 pub use preset::{Preset, PresetDefaults};
 pub use pubsub::{ChatMode, ChatSpec, PubSubSpec, MAX_MESSAGE_SIZE, MIN_MESSAGE_SIZE};
 pub use redis::{KeyPattern, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE};
-pub use workload::{HelloSpec, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES};
+pub use workload::{
+    CsvDialect, HelloSpec, OutputStyle, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES,
+};
 
 /// A flag or value that does not make sense. Always names the flag, so the
 /// binary can print one clear line and exit 2.
