@@ -232,7 +232,7 @@ impl<B: HelloBackend> Bench for HelloBench<B> {
         }))
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
         Ok(HelloDriver {
             conn: self.backend.connect().await?,
             spec: self.spec.clone(),

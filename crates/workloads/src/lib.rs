@@ -188,8 +188,10 @@ pub trait Bench {
     fn prepare(&mut self) -> impl Future<Output = Result<(), TargetError>>;
     /// Record what the server holds before the run, for verification.
     fn baseline(&mut self) -> impl Future<Output = Result<serde_json::Value, TargetError>>;
-    /// Open one connection as an engine driver.
-    fn connect(&self) -> impl Future<Output = Result<Self::Driver, TargetError>>;
+    /// Open connection `worker` (0-based; in a sequential run counted again
+    /// from 0 in each phase) as an engine driver: the run's connections
+    /// first, then its [`listeners`](Bench::listeners).
+    fn connect(&self, worker: u32) -> impl Future<Output = Result<Self::Driver, TargetError>>;
     /// Compare what the server holds with what the run counted.
     fn verify(
         &mut self,

@@ -68,8 +68,9 @@ pub(super) async fn single<B: Bench>(
         }
         let conns = spec.load.connections as usize + cfg.listeners;
         let mut drivers = Vec::with_capacity(conns);
-        for _ in 0..conns {
-            drivers.push(bench.connect().await?);
+        for worker in 0..conns {
+            let worker = u32::try_from(worker).unwrap_or(u32::MAX);
+            drivers.push(bench.connect(worker).await?);
         }
         let at = match &begin {
             Some(_) => start::now(),

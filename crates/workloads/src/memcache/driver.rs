@@ -382,7 +382,7 @@ impl<B: MemcacheBackend> Bench for MemcacheBench<B> {
         Ok(serde_json::to_value(s).unwrap_or_default())
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
         let conn = self.backend.connect().await?;
         Ok(MemcacheDriver::new(conn, self.load.clone()))
     }

@@ -10,7 +10,6 @@
 //! losses, duplicates, reorders (delivery latency is the `deliver` row
 //! of the latency table; client CPU and memory are in the summary).
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,7 +28,6 @@ pub struct ChatBench<B> {
     pub spec: ChatSpec,
     pub stop: Stop,
     client: Arc<Client>,
-    made: AtomicU32,
 }
 
 impl<B: PubSubBackend> ChatBench<B> {
@@ -41,7 +39,6 @@ impl<B: PubSubBackend> ChatBench<B> {
             spec,
             stop,
             client,
-            made: AtomicU32::new(0),
         }
     }
 }
@@ -75,8 +72,7 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
         Ok(serde_json::Value::Null)
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
-        let n = self.made.fetch_add(1, Ordering::Relaxed);
+    async fn connect(&self, n: u32) -> Result<Self::Driver, TargetError> {
         let size = self.spec.per_group;
         let first = n / size * size;
         let mut conn = self.backend.connect(u64::from(n)).await?;

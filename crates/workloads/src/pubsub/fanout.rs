@@ -8,7 +8,6 @@
 //! closed loop, `--rate`, `-n` or `--duration`); subscribers are
 //! listeners that issue nothing and drain after the last publish.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,8 +25,6 @@ pub struct PubSubBench<B> {
     pub spec: PubSubSpec,
     pub stop: Stop,
     client: Arc<Client>,
-    /// Connections made so far: the first `pubs` publish.
-    made: AtomicU32,
 }
 
 impl<B: PubSubBackend> PubSubBench<B> {
@@ -39,7 +36,6 @@ impl<B: PubSubBackend> PubSubBench<B> {
             spec,
             stop,
             client,
-            made: AtomicU32::new(0),
         }
     }
 
@@ -110,8 +106,7 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
         Ok(serde_json::Value::Null)
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
-        let n = self.made.fetch_add(1, Ordering::Relaxed);
+    async fn connect(&self, n: u32) -> Result<Self::Driver, TargetError> {
         let mut conn = self.backend.connect(u64::from(n)).await?;
         let role = match (n < self.spec.pubs, self.spec.request) {
             (true, false) => Role::Publisher,

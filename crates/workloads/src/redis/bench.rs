@@ -253,7 +253,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
         Ok(serde_json::to_value(b).unwrap_or_default())
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
         let test = self.test();
         let mode = match &self.mix {
             Some(mix) => Mode::Mix {

@@ -286,7 +286,7 @@ impl<B: VoterBackend> Bench for VoterBench<B> {
         }))
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
         Ok(VoterDriver {
             conn: self.backend.connect().await?,
             calls: CallGenerator::new(&self.spec, self.seed),
