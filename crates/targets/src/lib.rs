@@ -25,6 +25,8 @@ mod redis;
     feature = "memcache"
 ))]
 mod socket;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod url;
@@ -297,16 +299,6 @@ pub fn mask_password(url: &str) -> String {
     }
 }
 
-/// Rows of constants as SQL `(1, 'a'), (2, 'b')`, for loading the Voter's
-/// fixed data in one statement; quotes in text are doubled.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(crate) fn sql_rows<'a>(rows: impl Iterator<Item = (i64, &'a str)>) -> String {
-    let rows: Vec<String> = rows
-        .map(|(n, s)| format!("({n}, '{}')", s.replace('\'', "''")))
-        .collect();
-    rows.join(", ")
-}
-
 /// Parse `key=value&...` query parameters.
 pub(crate) fn query_pairs(q: &str) -> impl Iterator<Item = (&str, &str)> {
     q.split('&')
@@ -347,11 +339,5 @@ mod tests {
             "postgres://bench:***@127.0.0.1/bench"
         );
         assert_eq!(mask_password("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
-    }
-
-    #[test]
-    fn constant_rows_are_quoted() {
-        let rows = sql_rows([(1, "O'Hara"), (2, "AK")].into_iter());
-        assert_eq!(rows, "(1, 'O''Hara'), (2, 'AK')");
     }
 }

@@ -15,6 +15,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row, Statement};
 
 use super::{failure, int, text, Done, MariadbTarget, MyConn};
+use crate::sql::{self, SqlAdmin};
 
 const SCHEMA: &str = include_str!("../../sql/mariadb/hello.sql");
 
@@ -116,9 +117,9 @@ impl HelloBackend for MariadbTarget {
     }
 
     async fn rows(&self) -> Result<Option<i64>, TargetError> {
-        let rows = self.query_rows("SELECT COUNT(*) FROM helloworld").await?;
-        let n = rows.first().and_then(|r| int(r, 0));
-        n.map(Some).ok_or_else(|| self.bad_row())
+        sql::count(self, "SELECT COUNT(*) FROM helloworld")
+            .await
+            .map(Some)
     }
 
     async fn teardown(&self) -> Result<(), TargetError> {

@@ -25,6 +25,7 @@ use mysql_async::{Conn, Opts, OptsBuilder, Row, Statement};
 
 use loadrig_spec::SpecError;
 
+use crate::sql::SqlAdmin;
 use crate::url::TargetUrl;
 
 /// How long opening a connection may take before the server counts as unreachable.
@@ -125,15 +126,37 @@ impl MariadbTarget {
     }
 
     /// Run a script (schema, fixed data, teardown) as one multi-statement query.
+    /// Rows of a query.
+    async fn query_rows(&self, sql: &str) -> Result<Vec<Row>, TargetError> {
+        let mut conn = self.admin().await?;
+        conn.query(sql).await.map_err(|e| self.failed(e))
+    }
+}
+
+impl SqlAdmin for MariadbTarget {
     async fn script(&self, sql: &str) -> Result<(), TargetError> {
         let mut conn = self.admin().await?;
         conn.query_drop(sql).await.map_err(|e| self.failed(e))
     }
 
-    /// Rows of a query, for counts and standings.
-    async fn query_rows(&self, sql: &str) -> Result<Vec<Row>, TargetError> {
-        let mut conn = self.admin().await?;
-        conn.query(sql).await.map_err(|e| self.failed(e))
+    async fn int_rows(&self, sql: &str) -> Result<Vec<Vec<i64>>, TargetError> {
+        self.query_rows(sql)
+            .await?
+            .iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| int(r, i).ok_or_else(|| self.bad_row()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn named_rows(&self, sql: &str) -> Result<Vec<(String, i64)>, TargetError> {
+        self.query_rows(sql)
+            .await?
+            .iter()
+            .map(|r| text(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row()))
+            .collect()
     }
 
     fn bad_row(&self) -> TargetError {

@@ -9,14 +9,14 @@ use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::CONTESTANT_NAMES;
 use loadrig_workloads::voter::{
-    sql, Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
+    sql as voter_sql, Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
 };
 use loadrig_workloads::{Reply, TargetError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row, Statement};
 
-use super::{failure, int, text, Done, MariadbTarget, MyConn};
-use crate::sql_rows;
+use super::{failure, int, Done, MariadbTarget, MyConn};
+use crate::sql::{self, sql_rows, SqlAdmin};
 
 const SCHEMA: &str = include_str!("../../sql/mariadb/voter.sql");
 
@@ -89,23 +89,11 @@ impl VoterBackend for MariadbTarget {
     }
 
     async fn counts(&self, max_votes: u32) -> Result<Option<VoterCounts>, TargetError> {
-        let totals = self.query_rows(&sql::totals(max_votes)).await?;
-        let row = totals.first().ok_or_else(|| self.bad_row())?;
-        let (votes, over) = int(row, 0).zip(int(row, 1)).ok_or_else(|| self.bad_row())?;
-        let rows = self.query_rows(sql::PER_CONTESTANT).await?;
-        let per = rows
-            .iter()
-            .map(|r| int(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(VoterCounts::from_rows(votes, over, per)))
+        sql::voter_counts(self, max_votes).await.map(Some)
     }
 
     async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
-        let rows = self.query_rows(sql::STANDINGS).await?;
-        rows.iter()
-            .map(|r| text(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row()))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
+        self.named_rows(voter_sql::STANDINGS).await.map(Some)
     }
 
     async fn teardown(&self) -> Result<(), TargetError> {

@@ -11,6 +11,7 @@ use loadrig_workloads::hello::{
 use loadrig_workloads::{Reply, TargetError};
 
 use super::{reply_err, PgConn, PostgresTarget};
+use crate::sql::{self, SqlAdmin};
 
 const SCHEMA: &str = include_str!("../../sql/postgres/hello.sql");
 
@@ -115,12 +116,9 @@ impl HelloBackend for PostgresTarget {
     }
 
     async fn rows(&self) -> Result<Option<i64>, TargetError> {
-        let client = self.admin().await?;
-        let row = client
-            .query_one("SELECT COUNT(*) FROM helloworld", &[])
+        sql::count(self, "SELECT COUNT(*) FROM helloworld")
             .await
-            .map_err(|e| self.failed(e))?;
-        row.try_get(0).map(Some).map_err(|e| self.failed(e))
+            .map(Some)
     }
 
     async fn teardown(&self) -> Result<(), TargetError> {

@@ -24,6 +24,7 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use loadrig_spec::SpecError;
 
+use crate::sql::SqlAdmin;
 use crate::url::TargetUrl;
 
 /// The most calls one connection keeps in flight. tokio-postgres has no
@@ -124,11 +125,45 @@ impl PostgresTarget {
             v.split_whitespace().next().unwrap_or(&v)
         ))
     }
+}
 
-    /// Run a script of statements (schema, fixed data, teardown) in one round trip.
+impl SqlAdmin for PostgresTarget {
+    /// Statements (schema, fixed data, teardown) in one round trip.
     async fn script(&self, sql: &str) -> Result<(), TargetError> {
         let client = self.admin().await?;
         client.batch_execute(sql).await.map_err(|e| self.failed(e))
+    }
+
+    async fn int_rows(&self, sql: &str) -> Result<Vec<Vec<i64>>, TargetError> {
+        let client = self.admin().await?;
+        let rows = client.query(sql, &[]).await.map_err(|e| self.failed(e))?;
+        rows.iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| {
+                        r.try_get::<_, i64>(i)
+                            .or_else(|_| r.try_get::<_, i32>(i).map(i64::from))
+                            .map_err(|_| self.bad_row())
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn named_rows(&self, sql: &str) -> Result<Vec<(String, i64)>, TargetError> {
+        let client = self.admin().await?;
+        let rows = client.query(sql, &[]).await.map_err(|e| self.failed(e))?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+            .map_err(|_| self.bad_row())
+    }
+
+    fn bad_row(&self) -> TargetError {
+        TargetError::Prepare {
+            target: self.at.label(),
+            reason: "the server answered a row of an unexpected shape".to_string(),
+        }
     }
 }
 

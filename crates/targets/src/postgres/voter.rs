@@ -7,12 +7,12 @@ use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::CONTESTANT_NAMES;
 use loadrig_workloads::voter::{
-    sql, Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
+    sql as voter_sql, Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
 };
 use loadrig_workloads::{Reply, TargetError};
 
 use super::{reply_err, PgConn, PostgresTarget};
-use crate::sql_rows;
+use crate::sql::{self, sql_rows, SqlAdmin};
 
 const SCHEMA: &str = include_str!("../../sql/postgres/voter.sql");
 
@@ -86,36 +86,11 @@ impl VoterBackend for PostgresTarget {
     }
 
     async fn counts(&self, max_votes: u32) -> Result<Option<VoterCounts>, TargetError> {
-        let client = self.admin().await?;
-        let row = client
-            .query_one(&sql::totals(max_votes), &[])
-            .await
-            .map_err(|e| self.failed(e))?;
-        let votes: i64 = row.try_get(0).map_err(|e| self.failed(e))?;
-        let over: i64 = row.try_get(1).map_err(|e| self.failed(e))?;
-        let rows = client
-            .query(sql::PER_CONTESTANT, &[])
-            .await
-            .map_err(|e| self.failed(e))?;
-        let per = rows
-            .iter()
-            .map(|r| Ok((i64::from(r.try_get::<_, i32>(0)?), r.try_get::<_, i64>(1)?)))
-            .collect::<Result<Vec<_>, tokio_postgres::Error>>()
-            .map_err(|e| self.failed(e))?;
-        Ok(Some(VoterCounts::from_rows(votes, over, per)))
+        sql::voter_counts(self, max_votes).await.map(Some)
     }
 
     async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
-        let client = self.admin().await?;
-        let rows = client
-            .query(sql::STANDINGS, &[])
-            .await
-            .map_err(|e| self.failed(e))?;
-        rows.iter()
-            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-            .collect::<Result<Vec<_>, tokio_postgres::Error>>()
-            .map(Some)
-            .map_err(|e| self.failed(e))
+        self.named_rows(voter_sql::STANDINGS).await.map(Some)
     }
 
     async fn teardown(&self) -> Result<(), TargetError> {
