@@ -18,6 +18,7 @@
 pub mod chat;
 mod client;
 pub mod fanout;
+pub mod stamp;
 mod tally;
 
 use std::future::Future;
