@@ -23,6 +23,68 @@ pub(crate) trait SqlAdmin {
     fn bad_row(&self) -> TargetError;
 }
 
+/// The Voter and Hello on a SQL server: the schema and the fixed data by
+/// script, engine connections with their calls prepared, counts read back,
+/// teardown by script. Only how a connection makes its call differs
+/// between servers (each module's `VoterConn`/`HelloConn`).
+macro_rules! sql_backends {
+    ($target:ty, $conn:ident) => {
+        impl loadrig_workloads::voter::VoterBackend for $target {
+            type Conn = $conn<loadrig_workloads::voter::VoteResult>;
+
+            async fn prepare(&self, contestants: u8) -> Result<(), TargetError> {
+                self.script(voter::SCHEMA).await?;
+                self.script(&voter::fixed_data(contestants)).await
+            }
+
+            async fn connect(&self) -> Result<Self::Conn, TargetError> {
+                self.conn(voter::CALLS).await
+            }
+
+            async fn counts(
+                &self,
+                max_votes: u32,
+            ) -> Result<Option<loadrig_workloads::voter::VoterCounts>, TargetError> {
+                crate::sql::voter_counts(self, max_votes).await.map(Some)
+            }
+
+            async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
+                self.named_rows(loadrig_workloads::voter::sql::STANDINGS)
+                    .await
+                    .map(Some)
+            }
+
+            async fn teardown(&self) -> Result<(), TargetError> {
+                self.script(voter::TEARDOWN).await
+            }
+        }
+
+        impl loadrig_workloads::hello::HelloBackend for $target {
+            type Conn = $conn<()>;
+
+            async fn prepare(&self) -> Result<(), TargetError> {
+                self.script(hello::SCHEMA).await?;
+                self.script(&hello::preload()).await
+            }
+
+            async fn connect(&self) -> Result<Self::Conn, TargetError> {
+                self.conn(hello::CALLS).await
+            }
+
+            async fn rows(&self) -> Result<Option<i64>, TargetError> {
+                crate::sql::count(self, "SELECT COUNT(*) FROM helloworld")
+                    .await
+                    .map(Some)
+            }
+
+            async fn teardown(&self) -> Result<(), TargetError> {
+                self.script(hello::TEARDOWN).await
+            }
+        }
+    };
+}
+pub(crate) use sql_backends;
+
 /// The Voter's counts: votes, phones over the limit, votes per contestant.
 pub(crate) async fn voter_counts(
     db: &impl SqlAdmin,

@@ -336,6 +336,8 @@ impl TargetInfo for MariadbTarget {
     }
 }
 
+crate::sql::sql_backends!(MariadbTarget, MyConn);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -330,6 +330,8 @@ impl TargetInfo for PostgresTarget {
     }
 }
 
+crate::sql::sql_backends!(PostgresTarget, PgConn);
+
 #[cfg(test)]
 mod tests {
     use super::*;
