@@ -7,7 +7,7 @@ use loadrig_metrics::Snapshot;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::{EngineConfig, Outcome};
+use crate::{EngineConfig, Lap, Outcome};
 
 /// How long after a lap boundary the collector waits for the workers'
 /// snapshots of that lap; later ones count in the next lap.
@@ -41,22 +41,6 @@ pub struct LapView<'a> {
     /// Measured time so far.
     pub measured: Duration,
     pub pending: u64,
-}
-
-/// A lap as kept for the report: counts and the latency histogram of all
-/// kinds, so laps of several runs merge by wall clock.
-#[derive(Debug, Clone)]
-pub struct Lap {
-    pub elapsed: Duration,
-    pub length: Duration,
-    /// Wall clock at the end of the lap, in milliseconds since the epoch.
-    pub unix_ms: u64,
-    pub warmup: bool,
-    pub ok: u64,
-    pub errors: u64,
-    pub pending: u64,
-    /// Latency of all kinds in this lap, HdrHistogram V2 encoding.
-    pub latency: Vec<u8>,
 }
 
 pub(crate) async fn collect(

@@ -17,11 +17,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadrig_metrics::Snapshot;
 use loadrig_spec::LoadSpec;
 
-pub use collect::{Lap, LapView};
+pub use collect::LapView;
 pub use driver::{Driver, Event, Tag};
+pub use loadrig_metrics::{Lap, Outcome};
 /// The clock the engine schedules by (a driver's `send_at` is told its time).
 pub use tokio::time::Instant;
 
@@ -47,19 +47,6 @@ pub struct EngineConfig {
     /// How long listening drivers keep receiving once every issuing
     /// driver is done, so messages in flight are counted, not guessed.
     pub drain: Duration,
-}
-
-/// What a run measured.
-#[derive(Debug)]
-pub struct Outcome {
-    /// Operations of the warm-up (not in the figures, but they did write).
-    pub warmup: Snapshot,
-    pub measured: Snapshot,
-    /// From the end of the warm-up to the last completion (or delivery).
-    pub elapsed: Duration,
-    pub laps: Vec<Lap>,
-    /// Stopped early by the stop flag (Ctrl-C).
-    pub interrupted: bool,
 }
 
 /// Run the load: `drivers` are connected, one per connection; the first

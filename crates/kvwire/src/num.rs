@@ -5,7 +5,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-pub(crate) use loadrig_wirestep::{parse_u64, MAX_DIGITS};
+pub(crate) use loadrig_wirestep::{decimal_len, parse_u64, write_decimal, MAX_DIGITS};
 
 /// A short run of bytes assembled on the stack and appended to a buffer
 /// with one copy: a memcached command line or binary header is many tiny
@@ -44,13 +44,10 @@ impl<const N: usize> Scratch<N> {
 
     /// Appends `n` in decimal.
     #[inline]
-    pub(crate) fn push_u64(&mut self, mut n: u64) -> &mut Self {
+    pub(crate) fn push_u64(&mut self, n: u64) -> &mut Self {
         let end = self.len.saturating_add(decimal_len(n));
         if let Some(dst) = self.bytes.get_mut(self.len..end) {
-            for slot in dst.iter_mut().rev() {
-                *slot = b'0'.wrapping_add((n % 10) as u8);
-                n /= 10;
-            }
+            write_decimal(dst, n);
             self.len = end;
         }
         self
@@ -118,13 +115,10 @@ impl Cursor<'_> {
     }
 
     #[inline]
-    pub(crate) fn put_u64(&mut self, mut n: u64) -> &mut Self {
+    pub(crate) fn put_u64(&mut self, n: u64) -> &mut Self {
         let end = self.pos.saturating_add(decimal_len(n));
         if let Some(d) = self.dst.get_mut(self.pos..end) {
-            for slot in d.iter_mut().rev() {
-                *slot = b'0'.wrapping_add((n % 10) as u8);
-                n /= 10;
-            }
+            write_decimal(d, n);
             self.pos = end;
         }
         self
@@ -134,17 +128,6 @@ impl Cursor<'_> {
     pub(crate) fn put_len(&mut self, n: usize) -> &mut Self {
         self.put_u64(n as u64)
     }
-}
-
-/// Number of decimal digits of `n` (1 for 0).
-#[inline]
-pub(crate) fn decimal_len(mut n: u64) -> usize {
-    let mut len: usize = 1;
-    while n >= 10 {
-        n /= 10;
-        len = len.saturating_add(1);
-    }
-    len
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 mod exit;
 mod flags;
 mod merge;
-mod multi;
 mod plan;
 mod print;
 mod run;
@@ -74,7 +73,10 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         Command::Run { workload } => {
             let parts = workload.parts()?;
             let args = parts.run;
-            let spec = parts.spec()?;
+            // The target first: it parses its URL and states the facts
+            // the spec is resolved against, before anything connects.
+            let target = plan::open(parts.workload.name(), Some(parts.target()))?;
+            let spec = parts.spec(&target.facts(parts.target()))?;
             let role = if args.child {
                 run::Role::Child
             } else if spec.processes > 1 {
@@ -91,7 +93,6 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 start: args.start(),
                 role,
             };
-            let target = plan::open(&spec, Some(parts.target()))?;
             runtime(&spec)?.block_on(plan::run(&spec, target, &opts))
         }
         Command::Merge(m) => merge::run(&m.reports, m.out.as_deref()),
@@ -101,7 +102,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 .target
                 .clone()
                 .unwrap_or_else(|| report.spec.target.clone());
-            let target = plan::open(&report.spec, Some(&url))?;
+            let target = plan::open(report.spec.workload.name(), Some(&url))?;
             runtime(&report.spec)?.block_on(plan::verify(&report, target))
         }
     }
@@ -124,7 +125,10 @@ fn runtime(spec: &RunSpec) -> anyhow::Result<tokio::runtime::Runtime> {
 fn print_targets() {
     let targets = loadrig_targets::TARGETS;
     let schemes: Vec<String> = targets.iter().map(|d| d.schemes.join(",")).collect();
-    let workloads: Vec<String> = targets.iter().map(|d| d.workloads.join(",")).collect();
+    let workloads: Vec<String> = targets
+        .iter()
+        .map(|d| d.workloads().collect::<Vec<_>>().join(","))
+        .collect();
     let w = |col: &[String], title: &str| {
         col.iter()
             .map(String::len)
@@ -150,15 +154,15 @@ fn print_targets() {
 }
 
 fn print_workloads() {
-    let rows: Vec<(&str, String, &str)> = loadrig_targets::WORKLOADS
+    let rows: Vec<(&str, String, &str)> = loadrig_workloads::WORKLOADS
         .iter()
-        .map(|(name, about)| {
+        .map(|w| {
             let targets: Vec<&str> = loadrig_targets::TARGETS
                 .iter()
-                .filter(|d| d.workloads.contains(name))
+                .filter(|d| d.runs(w.name))
                 .map(|d| d.name)
                 .collect();
-            (*name, targets.join(","), *about)
+            (w.name, targets.join(","), w.about)
         })
         .collect();
     let w = rows.iter().map(|r| r.1.len()).chain([7]).max().unwrap_or(7);

@@ -10,7 +10,7 @@ use anyhow::Context;
 use loadrig_report::Report;
 
 use crate::exit;
-use crate::print::{error_lines, header, overall, table};
+use crate::print::{header, overall, summary};
 
 pub fn run(paths: &[impl AsRef<Path>], out: Option<&Path>) -> anyhow::Result<i32> {
     let reports = paths
@@ -40,13 +40,9 @@ pub fn run(paths: &[impl AsRef<Path>], out: Option<&Path>) -> anyhow::Result<i32
         .iter()
         .map(|k| k.name.as_str())
         .collect();
-    for l in table(&measured, &kinds, &merged.measured) {
+    for l in summary(&merged, &measured, &kinds) {
         println!("{l}");
     }
-    for l in error_lines(&merged.measured) {
-        println!("{l}");
-    }
-    println!("{}", overall(&merged));
     if let Some(path) = out {
         merged
             .write(path)

@@ -1,189 +1,133 @@
 //! The plan: turn a run spec and a `--target` into a concrete
-//! (workload, target) pair. This is the one place that matches on both;
-//! from here on everything is generic over [`Bench`] and statically
-//! dispatched.
+//! (workload, target) pair. This is the one place that matches on the
+//! workload, one arm each; the target registry (`loadrig_targets`) hands
+//! over the concrete target, so from here on everything is generic over
+//! [`Bench`] and statically dispatched.
+
+use std::future::Future;
+use std::pin::Pin;
 
 use loadrig_spec::{RunSpec, WorkloadSpec};
-use loadrig_targets::Target;
-use loadrig_workloads::hello::HelloBench;
-#[cfg(feature = "memcache")]
-use loadrig_workloads::memcache::MemcacheBench;
-#[cfg(any(feature = "nats", feature = "mqtt", feature = "redis"))]
-use loadrig_workloads::pubsub::{ChatBench, PubSubBench};
-#[cfg(feature = "redis")]
-use loadrig_workloads::redis::RedisBench;
-use loadrig_workloads::voter::VoterBench;
-use loadrig_workloads::TargetError;
+use loadrig_targets::{Target, Visitor};
+use loadrig_workloads::hello::{HelloBackend, HelloBench};
+use loadrig_workloads::memcache::{MemcacheBackend, MemcacheBench};
+use loadrig_workloads::pubsub::{ChatBench, PubSubBackend, PubSubBench};
+use loadrig_workloads::redis::{RedisBackend, RedisBench};
+use loadrig_workloads::voter::{VoterBackend, VoterBench};
+use loadrig_workloads::{hello, memcache, pubsub, redis, voter};
+use loadrig_workloads::{Bench, Capabilities, TargetError};
 
-/// Call `$body` with `$bench` bound to the Bench for this workload and
-/// target; each arm is its own monomorphised copy of the run.
-macro_rules! with_bench {
-    ($spec:expr, $target:expr, |$bench:ident| $body:expr) => {{
-        let seed = $spec.seed;
-        match (&$spec.workload, $target) {
-            #[cfg(feature = "sqlite")]
-            (WorkloadSpec::Voter(v), Target::Sqlite(t)) => {
-                let $bench = VoterBench {
-                    backend: t,
-                    spec: v.clone(),
-                    seed,
-                };
-                $body
-            }
-            #[cfg(feature = "postgres")]
-            (WorkloadSpec::Voter(v), Target::Postgres(t)) => {
-                let $bench = VoterBench {
-                    backend: t,
-                    spec: v.clone(),
-                    seed,
-                };
-                $body
-            }
-            #[cfg(feature = "mysql")]
-            (WorkloadSpec::Voter(v), Target::Mariadb(t)) => {
-                let $bench = VoterBench {
-                    backend: t,
-                    spec: v.clone(),
-                    seed,
-                };
-                $body
-            }
-            #[cfg(feature = "voltdb")]
-            (WorkloadSpec::Voter(v), Target::Voltdb(t)) => {
-                let $bench = VoterBench {
-                    backend: t,
-                    spec: v.clone(),
-                    seed,
-                };
-                $body
-            }
-            (WorkloadSpec::Voter(v), Target::Null(t)) => {
-                let $bench = VoterBench {
-                    backend: t,
-                    spec: v.clone(),
-                    seed,
-                };
-                $body
-            }
-            #[cfg(feature = "sqlite")]
-            (WorkloadSpec::Hello(h), Target::Sqlite(t)) => {
-                let $bench = HelloBench {
-                    backend: t,
-                    spec: h.clone(),
-                    seed,
-                };
-                $body
-            }
-            #[cfg(feature = "postgres")]
-            (WorkloadSpec::Hello(h), Target::Postgres(t)) => {
-                let $bench = HelloBench {
-                    backend: t,
-                    spec: h.clone(),
-                    seed,
-                };
-                $body
-            }
-            #[cfg(feature = "mysql")]
-            (WorkloadSpec::Hello(h), Target::Mariadb(t)) => {
-                let $bench = HelloBench {
-                    backend: t,
-                    spec: h.clone(),
-                    seed,
-                };
-                $body
-            }
-            #[cfg(feature = "voltdb")]
-            (WorkloadSpec::Hello(h), Target::Voltdb(t)) => {
-                let $bench = HelloBench {
-                    backend: t,
-                    spec: h.clone(),
-                    seed,
-                };
-                $body
-            }
-            (WorkloadSpec::Hello(h), Target::Null(t)) => {
-                let $bench = HelloBench {
-                    backend: t,
-                    spec: h.clone(),
-                    seed,
-                };
-                $body
-            }
-            #[cfg(feature = "redis")]
-            (WorkloadSpec::Redis(r), Target::Redis(t)) => {
-                // Which keys SET and MSET wrote is known only for the
-                // whole index space and no warm-up.
-                let whole = $spec.load.shard.count == 1 && $spec.warmup_secs == 0.0;
-                let $bench = RedisBench::new(t, r.clone(), seed, $spec.load.stop, whole);
-                $body
-            }
-            #[cfg(feature = "nats")]
-            (WorkloadSpec::Pubsub(p), Target::Nats(t)) => {
-                let $bench = PubSubBench::new(t, p.clone(), seed, $spec.load.stop);
-                $body
-            }
-            #[cfg(feature = "nats")]
-            (WorkloadSpec::Chat(c), Target::Nats(t)) => {
-                let $bench = ChatBench::new(t, c.clone(), seed, $spec.load.stop);
-                $body
-            }
-            #[cfg(feature = "mqtt")]
-            (WorkloadSpec::Pubsub(p), Target::Mqtt(t)) => {
-                let $bench = PubSubBench::new(t, p.clone(), seed, $spec.load.stop);
-                $body
-            }
-            #[cfg(feature = "mqtt")]
-            (WorkloadSpec::Chat(c), Target::Mqtt(t)) => {
-                let $bench = ChatBench::new(t, c.clone(), seed, $spec.load.stop);
-                $body
-            }
-            #[cfg(feature = "redis")]
-            (WorkloadSpec::Pubsub(p), Target::Redis(t)) => {
-                let $bench = PubSubBench::new(t, p.clone(), seed, $spec.load.stop);
-                $body
-            }
-            #[cfg(feature = "redis")]
-            (WorkloadSpec::Chat(c), Target::Redis(t)) => {
-                let $bench = ChatBench::new(t, c.clone(), seed, $spec.load.stop);
-                $body
-            }
-            #[cfg(feature = "memcache")]
-            (WorkloadSpec::Memcache(m), Target::Memcache(t)) => {
-                // One window per connection over every process (see the
-                // workload's load module); which keys the sets wrote is
-                // known only for the whole index space and no warm-up.
-                let shards = $spec.load.shard.count.max($spec.processes);
-                let windows = u64::from($spec.load.connections) * u64::from(shards);
-                let whole = $spec.load.shard.count == 1 && $spec.warmup_secs == 0.0;
-                let $bench =
-                    MemcacheBench::new(t, m.clone(), windows, seed, $spec.load.stop, whole);
-                $body
-            }
-            // `open` refuses these: the target does not list the workload.
-            #[allow(unreachable_patterns)]
-            (w, t) => Err(anyhow::Error::from(TargetError::Unsupported(format!(
-                "--target: {} cannot run {}",
-                t.descriptor().name,
-                w.name()
-            )))),
-        }
-    }};
+/// What to do with the bench once it is built: run it, or verify with it.
+/// The future is boxed once per run (cold path); the bench inside it is
+/// concrete.
+trait UseBench<'a> {
+    fn run<B: Bench + 'static>(self, bench: B) -> BenchFuture<'a>;
 }
 
-/// Open the target a spec names, checking it can run the workload.
-pub fn open(spec: &RunSpec, url: Option<&str>) -> anyhow::Result<Target> {
+type BenchFuture<'a> = Pin<Box<dyn Future<Output = anyhow::Result<i32>> + 'a>>;
+
+/// The plan's visitor: whichever target was opened, build the spec's
+/// workload on it, if the target has the workload's capability.
+struct Plan<'a, U> {
+    spec: &'a RunSpec,
+    user: U,
+}
+
+impl<'a, U: UseBench<'a>> Visitor for Plan<'a, U> {
+    type Output = Option<BenchFuture<'a>>;
+
+    fn visit<T: Capabilities>(self, t: T) -> Self::Output {
+        let Plan { spec, user } = self;
+        match &spec.workload {
+            WorkloadSpec::Voter(own) => t.voter(ForVoter { own, spec, user }),
+            WorkloadSpec::Hello(own) => t.hello(ForHello { own, spec, user }),
+            WorkloadSpec::Redis(own) => t.redis(ForRedis { own, spec, user }),
+            WorkloadSpec::Memcache(own) => t.memcache(ForMemcache { own, spec, user }),
+            WorkloadSpec::Pubsub(own) => t.pubsub(ForPubsub { own, spec, user }),
+            WorkloadSpec::Chat(own) => t.pubsub(ForChat { own, spec, user }),
+        }
+    }
+}
+
+/// A capability's visitor that builds one workload's bench with the one
+/// constructor shape, `new(backend, &own spec, &run spec)`.
+macro_rules! build_with {
+    ($($visitor:ident: $cap:ident::Visit, $backend:ident => $bench:ident($own:ty);)+) => {$(
+        struct $visitor<'a, U> {
+            own: &'a $own,
+            spec: &'a RunSpec,
+            user: U,
+        }
+
+        impl<'a, U: UseBench<'a>> $cap::Visit for $visitor<'a, U> {
+            type Output = BenchFuture<'a>;
+
+            fn visit<B: $backend + 'static>(self, backend: B) -> BenchFuture<'a> {
+                self.user.run($bench::new(backend, self.own, self.spec))
+            }
+        }
+    )+};
+}
+
+build_with! {
+    ForVoter: voter::Visit, VoterBackend => VoterBench(loadrig_spec::VoterSpec);
+    ForHello: hello::Visit, HelloBackend => HelloBench(loadrig_spec::HelloSpec);
+    ForRedis: redis::Visit, RedisBackend => RedisBench(loadrig_spec::RedisSpec);
+    ForMemcache: memcache::Visit, MemcacheBackend => MemcacheBench(loadrig_spec::MemcacheSpec);
+    ForPubsub: pubsub::Visit, PubSubBackend => PubSubBench(loadrig_spec::PubSubSpec);
+    ForChat: pubsub::Visit, PubSubBackend => ChatBench(loadrig_spec::ChatSpec);
+}
+
+/// Build the spec's workload on the target and hand it to `user`.
+fn with_bench<'a, U: UseBench<'a>>(
+    spec: &'a RunSpec,
+    target: Target,
+    user: U,
+) -> anyhow::Result<BenchFuture<'a>> {
+    let name = target.descriptor().name;
+    target.visit(Plan { spec, user }).ok_or_else(|| {
+        TargetError::Unsupported(format!(
+            "--target: {name} cannot run {}",
+            spec.workload.name()
+        ))
+        .into()
+    })
+}
+
+/// Open the target a URL names, checking it can run the workload.
+pub fn open(workload: &str, url: Option<&str>) -> anyhow::Result<Target> {
     let target = Target::open(url)?;
     let d = target.descriptor();
-    if !d.workloads.contains(&spec.workload.name()) {
+    if !d.runs(workload) {
         return Err(TargetError::Unsupported(format!(
-            "--target: {} cannot run {} (it runs {})",
+            "--target: {} cannot run {workload} (it runs {})",
             d.name,
-            spec.workload.name(),
-            d.workloads.join(", ")
+            d.workloads().collect::<Vec<_>>().join(", ")
         ))
         .into());
     }
     Ok(target)
+}
+
+struct Drive<'a> {
+    spec: &'a RunSpec,
+    opts: &'a crate::run::Options,
+}
+
+impl<'a> UseBench<'a> for Drive<'a> {
+    fn run<B: Bench + 'static>(self, bench: B) -> BenchFuture<'a> {
+        Box::pin(crate::run::drive(bench, self.spec, self.opts))
+    }
+}
+
+struct Verify<'a> {
+    report: &'a loadrig_report::Report,
+}
+
+impl<'a> UseBench<'a> for Verify<'a> {
+    fn run<B: Bench + 'static>(self, bench: B) -> BenchFuture<'a> {
+        Box::pin(crate::verify::check(bench, self.report))
+    }
 }
 
 /// Run the spec against the target; returns the exit code.
@@ -192,13 +136,10 @@ pub async fn run(
     target: Target,
     opts: &crate::run::Options,
 ) -> anyhow::Result<i32> {
-    with_bench!(spec, target, |bench| crate::run::drive(bench, spec, opts)
-        .await)
+    with_bench(spec, target, Drive { spec, opts })?.await
 }
 
 /// Verify a kept database against a report; returns the exit code.
 pub async fn verify(report: &loadrig_report::Report, target: Target) -> anyhow::Result<i32> {
-    let spec = &report.spec;
-    with_bench!(spec, target, |bench| crate::verify::check(bench, report)
-        .await)
+    with_bench(&report.spec, target, Verify { report })?.await
 }

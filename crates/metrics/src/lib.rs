@@ -6,10 +6,14 @@
 
 mod error;
 mod histo;
+mod outcome;
 mod rusage;
 mod snapshot;
+mod verdict;
 
 pub use error::{ErrorKind, OpError};
 pub use histo::Histo;
+pub use outcome::{Lap, Outcome};
 pub use rusage::{ProcessUsage, Usage};
 pub use snapshot::{ErrorCounts, KindStats, Snapshot};
+pub use verdict::{Check, Results, Verdict};

@@ -1,5 +1,5 @@
 //! What the hot path costs: encode and parse of a NATS PUB and MSG and an
-//! MQTT PUBLISH at QoS 0 and 1, and the stamp, in nanoseconds per
+//! MQTT PUBLISH at QoS 0 and 1, in nanoseconds per
 //! operation. A measurement to read, not a test: nothing is asserted.
 //!
 //! ```text
@@ -21,7 +21,6 @@ use std::time::Instant;
 use bytes::BytesMut;
 use loadrig_mqwire::mqtt::{self, Packet, Publish, QosPid};
 use loadrig_mqwire::nats::{self, ServerOp};
-use loadrig_mqwire::stamp::{self, Stamp};
 
 const ROUNDS: usize = 9;
 const OPS: u32 = 1_000_000;
@@ -48,14 +47,7 @@ fn report(name: &str, (min, median): (f64, f64)) {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{:<40} {:>7} {:>7}", "ns per operation", "min", "median");
     for size in [128usize, 1024] {
-        let mut payload = BytesMut::new();
-        let s = Stamp {
-            publisher: 1,
-            seq: 0,
-            sent_unix_ns: 1_700_000_000_000_000_000,
-        };
-        stamp::encode_message(&mut payload, &s, size)?;
-        let payload = payload.freeze();
+        let payload = bytes::Bytes::from(vec![b'x'; size]);
         let mut out = BytesMut::with_capacity(4096);
 
         report(
@@ -77,15 +69,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }),
         );
-        report(
-            &format!("NATS MSG parse + stamp decode ({size} B)"),
-            measure(|_| {
-                if let Ok(Some((ServerOp::Msg(m), _))) = nats::parse_server_op(black_box(&msg)) {
-                    black_box(Stamp::decode(m.payload).ok());
-                }
-            }),
-        );
-
         for (label, qos) in [
             ("QoS 0", QosPid::AtMostOnce),
             ("QoS 1", QosPid::AtLeastOnce(NonZeroU16::MIN)),
@@ -127,18 +110,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    let mut msg = vec![stamp::FILL; 128];
-    report(
-        "stamp write_to",
-        measure(|i| {
-            let s = Stamp {
-                publisher: 1,
-                seq: u64::from(i),
-                sent_unix_ns: 1_700_000_000_000_000_000 + u64::from(i),
-            };
-            black_box(s.write_to(black_box(&mut msg)).ok());
-        }),
-    );
     let mut ack = BytesMut::new();
     mqtt::encode_puback(&mut ack, NonZeroU16::MIN);
     report(

@@ -1,6 +1,7 @@
 //! A pure, synchronous codec for the message brokers loadrig drives in its
-//! `pubsub` and `chat` workloads: the NATS client protocol and MQTT 3.1.1,
-//! plus the stamp loadrig puts in every message it publishes. No sockets,
+//! `pubsub` and `chat` workloads: the NATS client protocol and MQTT 3.1.1.
+//! What loadrig puts inside a message (its stamp) is the workload's, not
+//! the wire's (`loadrig_workloads::pubsub::stamp`). No sockets,
 //! no async runtime, just bytes in and bytes out, on the hot path of a
 //! load generator. (Redis pub/sub needs no codec of its own: `PUBLISH`
 //! and `SUBSCRIBE` are RESP commands and messages RESP arrays, which
@@ -16,11 +17,8 @@
 //!   and how many bytes it took, so the caller can `advance` past it and
 //!   parse the next one. Frames borrow from the read buffer: a message's
 //!   subject or topic and payload are slices, not copies.
-//! - **messages** ([`stamp`]): a published payload starts with a 24-byte
-//!   stamp (publisher, sequence, send time) followed by filler up to the
-//!   message size. The broker never looks inside; the subscriber decodes
-//!   the stamp from the payload slice the frame parser returned, and
-//!   measures end-to-end latency, loss, duplicates and reordering from it.
+//! - **payloads** are opaque here: the broker never looks inside, and a
+//!   parsed message's payload is a slice the workload reads its stamp from.
 //!
 //! Both protocols are covered in both directions (a client's and a
 //! server's side), so tests can play a fake broker against loadrig's
@@ -36,12 +34,10 @@
 //!
 //! ```
 //! use bytes::{Buf, BytesMut};
-//! use loadrig_mqwire::{mqtt, nats, stamp::{self, Stamp}};
+//! use loadrig_mqwire::{mqtt, nats};
 //!
-//! // A publisher: stamp, filler, frame.
-//! let sent = Stamp { publisher: 7, seq: 42, sent_unix_ns: 1_700_000_000_000_000_000 };
-//! let mut payload = BytesMut::new();
-//! stamp::encode_message(&mut payload, &sent, 64).unwrap();
+//! // A publisher's frame around a payload.
+//! let payload = [7u8; 64];
 //! let mut wire = BytesMut::new();
 //! nats::encode_pub(&mut wire, b"bench.0", None, &payload).unwrap();
 //!
@@ -50,7 +46,7 @@
 //! nats::encode_msg(&mut input, b"bench.0", b"1", None, &payload).unwrap();
 //! let (op, used) = nats::parse_server_op(&input).unwrap().unwrap();
 //! let nats::ServerOp::Msg(msg) = op else { unreachable!() };
-//! assert_eq!(Stamp::decode(msg.payload), Ok(sent));
+//! assert_eq!(msg.payload, &payload[..]);
 //! input.advance(used);
 //!
 //! // The same payload over MQTT, QoS 0.
@@ -76,5 +72,4 @@
 pub mod mqtt;
 pub mod nats;
 mod num;
-pub mod stamp;
 use loadrig_wirestep as step;

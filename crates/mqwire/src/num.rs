@@ -1,35 +1,7 @@
 //! Owns decimal numbers on the text protocol's wire: formatted on the
 //! stack (no `String`, no allocation) and parsed with overflow checks.
 
-pub(crate) use loadrig_wirestep::{parse_u64, MAX_DIGITS};
-
-/// A `u64` in decimal, held on the stack.
-pub(crate) struct Decimal {
-    digits: [u8; MAX_DIGITS],
-    start: usize,
-}
-
-impl Decimal {
-    #[inline]
-    pub(crate) fn new(mut n: u64) -> Self {
-        let mut digits = [b'0'; MAX_DIGITS];
-        let mut start = MAX_DIGITS;
-        for slot in digits.iter_mut().rev() {
-            *slot = b'0'.wrapping_add((n % 10) as u8);
-            start = start.saturating_sub(1);
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        Self { digits, start }
-    }
-
-    #[inline]
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        self.digits.get(self.start..).unwrap_or_default()
-    }
-}
+pub(crate) use loadrig_wirestep::{parse_u64, Decimal};
 
 #[cfg(test)]
 mod tests {

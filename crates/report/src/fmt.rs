@@ -50,9 +50,40 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
+/// 1234567 -> "1,234,567": counts as people read them.
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// [`group`] for signed counts.
+pub fn group_i(n: i64) -> String {
+    if n < 0 {
+        format!("-{}", group(n.unsigned_abs()))
+    } else {
+        group(n as u64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1_000), "1,000");
+        assert_eq!(group(1_234_567), "1,234,567");
+        assert_eq!(group_i(-1_000), "-1,000");
+    }
 
     #[test]
     fn durations_read_well() {

@@ -6,9 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use loadrig_metrics::Histo;
+use loadrig_metrics::{Histo, Results};
 use loadrig_spec::Shard;
-use loadrig_workloads::Results;
 
 use crate::schema::{b64, decode_hdr};
 use crate::{
@@ -283,7 +282,7 @@ fn merge_laps(
 mod tests {
     use std::time::Duration;
 
-    use loadrig_engine::{Lap, Outcome};
+    use loadrig_metrics::{Lap, Outcome};
     use loadrig_metrics::{OpError, Snapshot, Usage};
     use loadrig_spec::{
         Dispatch, LoadSpec, Pacing, RunSpec, Stop, VoterGenerator, VoterSpec, WorkloadSpec,

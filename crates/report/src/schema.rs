@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use loadrig_engine::{Lap, Outcome};
-use loadrig_metrics::{ErrorKind, Histo, KindStats, Snapshot, Usage};
+use loadrig_metrics::{
+    ErrorKind, Histo, KindStats, Lap, Outcome, Results, Snapshot, Usage, Verdict,
+};
 use loadrig_spec::{RunSpec, Shard};
-use loadrig_workloads::{Results, Verdict};
 use serde::{Deserialize, Serialize};
 
 /// The schema name and version this code writes and reads.

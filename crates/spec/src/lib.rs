@@ -3,6 +3,7 @@
 //! turns it into connections; every report stores it, so a report says
 //! exactly what produced it.
 
+mod facts;
 mod load;
 mod memcache;
 mod preset;
@@ -12,12 +13,15 @@ mod workload;
 
 use serde::{Deserialize, Serialize};
 
+pub use facts::TargetFacts;
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};
 pub use preset::{Preset, PresetDefaults};
 pub use pubsub::{ChatMode, ChatSpec, PubSubSpec, MAX_MESSAGE_SIZE, MIN_MESSAGE_SIZE};
 pub use redis::{KeyPattern, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE};
-pub use workload::{HelloSpec, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES};
+pub use workload::{
+    CsvDialect, HelloSpec, OutputStyle, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES,
+};
 
 /// A flag or value that does not make sense. Always names the flag, so the
 /// binary can print one clear line and exit 2.
@@ -77,6 +81,27 @@ fn one() -> u32 {
 }
 
 impl RunSpec {
+    /// Rules a workload imposes on the load model, applied once the flags
+    /// are read: chat's realistic mode is the open loop at clients / think
+    /// time, each client's sends a think apart, so it takes no other pacing.
+    pub fn apply_workload_rules(&mut self) -> Result<(), SpecError> {
+        if let WorkloadSpec::Chat(chat) = &self.workload {
+            if let ChatMode::Realistic { think_secs } = chat.mode {
+                if self.load.pacing != Pacing::Steady {
+                    return Err(SpecError::new(
+                        "--rate",
+                        "--mode realistic paces each client by --think",
+                    ));
+                }
+                self.load.pacing = Pacing::Rate {
+                    rate: f64::from(self.load.clients) / think_secs,
+                    arrival: Arrival::Regular,
+                };
+            }
+        }
+        Ok(())
+    }
+
     /// Cross-field checks that no single flag can make.
     pub fn validate(&self) -> Result<(), SpecError> {
         self.load.validate()?;
@@ -160,5 +185,52 @@ mod tests {
         assert_eq!(spec.preset, None);
         assert_eq!(spec.processes, 1);
         assert!(spec.validate().is_ok());
+    }
+
+    fn chat(mode: ChatMode, pacing: Pacing) -> RunSpec {
+        let mut spec: RunSpec = serde_json::from_str(
+            r#"{
+            "workload": {"name": "hello", "insert_ratio": 0.0},
+            "target": "nats://127.0.0.1:4222",
+            "load": {"clients": 50, "connections": 50, "pipeline": 1,
+                     "pacing": {"model": "steady"}, "dispatch": {"mode": "direct"},
+                     "stop": {"seconds": 10.0}, "max_lag_secs": 10.0,
+                     "shard": {"index": 0, "count": 1}},
+            "seed": 42, "warmup_secs": 0.0, "interval_secs": 1.0, "threads": 2,
+            "timeout_secs": 10.0, "max_error_rate": null, "verify": true, "keep": false
+        }"#,
+        )
+        .unwrap();
+        spec.workload = WorkloadSpec::Chat(ChatSpec {
+            groups: 10,
+            per_group: 5,
+            mode,
+            size: 64,
+            drain_secs: 2.0,
+        });
+        spec.load.pacing = pacing;
+        spec
+    }
+
+    #[test]
+    fn chat_realistic_is_the_open_loop_at_clients_over_think() {
+        let mut s = chat(ChatMode::Realistic { think_secs: 5.0 }, Pacing::Steady);
+        s.apply_workload_rules().unwrap();
+        assert_eq!(
+            s.load.pacing,
+            Pacing::Rate {
+                rate: 10.0,
+                arrival: Arrival::Regular
+            }
+        );
+        let rate = Pacing::Rate {
+            rate: 100.0,
+            arrival: Arrival::Regular,
+        };
+        let mut s = chat(ChatMode::Realistic { think_secs: 5.0 }, rate);
+        assert_eq!(s.apply_workload_rules().unwrap_err().flag, "--rate");
+        let mut s = chat(ChatMode::Stress, rate);
+        s.apply_workload_rules().unwrap();
+        assert_eq!(s.load.pacing, rate);
     }
 }

@@ -103,6 +103,25 @@ pub struct LoadSpec {
 }
 
 impl LoadSpec {
+    /// The requests one connection must carry must fit what the target
+    /// allows (`max`).
+    pub fn check_depth(&self, max: usize) -> Result<(), SpecError> {
+        let per_conn = self.clients.div_ceil(self.connections.max(1)) as usize;
+        let (depth, flag) = match self.dispatch {
+            Dispatch::Direct => (per_conn * self.pipeline as usize, "--pipeline"),
+            Dispatch::Managed { slots, .. } => (slots as usize, "--slots"),
+        };
+        if depth > max {
+            return Err(SpecError::new(
+                flag,
+                format!(
+                    "{depth} requests in flight per connection, but this target allows at most {max}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     pub fn validate(&self) -> Result<(), SpecError> {
         if self.clients == 0 {
             return Err(SpecError::new("--clients", "must be at least 1"));

@@ -32,7 +32,48 @@ pub enum WorkloadSpec {
     Memcache(MemcacheSpec),
 }
 
+/// What a workload's output adds to the common table and overall line,
+/// declared by the workload, so printers (a run's, `merge`'s, later ones)
+/// read it from any report without knowing products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputStyle {
+    /// The rows `--csv` writes.
+    pub csv: CsvDialect,
+    /// memaslap's `Net_rate` line after the overall line.
+    pub net_rate: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsvDialect {
+    /// loadrig's own rows (docs/csv.md).
+    Loadrig,
+    /// redis-benchmark's `--csv`: its header, one row per test.
+    RedisBenchmark,
+}
+
 impl WorkloadSpec {
+    /// How this workload's results are printed beyond the common parts.
+    pub fn output(&self) -> OutputStyle {
+        let plain = OutputStyle {
+            csv: CsvDialect::Loadrig,
+            net_rate: false,
+        };
+        match self {
+            WorkloadSpec::Redis(_) => OutputStyle {
+                csv: CsvDialect::RedisBenchmark,
+                ..plain
+            },
+            WorkloadSpec::Memcache(_) => OutputStyle {
+                net_rate: true,
+                ..plain
+            },
+            WorkloadSpec::Voter(_)
+            | WorkloadSpec::Hello(_)
+            | WorkloadSpec::Pubsub(_)
+            | WorkloadSpec::Chat(_) => plain,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             WorkloadSpec::Voter(_) => "voter",

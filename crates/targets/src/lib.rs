@@ -4,8 +4,6 @@
 //! capabilities it can ([`loadrig_workloads::voter::VoterBackend`], ...).
 //! [`Target::open`] turns a `--target` URL into a target.
 
-#[cfg(any(feature = "nats", feature = "mqtt"))]
-mod broker;
 #[cfg(feature = "mysql")]
 mod mariadb;
 #[cfg(feature = "memcache")]
@@ -27,13 +25,16 @@ mod redis;
     feature = "memcache"
 ))]
 mod socket;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod url;
 #[cfg(feature = "voltdb")]
 mod voltdb;
 
-use loadrig_spec::SpecError;
-use loadrig_workloads::TargetError;
+use loadrig_spec::{SpecError, TargetFacts};
+use loadrig_workloads::{Capabilities, TargetError, TargetInfo};
 
 #[cfg(feature = "mysql")]
 pub use mariadb::MariadbTarget;
@@ -53,84 +54,214 @@ pub use sqlite::SqliteTarget;
 #[cfg(feature = "voltdb")]
 pub use voltdb::VoltTarget;
 
-/// What `loadrig targets` lists: a target's name, URL schemes and workloads.
+/// What `loadrig targets` lists about a target: its name, URL schemes and
+/// capabilities (the workloads follow from them), one example URL and one
+/// line about it.
 #[derive(Debug, Clone, Copy)]
 pub struct Descriptor {
     pub name: &'static str,
     pub schemes: &'static [&'static str],
-    pub workloads: &'static [&'static str],
+    pub capabilities: &'static [&'static str],
     pub example: &'static str,
     pub about: &'static str,
 }
 
-/// Every target built into this binary.
-pub const TARGETS: &[Descriptor] = &[
-    #[cfg(feature = "sqlite")]
-    sqlite::DESCRIPTOR,
-    #[cfg(feature = "postgres")]
-    postgres::DESCRIPTOR,
-    #[cfg(feature = "mysql")]
-    mariadb::DESCRIPTOR,
-    #[cfg(feature = "voltdb")]
-    voltdb::DESCRIPTOR,
-    #[cfg(feature = "redis")]
-    redis::DESCRIPTOR,
-    #[cfg(feature = "nats")]
-    nats::DESCRIPTOR,
-    #[cfg(feature = "mqtt")]
-    mqtt::DESCRIPTOR,
-    #[cfg(feature = "memcache")]
-    memcache::DESCRIPTOR,
-    null::DESCRIPTOR,
-];
+impl Descriptor {
+    /// The workloads this target runs, from its capabilities.
+    pub fn workloads(&self) -> impl Iterator<Item = &'static str> + '_ {
+        loadrig_workloads::workloads_of(self.capabilities)
+    }
 
-/// The workloads loadrig knows, whether or not a built-in target runs them.
-pub const WORKLOADS: &[(&str, &str)] = &[
-    (
-        "voter",
-        "VoltDB's Voter: one vote is one server-side transaction with a per-caller limit",
-    ),
-    (
-        "hello",
-        "Erlvolt's hello world: the smallest procedure call (select, optional insert)",
-    ),
-    (
-        "redis",
-        "redis-benchmark's tests and flags (-t -c -n -P -d -r -q --csv), one test after the other",
-    ),
-    (
-        "memcache",
-        "memaslap's load: get/set mix, key and value sizes, window of keys per client, multiget, text or binary protocol",
-    ),
-    (
-        "pubsub",
-        "nats-bench's load: N publishers, M subscribers, end-to-end latency, losses, duplicates and reorders counted",
-    ),
-    (
-        "chat",
-        "Chut's social groups: G groups x CPG clients messaging random peers of their group, stress or realistic",
-    ),
-];
+    pub fn runs(&self, workload: &str) -> bool {
+        self.workloads().any(|w| w == workload)
+    }
+}
 
-/// An opened target.
-pub enum Target {
+/// Something to do with whichever target was opened: [`Target::visit`]
+/// calls it with the concrete type, which then offers its capabilities.
+pub trait Visitor {
+    type Output;
+    fn visit<T: Capabilities>(self, target: T) -> Self::Output;
+}
+
+/// The one table of targets. Each row names a target's enum variant and
+/// type, the cargo feature that builds it, its URL schemes, its
+/// capabilities, how it opens from the text after `scheme://`, and what
+/// `loadrig targets` says of it. From it come the [`Target`] enum, opening
+/// by scheme, [`TARGETS`] and each type's [`Capabilities`]: a row that
+/// claims a capability its type does not implement does not compile.
+macro_rules! registry {
+    ($(
+        $(#[cfg($cfg:meta)])?
+        $variant:ident($ty:ty) {
+            name: $name:literal,
+            schemes: [$($scheme:literal),+],
+            capabilities: [$($cap:ident),+],
+            open: $open:expr,
+            example: $example:literal,
+            about: $about:literal $(,)?
+        }
+    ),+ $(,)?) => {
+        /// An opened target.
+        pub enum Target {
+            $($(#[cfg($cfg)])? $variant($ty),)+
+        }
+
+        /// Every target built into this binary.
+        pub const TARGETS: &[Descriptor] = &[
+            $($(#[cfg($cfg)])? Descriptor {
+                name: $name,
+                schemes: &[$($scheme),+],
+                capabilities: &[$(stringify!($cap)),+],
+                example: $example,
+                about: $about,
+            },)+
+        ];
+
+        impl Target {
+            /// Open the target of a scheme, from what follows `scheme://`.
+            fn open_scheme(scheme: &str, rest: &str) -> Option<Result<Target, OpenError>> {
+                $($(#[cfg($cfg)])? {
+                    if [$($scheme),+].contains(&scheme) {
+                        let open: fn(&str, &str) -> Result<$ty, OpenError> = $open;
+                        return Some(open(scheme, rest).map(Target::$variant));
+                    }
+                })+
+                None
+            }
+
+            pub fn descriptor(&self) -> &'static Descriptor {
+                let name = match self {
+                    $($(#[cfg($cfg)])? Target::$variant(_) => $name,)+
+                };
+                TARGETS
+                    .iter()
+                    .find(|d| d.name == name)
+                    .expect("every variant has its row in TARGETS")
+            }
+
+            /// What the target says about itself, for resolving the run
+            /// spec; `url` is the URL it was opened from.
+            pub fn facts(&self, url: &str) -> TargetFacts {
+                match self {
+                    $($(#[cfg($cfg)])? Target::$variant(t) => facts_of(t, url),)+
+                }
+            }
+
+            /// Hand the concrete target to `visitor`.
+            pub fn visit<V: Visitor>(self, visitor: V) -> V::Output {
+                match self {
+                    $($(#[cfg($cfg)])? Target::$variant(t) => visitor.visit(t),)+
+                }
+            }
+        }
+
+        $(
+            $(#[cfg($cfg)])?
+            impl Capabilities for $ty {
+                $(
+                    fn $cap<V: loadrig_workloads::$cap::Visit>(self, visit: V) -> Option<V::Output> {
+                        Some(visit.visit(self))
+                    }
+                )+
+            }
+        )+
+    };
+}
+
+registry! {
     #[cfg(feature = "sqlite")]
-    Sqlite(SqliteTarget),
+    Sqlite(SqliteTarget) {
+        name: "sqlite",
+        schemes: ["sqlite"],
+        capabilities: [voter, hello],
+        open: |_, rest| SqliteTarget::open(rest),
+        example: "sqlite:///tmp/bench.db?sync=full  (no --target: a fresh temporary database)",
+        about: "embedded SQLite (bundled); one database thread, group commit, WAL",
+    },
     #[cfg(feature = "postgres")]
-    Postgres(PostgresTarget),
+    Postgres(PostgresTarget) {
+        name: "postgres",
+        schemes: ["postgres", "postgresql"],
+        capabilities: [voter, hello],
+        open: |_, rest| Ok(PostgresTarget::new(postgres::parse_url(rest)?)),
+        example: "postgres://bench:bench@127.0.0.1:5432/bench",
+        about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
+    },
     #[cfg(feature = "mysql")]
-    Mariadb(MariadbTarget),
+    Mariadb(MariadbTarget) {
+        name: "mariadb",
+        schemes: ["mysql", "mariadb"],
+        capabilities: [voter, hello],
+        open: |_, rest| Ok(MariadbTarget::new(mariadb::parse_url(rest)?)),
+        example: "mysql://bench:bench@127.0.0.1:3306/bench",
+        about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
+    },
     #[cfg(feature = "voltdb")]
-    Voltdb(VoltTarget),
+    Voltdb(VoltTarget) {
+        name: "voltdb",
+        schemes: ["voltdb"],
+        capabilities: [voter, hello],
+        open: |_, rest| Ok(VoltTarget::new(voltdb::parse_url(rest)?)),
+        example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
+        about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
+    },
     #[cfg(feature = "redis")]
-    Redis(RedisTarget),
+    Redis(RedisTarget) {
+        name: "redis",
+        schemes: ["redis"],
+        capabilities: [redis, pubsub],
+        open: |_, rest| Ok(RedisTarget::new(redis::parse_url(rest)?)),
+        example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
+        about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
+    },
     #[cfg(feature = "nats")]
-    Nats(NatsTarget),
+    Nats(NatsTarget) {
+        name: "nats",
+        schemes: ["nats"],
+        capabilities: [pubsub],
+        open: |_, rest| Ok(NatsTarget::new(nats::parse_url(rest)?)),
+        example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h)",
+        about: "NATS core (client protocol): publishes pipelined, no acknowledgement; request-reply",
+    },
     #[cfg(feature = "mqtt")]
-    Mqtt(MqttTarget),
+    Mqtt(MqttTarget) {
+        name: "mqtt",
+        schemes: ["mqtt"],
+        capabilities: [pubsub],
+        open: |_, rest| {
+            let (at, qos) = mqtt::parse_url(rest)?;
+            Ok(MqttTarget::new(at, qos))
+        },
+        example: "mqtt://127.0.0.1:1883?qos=1  (QoS 0 by default; several servers: mqtt://h1,h2:1884; a login: mqtt://USER:PASSWORD@h)",
+        about: "MQTT 3.1.1 (Mosquitto, EMQX, ...): QoS 0 or 1, publishes pipelined, PUBACKs matched by packet id",
+    },
     #[cfg(feature = "memcache")]
-    Memcache(MemcacheTarget),
-    Null(NullTarget),
+    Memcache(MemcacheTarget) {
+        name: "memcached",
+        schemes: ["memcache"],
+        capabilities: [memcache],
+        open: |_, rest| Ok(MemcacheTarget::new(memcache::parse_url(rest)?)),
+        example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
+        about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
+    },
+    Null(NullTarget) {
+        name: "null",
+        schemes: ["null"],
+        capabilities: [voter, hello],
+        open: |_, rest| Ok(NullTarget::parse(rest)?),
+        example: "null://?delay=100us  or  null://?delay=50us-200us",
+        about: "completes every operation in process (after an optional delay); stores nothing",
+    },
+}
+
+fn facts_of<T: TargetInfo>(t: &T, url: &str) -> TargetFacts {
+    TargetFacts {
+        label: mask_password(url),
+        default_connections: t.default_connections(),
+        shared: t.shared(),
+        max_depth: t.max_depth(),
+    }
 }
 
 impl Target {
@@ -138,87 +269,13 @@ impl Target {
     /// A malformed URL is a usage error; an unreachable target is not.
     pub fn open(url: Option<&str>) -> Result<Target, OpenError> {
         let url = url.unwrap_or("sqlite://");
-        let (scheme, rest) = match url.split_once("://") {
-            Some((s, r)) => (s, r),
-            None => (url, ""),
-        };
-        match scheme {
-            #[cfg(feature = "sqlite")]
-            "sqlite" => Ok(Target::Sqlite(SqliteTarget::open(rest)?)),
-            #[cfg(feature = "postgres")]
-            "postgres" | "postgresql" => {
-                let at = ServerUrl::parse("postgres", rest, 5432)?;
-                Ok(Target::Postgres(PostgresTarget::new(at)))
-            }
-            #[cfg(feature = "mysql")]
-            "mysql" | "mariadb" => {
-                let at = ServerUrl::parse(scheme, rest, 3306)?;
-                Ok(Target::Mariadb(MariadbTarget::new(at)))
-            }
-            #[cfg(feature = "voltdb")]
-            "voltdb" => Ok(Target::Voltdb(VoltTarget::new(voltdb::VoltUrl::parse(
-                rest,
-            )?))),
-            #[cfg(feature = "redis")]
-            "redis" => Ok(Target::Redis(RedisTarget::new(redis::RedisUrl::parse(
-                rest,
-            )?))),
-            #[cfg(feature = "nats")]
-            "nats" => Ok(Target::Nats(NatsTarget::new(nats::parse_url(rest)?))),
-            #[cfg(feature = "mqtt")]
-            "mqtt" => {
-                let (at, qos) = mqtt::parse_url(rest)?;
-                Ok(Target::Mqtt(MqttTarget::new(at, qos)))
-            }
-            #[cfg(feature = "memcache")]
-            "memcache" => Ok(Target::Memcache(MemcacheTarget::new(
-                memcache::McUrl::parse(rest)?,
-            ))),
-            "null" => Ok(Target::Null(NullTarget::parse(rest)?)),
-            other => Err(OpenError::Spec(SpecError::new(
+        let (scheme, rest) = url.split_once("://").unwrap_or((url, ""));
+        Target::open_scheme(scheme, rest).unwrap_or_else(|| {
+            Err(OpenError::Spec(SpecError::new(
                 "--target",
-                format!("unknown target scheme '{other}' in '{url}' (see `loadrig targets`)"),
-            ))),
-        }
-    }
-
-    pub fn descriptor(&self) -> &'static Descriptor {
-        match self {
-            #[cfg(feature = "sqlite")]
-            Target::Sqlite(_) => &sqlite::DESCRIPTOR,
-            #[cfg(feature = "postgres")]
-            Target::Postgres(_) => &postgres::DESCRIPTOR,
-            #[cfg(feature = "mysql")]
-            Target::Mariadb(_) => &mariadb::DESCRIPTOR,
-            #[cfg(feature = "voltdb")]
-            Target::Voltdb(_) => &voltdb::DESCRIPTOR,
-            #[cfg(feature = "redis")]
-            Target::Redis(_) => &redis::DESCRIPTOR,
-            #[cfg(feature = "nats")]
-            Target::Nats(_) => &nats::DESCRIPTOR,
-            #[cfg(feature = "mqtt")]
-            Target::Mqtt(_) => &mqtt::DESCRIPTOR,
-            #[cfg(feature = "memcache")]
-            Target::Memcache(_) => &memcache::DESCRIPTOR,
-            Target::Null(_) => &null::DESCRIPTOR,
-        }
-    }
-}
-
-/// Connections a run opens when `--connections` is not given, from the
-/// `--target` URL alone (before anything is opened): `None` means one per
-/// client. Targets whose connections multiplex many calls (VoltDB) open
-/// one per host, as their own clients do.
-pub fn default_connections(url: Option<&str>) -> Option<u32> {
-    let url = url?;
-    let (scheme, rest) = url.split_once("://")?;
-    match scheme {
-        "voltdb" => {
-            let hosts = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
-            let hosts = hosts.split(['/', '?']).next().unwrap_or("");
-            Some(hosts.split(',').filter(|h| !h.is_empty()).count().max(1) as u32)
-        }
-        _ => None,
+                format!("unknown target scheme '{scheme}' in '{url}' (see `loadrig targets`)"),
+            )))
+        })
     }
 }
 
@@ -233,166 +290,13 @@ pub enum OpenError {
     Target(#[from] TargetError),
 }
 
-/// Where a database server is, from `scheme://user:pass@host:port/db`.
-/// The password never leaves through [`ServerUrl::label`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(crate) struct ServerUrl {
-    pub scheme: &'static str,
-    pub user: String,
-    pub password: Option<String>,
-    pub host: String,
-    pub port: u16,
-    pub database: String,
-}
-
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-impl ServerUrl {
-    /// Parse what follows `scheme://`. User and database are required (the
-    /// run creates tables in that database); the port defaults per server.
-    pub fn parse(scheme: &str, rest: &str, default_port: u16) -> Result<ServerUrl, SpecError> {
-        let scheme: &'static str = match scheme {
-            "postgres" | "postgresql" => "postgres",
-            _ => "mysql",
-        };
-        let bad = |why: &str| {
-            SpecError::new(
-                "--target",
-                format!("{why} in '{scheme}://{}' (expected {scheme}://USER:PASSWORD@HOST:PORT/DATABASE)", mask(rest)),
-            )
-        };
-        let (authority, path) = rest.split_once('/').ok_or_else(|| bad("no database"))?;
-        if let Some((_, q)) = path.split_once('?') {
-            return Err(bad(&format!("unknown option '{q}'")));
-        }
-        let database = decode(path).ok_or_else(|| bad("bad %-escape"))?;
-        let (userinfo, hostport) = authority.rsplit_once('@').ok_or_else(|| bad("no user"))?;
-        let (user, password) = match userinfo.split_once(':') {
-            Some((u, p)) => (u, Some(decode(p).ok_or_else(|| bad("bad %-escape"))?)),
-            None => (userinfo, None),
-        };
-        let user = decode(user).ok_or_else(|| bad("bad %-escape"))?;
-        let (host, port) =
-            split_host_port(hostport, default_port).ok_or_else(|| bad("bad host or port"))?;
-        if user.is_empty() || database.is_empty() || host.is_empty() {
-            return Err(bad("user, host and database are all needed"));
-        }
-        Ok(ServerUrl {
-            scheme,
-            user,
-            password,
-            host,
-            port,
-            database,
-        })
+/// `scheme://user:secret@host` -> `scheme://user:***@host`, for output and
+/// reports: the same masking rule as every server URL's errors.
+pub fn mask_password(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => format!("{scheme}://{}", url::masked(rest, false)),
+        None => url.to_string(),
     }
-
-    /// The URL for messages and reports: the password masked.
-    pub fn label(&self) -> String {
-        let pass = if self.password.is_some() { ":***" } else { "" };
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
-        format!(
-            "{}://{}{pass}@{host}:{}/{}",
-            self.scheme, self.user, self.port, self.database
-        )
-    }
-}
-
-/// The servers of a URL with several (`h1:6379,6380,h2`): each entry a
-/// host with an optional port, or a bare port that is another port on the
-/// host before it. The error says which entry is wrong.
-#[cfg_attr(
-    not(any(
-        feature = "redis",
-        feature = "memcache",
-        feature = "nats",
-        feature = "mqtt"
-    )),
-    allow(dead_code)
-)]
-pub(crate) fn server_list(hosts: &str, default_port: u16) -> Result<Vec<(String, u16)>, String> {
-    let mut servers: Vec<(String, u16)> = Vec::new();
-    for entry in hosts.split(',') {
-        if !entry.is_empty() && entry.bytes().all(|b| b.is_ascii_digit()) {
-            let Some((host, _)) = servers.last().cloned() else {
-                return Err(format!("port '{entry}' before any host"));
-            };
-            let port = entry
-                .parse()
-                .ok()
-                .filter(|&p| p != 0)
-                .ok_or_else(|| format!("bad port '{entry}'"))?;
-            servers.push((host, port));
-            continue;
-        }
-        let server = split_host_port(entry, default_port)
-            .filter(|(host, _)| !host.is_empty())
-            .ok_or_else(|| format!("bad host '{entry}'"))?;
-        servers.push(server);
-    }
-    Ok(servers)
-}
-
-/// `host`, `host:port`, `[v6]` or `[v6]:port`.
-fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
-    let (host, port) = if let Some(v6) = s.strip_prefix('[') {
-        let (host, after) = v6.split_once(']')?;
-        match after {
-            "" => (host, None),
-            p => (host, Some(p.strip_prefix(':')?)),
-        }
-    } else {
-        match s.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (s, None),
-        }
-    };
-    let port = match port {
-        Some(p) => p.parse().ok().filter(|&p| p != 0)?,
-        None => default_port,
-    };
-    Some((host.to_string(), port))
-}
-
-/// Undo %-escapes (a password may hold `@`, `:` or `/` that way).
-fn decode(s: &str) -> Option<String> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut bytes = s.bytes();
-    while let Some(b) = bytes.next() {
-        if b == b'%' {
-            let hex = [bytes.next()?, bytes.next()?];
-            out.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
-        } else {
-            out.push(b);
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// `user:secret@host/db` -> `user:***@host/db`, for error messages.
-fn mask(rest: &str) -> String {
-    let end = rest.find('/').unwrap_or(rest.len());
-    match rest[..end].rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{user}:***@{host}{}", &rest[end..]),
-            None => rest.to_string(),
-        },
-        None => rest.to_string(),
-    }
-}
-
-/// Rows of constants as SQL `(1, 'a'), (2, 'b')`, for loading the Voter's
-/// fixed data in one statement; quotes in text are doubled.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(crate) fn sql_rows<'a>(rows: impl Iterator<Item = (i64, &'a str)>) -> String {
-    let rows: Vec<String> = rows
-        .map(|(n, s)| format!("({n}, '{}')", s.replace('\'', "''")))
-        .collect();
-    rows.join(", ")
 }
 
 /// Parse `key=value&...` query parameters.
@@ -429,51 +333,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_server_urls() {
-        let u = ServerUrl::parse("postgresql", "bench:p%40ss@127.0.0.1/bench", 5432).unwrap();
-        assert_eq!(u.user, "bench");
-        assert_eq!(u.password.as_deref(), Some("p@ss"));
-        assert_eq!((u.host.as_str(), u.port), ("127.0.0.1", 5432));
-        assert_eq!(u.database, "bench");
-        assert_eq!(u.label(), "postgres://bench:***@127.0.0.1:5432/bench");
-        let u = ServerUrl::parse("mysql", "bench@[::1]:3307/db", 3306).unwrap();
-        assert_eq!((u.host.as_str(), u.port, &u.password), ("::1", 3307, &None));
-        assert_eq!(u.label(), "mysql://bench@[::1]:3307/db");
-    }
-
-    #[test]
-    fn bad_server_urls_name_the_flag_and_hide_the_password() {
-        for rest in [
-            "bench:secret@127.0.0.1",
-            "127.0.0.1/bench",
-            "bench:secret@127.0.0.1:notaport/bench",
-            "bench:secret@127.0.0.1:0/bench",
-            "bench:secret@/bench",
-            "bench:secret@127.0.0.1/bench?sslmode=require",
-        ] {
-            let e = ServerUrl::parse("postgres", rest, 5432).unwrap_err();
-            assert_eq!(e.flag, "--target", "{rest}");
-            assert!(!e.to_string().contains("secret"), "{e}");
-        }
-    }
-
-    #[test]
-    fn voltdb_opens_one_connection_per_host() {
+    fn passwords_are_masked() {
         assert_eq!(
-            default_connections(Some("voltdb://127.0.0.1:21212")),
-            Some(1)
+            mask_password("postgres://bench:bench@127.0.0.1/bench"),
+            "postgres://bench:***@127.0.0.1/bench"
         );
-        assert_eq!(
-            default_connections(Some("voltdb://u:p@h1:21212,h2,h3:1")),
-            Some(3)
-        );
-        assert_eq!(default_connections(Some("postgres://b@h/db")), None);
-        assert_eq!(default_connections(None), None);
-    }
-
-    #[test]
-    fn constant_rows_are_quoted() {
-        let rows = sql_rows([(1, "O'Hara"), (2, "AK")].into_iter());
-        assert_eq!(rows, "(1, 'O''Hara'), (2, 'AK')");
+        assert_eq!(mask_password("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     }
 }

@@ -15,15 +15,7 @@ use loadrig_workloads::TargetInfo;
 use loadrig_workloads::{Reply, TargetError};
 use tokio::time::Instant;
 
-use crate::{parse_duration, query_pairs, Descriptor};
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "null",
-    schemes: &["null"],
-    workloads: &["voter", "hello"],
-    example: "null://?delay=100us  or  null://?delay=50us-200us",
-    about: "completes every operation in process (after an optional delay); stores nothing",
-};
+use crate::{parse_duration, query_pairs};
 
 /// How long a null operation takes.
 #[derive(Debug, Clone, Copy, PartialEq)]

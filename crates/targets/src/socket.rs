@@ -1,18 +1,23 @@
 //! A TCP socket with its write and read buffers, shared by the
-//! hand-written pipelined clients (VoltDB, Redis, NATS, MQTT). Requests are encoded
+//! hand-written pipelined clients (VoltDB, Redis, memcached, NATS, MQTT),
+//! and the one [`ByteStream`] over it (Redis, memcached). Requests are encoded
 //! into `wbuf`; `fill` writes what is queued and waits until more bytes
 //! are in `rbuf`. Only `try_*` calls touch the socket, after readiness, and
 //! both buffers live here, so dropping `fill` (the engine serves a timer)
 //! loses nothing.
 
+use std::future::Future;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_workloads::stream::ByteStream;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-pub(crate) struct Socket {
+pub struct Socket {
     stream: TcpStream,
     pub wbuf: BytesMut,
     pub rbuf: BytesMut,
@@ -125,6 +130,80 @@ impl Socket {
         self.sent = 0;
         self.received = 0;
         out
+    }
+}
+
+/// How a [`Stream`] opens its socket to server `i` of its target (TCP,
+/// then whatever login the protocol needs).
+#[cfg_attr(not(any(feature = "redis", feature = "memcache")), allow(dead_code))]
+pub trait Dial: Send + Sync + 'static {
+    /// How many servers there are to turn to.
+    fn servers(&self) -> usize;
+    fn dial(&self, server: usize) -> impl Future<Output = Option<Socket>> + Send;
+}
+
+/// The one byte stream of the pipelined FIFO clients (Redis, memcached):
+/// a socket that moves bytes and reconnects, to the same server first,
+/// then the next ones. It parses nothing; the workload does.
+#[cfg_attr(not(any(feature = "redis", feature = "memcache")), allow(dead_code))]
+pub struct Stream<D> {
+    sock: Socket,
+    dial: Arc<D>,
+    server: usize,
+    /// Bytes of sockets replaced since the last `take_bytes`.
+    carried: (u64, u64),
+}
+
+#[cfg_attr(not(any(feature = "redis", feature = "memcache")), allow(dead_code))]
+impl<D: Dial> Stream<D> {
+    pub(crate) fn new(sock: Socket, dial: Arc<D>, server: usize) -> Self {
+        Stream {
+            sock,
+            dial,
+            server,
+            carried: (0, 0),
+        }
+    }
+}
+
+impl<D: Dial> ByteStream for Stream<D> {
+    #[inline]
+    fn out(&mut self) -> &mut BytesMut {
+        &mut self.sock.wbuf
+    }
+
+    #[inline]
+    fn input(&mut self) -> &mut BytesMut {
+        &mut self.sock.rbuf
+    }
+
+    async fn fill(&mut self) -> Result<(), OpError> {
+        self.sock.fill().await.map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => OpError::new(ErrorKind::Protocol),
+            _ => OpError::new(ErrorKind::Io),
+        })
+    }
+
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        let n = self.dial.servers();
+        for k in 0..n {
+            let i = (self.server + k) % n;
+            if let Some(sock) = self.dial.dial(i).await {
+                // The old socket's bytes still count, in the next lap.
+                let (sent, received) = self.sock.take_bytes();
+                self.carried = (self.carried.0 + sent, self.carried.1 + received);
+                self.sock = sock;
+                self.server = i;
+                return Ok(());
+            }
+        }
+        Err(OpError::new(ErrorKind::Connect))
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        let (sent, received) = self.sock.take_bytes();
+        let (s, r) = std::mem::take(&mut self.carried);
+        (sent + s, received + r)
     }
 }
 

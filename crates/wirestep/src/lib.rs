@@ -1,7 +1,8 @@
 //! What loadrig's pure wire codecs (`loadrig-kvwire`, `loadrig-mqwire`)
 //! share, written once: a parser's internal result (it finishes, runs out
 //! of bytes, or meets bytes that cannot be valid), checked byte access, the
-//! scan for a text line's end, and decimal parsing.
+//! scan for a text line's end, and decimals, parsed and written (the one
+//! decimal writer every encoder and key builder uses).
 //!
 //! Keeping "incomplete" out of the public error types lets `?` carry both
 //! outcomes through the parsers; [`finish`] turns `Incomplete` into the
@@ -18,6 +19,53 @@
 
 /// Most digits a `u64` has in base 10.
 pub const MAX_DIGITS: usize = 20;
+
+/// Number of decimal digits of `n` (1 for 0).
+#[inline]
+pub fn decimal_len(mut n: u64) -> usize {
+    let mut len: usize = 1;
+    while n >= 10 {
+        n /= 10;
+        len = len.saturating_add(1);
+    }
+    len
+}
+
+/// Writes `n` in decimal into the whole of `dst`, right-aligned: with
+/// `dst.len() == decimal_len(n)` that is exactly its digits (a longer `dst`
+/// gets leading zeros, a shorter one the low digits).
+#[inline]
+pub fn write_decimal(dst: &mut [u8], mut n: u64) {
+    for slot in dst.iter_mut().rev() {
+        *slot = b'0'.wrapping_add((n % 10) as u8);
+        n /= 10;
+    }
+}
+
+/// A `u64` in decimal, held on the stack: no `String`, no allocation.
+pub struct Decimal {
+    digits: [u8; MAX_DIGITS],
+    start: usize,
+}
+
+impl Decimal {
+    /// `n`'s digits.
+    #[inline]
+    pub fn new(n: u64) -> Self {
+        let mut digits = [b'0'; MAX_DIGITS];
+        let start = MAX_DIGITS.saturating_sub(decimal_len(n));
+        if let Some(dst) = digits.get_mut(start..) {
+            write_decimal(dst, n);
+        }
+        Self { digits, start }
+    }
+
+    /// The digits, most significant first.
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        self.digits.get(self.start..).unwrap_or_default()
+    }
+}
 
 /// Why a parse stopped before a whole frame.
 pub enum Halt<E> {

@@ -8,7 +8,7 @@ use std::future::Future;
 use loadrig_engine::rng::Rng;
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{OpError, Snapshot};
-use loadrig_spec::HelloSpec;
+use loadrig_spec::{HelloSpec, RunSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::{Bench, Check, Reply, Results, TargetError, TargetInfo, Verdict};
@@ -180,11 +180,29 @@ impl<C: HelloConn> Driver for HelloDriver<C> {
 struct HelloBaseline {
     rows: i64,
 }
+/// Something to do with any target that has this capability: the registry
+/// calls it with the concrete backend, so what it builds is monomorphised
+/// per target (see [`crate::Capabilities`]).
+pub trait Visit {
+    type Output;
+    fn visit<B: HelloBackend + 'static>(self, backend: B) -> Self::Output;
+}
 
+/// Hello on one backend.
 pub struct HelloBench<B> {
     pub backend: B,
     pub spec: HelloSpec,
     pub seed: u64,
+}
+
+impl<B: HelloBackend> HelloBench<B> {
+    pub fn new(backend: B, own: &HelloSpec, run: &RunSpec) -> Self {
+        HelloBench {
+            backend,
+            spec: own.clone(),
+            seed: run.seed,
+        }
+    }
 }
 
 impl<B: HelloBackend> Bench for HelloBench<B> {
@@ -214,7 +232,7 @@ impl<B: HelloBackend> Bench for HelloBench<B> {
         }))
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
         Ok(HelloDriver {
             conn: self.backend.connect().await?,
             spec: self.spec.clone(),
@@ -236,10 +254,7 @@ impl<B: HelloBackend> Bench for HelloBench<B> {
         let mismatched = counted.kinds.get(SELECT).map_or(0, |k| {
             k.errors.get(loadrig_metrics::ErrorKind::Verification)
         }) as i64;
-        let doubt = counted.kinds.get(INSERT).map_or(0, |k| {
-            k.errors.get(loadrig_metrics::ErrorKind::Io)
-                + k.errors.get(loadrig_metrics::ErrorKind::Timeout)
-        }) as i64;
+        let doubt = counted.in_doubt_of(INSERT) as i64;
         let checks = vec![
             Check::new(
                 "rows added = inserts acknowledged",

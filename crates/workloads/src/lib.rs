@@ -8,13 +8,93 @@ pub mod hello;
 pub mod memcache;
 pub mod pubsub;
 pub mod redis;
+pub mod stream;
 pub mod voter;
 
 use std::future::Future;
 
 use loadrig_engine::{Driver, Tag};
 use loadrig_metrics::{OpError, Snapshot};
-use serde::{Deserialize, Serialize};
+
+pub use loadrig_metrics::{Check, Results, Verdict};
+/// Counts as people read them (one home for number formats: the report's).
+pub use loadrig_report::fmt::{group, group_i};
+
+/// A workload: its name (`loadrig run NAME`), the capability it needs of a
+/// target, and one line for `loadrig workloads`.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    pub name: &'static str,
+    pub capability: &'static str,
+    pub about: &'static str,
+}
+
+/// Every workload loadrig knows, whether or not a built-in target runs it.
+pub const WORKLOADS: &[Workload] = &[
+    Workload {
+        name: "voter",
+        capability: "voter",
+        about: "VoltDB's Voter: one vote is one server-side transaction with a per-caller limit",
+    },
+    Workload {
+        name: "hello",
+        capability: "hello",
+        about: "Erlvolt's hello world: the smallest procedure call (select, optional insert)",
+    },
+    Workload {
+        name: "redis",
+        capability: "redis",
+        about: "redis-benchmark's tests and flags (-t -c -n -P -d -r -q --csv), one test after the other",
+    },
+    Workload {
+        name: "memcache",
+        capability: "memcache",
+        about: "memaslap's load: get/set mix, key and value sizes, window of keys per client, multiget, text or binary protocol",
+    },
+    Workload {
+        name: "pubsub",
+        capability: "pubsub",
+        about: "nats-bench's load: N publishers, M subscribers, end-to-end latency, losses, duplicates and reorders counted",
+    },
+    Workload {
+        name: "chat",
+        capability: "pubsub",
+        about: "Chut's social groups: G groups x CPG clients messaging random peers of their group, stress or realistic",
+    },
+];
+
+/// The workloads a target with these capabilities runs, in [`WORKLOADS`]'
+/// order.
+pub fn workloads_of<'a>(capabilities: &'a [&'a str]) -> impl Iterator<Item = &'static str> + 'a {
+    WORKLOADS
+        .iter()
+        .filter(|w| capabilities.contains(&w.capability))
+        .map(|w| w.name)
+}
+
+/// Which capabilities a target has. Each method hands the target, by value,
+/// to a visitor typed for one capability and returns what the visitor
+/// built; the default says the target lacks the capability. The target
+/// registry (`loadrig_targets`) overrides exactly the capabilities a row
+/// claims, with a body that needs the capability's trait, so a claim the
+/// target does not back is a compile error, never a run-time "cannot run".
+pub trait Capabilities: TargetInfo + Sized + 'static {
+    fn voter<V: voter::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn hello<V: hello::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn redis<V: redis::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn memcache<V: memcache::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn pubsub<V: pubsub::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+}
 
 /// Why a target could not be used. Cold path only: per-operation failures
 /// are [`OpError`] counts.
@@ -43,95 +123,6 @@ pub enum Reply<T> {
     Broken(OpError),
 }
 
-/// The outcome of checking the target's data after a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
-    /// `None`: nothing could be checked (the target keeps no data).
-    pub passed: Option<bool>,
-    /// One line for the live output, e.g. `ok (100 accepted = +100 rows)`.
-    pub summary: String,
-    pub checks: Vec<Check>,
-}
-
-/// One comparison between what the client counted and what the server holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Check {
-    pub name: String,
-    pub expected: i64,
-    pub actual: i64,
-    /// Writes in doubt: sent, then the connection failed or timed out before
-    /// the answer, so each may or may not have committed. The check holds
-    /// when `expected <= actual <= expected + in_doubt`; 0 means exactly.
-    #[serde(default)]
-    pub in_doubt: i64,
-}
-
-impl Check {
-    pub fn new(name: impl Into<String>, expected: i64, actual: i64) -> Self {
-        Check {
-            name: name.into(),
-            expected,
-            actual,
-            in_doubt: 0,
-        }
-    }
-
-    /// The same check, allowing up to `n` writes in doubt.
-    pub fn in_doubt(mut self, n: i64) -> Self {
-        self.in_doubt = n.max(0);
-        self
-    }
-
-    pub fn ok(&self) -> bool {
-        (self.expected..=self.expected + self.in_doubt).contains(&self.actual)
-    }
-
-    fn expectation(&self) -> String {
-        if self.in_doubt == 0 {
-            self.expected.to_string()
-        } else {
-            format!("{} to {}", self.expected, self.expected + self.in_doubt)
-        }
-    }
-}
-
-impl Verdict {
-    /// Passed when every check holds.
-    pub fn from_checks(checks: Vec<Check>, ok_summary: String) -> Verdict {
-        let failed: Vec<String> = checks
-            .iter()
-            .filter(|c| !c.ok())
-            .map(|c| {
-                format!(
-                    "{}: expected {}, found {}",
-                    c.name,
-                    c.expectation(),
-                    c.actual
-                )
-            })
-            .collect();
-        let passed = failed.is_empty();
-        let summary = if passed {
-            format!("ok ({ok_summary})")
-        } else {
-            format!("FAILED ({})", failed.join("; "))
-        };
-        Verdict {
-            passed: Some(passed),
-            summary,
-            checks,
-        }
-    }
-
-    pub fn skipped(why: &str) -> Verdict {
-        Verdict {
-            passed: None,
-            summary: format!("skipped ({why})"),
-            checks: Vec::new(),
-        }
-    }
-}
-
 /// What a target says about itself, whatever the workload: every
 /// capability trait builds on it, so a target states these facts once.
 pub trait TargetInfo {
@@ -141,21 +132,20 @@ pub trait TargetInfo {
     fn durability(&self) -> Option<String>;
     /// The most requests one connection may keep in flight.
     fn max_depth(&self) -> usize;
+    /// Connections a run opens when `--connections` is not given; `None`:
+    /// one per client. Targets whose connections multiplex many calls
+    /// (VoltDB) open one per host, as their own clients do.
+    fn default_connections(&self) -> Option<u32> {
+        None
+    }
+    /// Whether several processes can share this target's data.
+    fn shared(&self) -> bool {
+        true
+    }
     /// CPU used so far by a database running inside this process.
     fn embedded_cpu(&self) -> impl Future<Output = Option<std::time::Duration>> {
         async { None }
     }
-}
-
-/// A titled table of results for the summary (the Voter's standings).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Results {
-    /// Lines printed before the table, e.g. the tallies.
-    pub lines: Vec<String>,
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-    /// Printed after the table, e.g. the winner.
-    pub footer: Vec<String>,
 }
 
 /// One workload on one target, from set-up to verdict. The binary drives
@@ -198,8 +188,10 @@ pub trait Bench {
     fn prepare(&mut self) -> impl Future<Output = Result<(), TargetError>>;
     /// Record what the server holds before the run, for verification.
     fn baseline(&mut self) -> impl Future<Output = Result<serde_json::Value, TargetError>>;
-    /// Open one connection as an engine driver.
-    fn connect(&self) -> impl Future<Output = Result<Self::Driver, TargetError>>;
+    /// Open connection `worker` (0-based; in a sequential run counted again
+    /// from 0 in each phase) as an engine driver: the run's connections
+    /// first, then its [`listeners`](Bench::listeners).
+    fn connect(&self, worker: u32) -> impl Future<Output = Result<Self::Driver, TargetError>>;
     /// Compare what the server holds with what the run counted.
     fn verify(
         &mut self,
@@ -217,52 +209,5 @@ pub trait Bench {
 /// hot path).
 #[inline]
 pub(crate) fn push_decimal(out: &mut Vec<u8>, v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
-/// 1234567 -> "1,234,567": counts as people read them.
-pub fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
-/// [`group`] for signed counts.
-pub fn group_i(n: i64) -> String {
-    if n < 0 {
-        format!("-{}", group(n.unsigned_abs()))
-    } else {
-        group(n as u64)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn groups_thousands() {
-        assert_eq!(group(0), "0");
-        assert_eq!(group(999), "999");
-        assert_eq!(group(1_000), "1,000");
-        assert_eq!(group(1_234_567), "1,234,567");
-        assert_eq!(group_i(-1_000), "-1,000");
-    }
+    out.extend_from_slice(loadrig_wirestep::Decimal::new(v).as_bytes());
 }

@@ -12,9 +12,10 @@ use std::time::Duration;
 use loadrig_engine::LapView;
 use loadrig_metrics::Snapshot;
 use loadrig_report::fmt;
+use loadrig_report::fmt::group;
 use loadrig_report::{Measured, Report};
 use loadrig_spec::{Dispatch, Pacing, RunSpec, Stop};
-use loadrig_workloads::{group, Results};
+use loadrig_workloads::Results;
 
 use fmt::{dur, rate};
 
@@ -149,16 +150,25 @@ impl Printer {
         }
     }
 
-    /// The per-kind table, then errors by kind, then the overall line.
+    /// The summary of a report (see [`summary`]).
     pub fn summary(&mut self, report: &Report, measured: &Snapshot, kinds: &[&str]) {
-        for l in table(measured, kinds, &report.measured) {
+        for l in summary(report, measured, kinds) {
             self.line(&l);
         }
-        for l in error_lines(&report.measured) {
-            self.line(&l);
-        }
-        self.line(&overall(report));
     }
+}
+
+/// What every run and every merge ends with: the per-kind table, errors
+/// by kind, the overall line, then what the workload adds to it
+/// ([`loadrig_spec::OutputStyle`]).
+pub fn summary(report: &Report, measured: &Snapshot, kinds: &[&str]) -> Vec<String> {
+    let mut lines = table(measured, kinds, &report.measured);
+    lines.extend(error_lines(&report.measured));
+    lines.push(overall(report));
+    if report.spec.workload.output().net_rate {
+        lines.push(net_rate(&report.measured));
+    }
+    lines
 }
 
 pub fn header(spec: &RunSpec) -> String {

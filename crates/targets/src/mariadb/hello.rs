@@ -7,29 +7,27 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
-use loadrig_workloads::hello::{
-    HelloBackend, HelloConn, HelloOp, DIALECTS, INSERTED_HELLO, INSERTED_WORLD,
-};
-use loadrig_workloads::{Reply, TargetError};
+use loadrig_workloads::hello::{HelloConn, HelloOp, DIALECTS, INSERTED_HELLO, INSERTED_WORLD};
+use loadrig_workloads::Reply;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row, Statement};
 
-use super::{failure, int, text, Done, MariadbTarget, MyConn};
+use super::{failure, int, text, Done, MyConn};
 
-const SCHEMA: &str = include_str!("../../sql/mariadb/hello.sql");
+pub(super) const SCHEMA: &str = include_str!("../../sql/mariadb/hello.sql");
 
 const SELECT: usize = 0;
 const INSERT: usize = 1;
-const CALLS: &[&str] = &["CALL hello_select(?)", "CALL hello_insert(?, ?, ?)"];
+pub(super) const CALLS: &[&str] = &["CALL hello_select(?)", "CALL hello_insert(?, ?, ?)"];
 
-const TEARDOWN: &str = "
+pub(super) const TEARDOWN: &str = "
 DROP PROCEDURE IF EXISTS hello_insert;
 DROP PROCEDURE IF EXISTS hello_select;
 DROP TABLE IF EXISTS helloworld;
 ";
 
 /// The preloaded dialects, one statement, idempotent.
-fn preload() -> String {
+pub(super) fn preload() -> String {
     let rows: Vec<String> = DIALECTS
         .iter()
         .map(|(h, w, d)| format!("('{h}', '{w}', '{d}')"))
@@ -100,28 +98,5 @@ impl HelloConn for MyConn<()> {
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
         MyConn::reconnect(self).await
-    }
-}
-
-impl HelloBackend for MariadbTarget {
-    type Conn = MyConn<()>;
-
-    async fn prepare(&self) -> Result<(), TargetError> {
-        self.script(SCHEMA).await?;
-        self.script(&preload()).await
-    }
-
-    async fn connect(&self) -> Result<Self::Conn, TargetError> {
-        self.conn(CALLS).await
-    }
-
-    async fn rows(&self) -> Result<Option<i64>, TargetError> {
-        let rows = self.query_rows("SELECT COUNT(*) FROM helloworld").await?;
-        let n = rows.first().and_then(|r| int(r, 0));
-        n.map(Some).ok_or_else(|| self.bad_row())
-    }
-
-    async fn teardown(&self) -> Result<(), TargetError> {
-        self.script(TEARDOWN).await
     }
 }

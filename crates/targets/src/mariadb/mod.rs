@@ -23,35 +23,44 @@ use loadrig_workloads::{Reply, TargetError};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, Statement};
 
-use crate::{Descriptor, ServerUrl};
+use loadrig_spec::SpecError;
 
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "mariadb",
-    schemes: &["mysql", "mariadb"],
-    workloads: &["voter", "hello"],
-    example: "mysql://bench:bench@127.0.0.1:3306/bench",
-    about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
-};
+use crate::sql::SqlAdmin;
+use crate::url::TargetUrl;
 
 /// How long opening a connection may take before the server counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const EXPECTED: &str = "mysql://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
+
+/// Parse what follows `mysql://`: a user, one server and the database
+/// the run creates its tables in.
+pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+    let (url, options) = TargetUrl::parse("mysql", rest, 3306, EXPECTED, false)?;
+    url.no_options(options)?;
+    url.one_server()?;
+    if url.user.is_none() || url.path.is_empty() {
+        return Err(url.bad("user, host and database are all needed"));
+    }
+    Ok(url)
+}
 
 /// A MariaDB (or MySQL) server and database. Cheap: it connects per use.
 pub struct MariadbTarget {
-    at: ServerUrl,
+    at: TargetUrl,
     opts: Opts,
     /// Read from the server at the first connection; `durability()` is sync.
     durability: OnceLock<String>,
 }
 
 impl MariadbTarget {
-    pub(crate) fn new(at: ServerUrl) -> MariadbTarget {
+    pub(crate) fn new(at: TargetUrl) -> MariadbTarget {
+        let (host, port, _) = at.server(0);
         let opts = OptsBuilder::default()
-            .ip_or_hostname(at.host.clone())
-            .tcp_port(at.port)
-            .user(Some(at.user.clone()))
+            .ip_or_hostname(host)
+            .tcp_port(port)
+            .user(at.user.clone())
             .pass(at.password.clone())
-            .db_name(Some(at.database.clone()))
+            .db_name(Some(at.path.clone()))
             // Measure the TCP path asked for, not a Unix socket found on the way.
             .prefer_socket(false)
             .tcp_nodelay(true);
@@ -117,15 +126,37 @@ impl MariadbTarget {
     }
 
     /// Run a script (schema, fixed data, teardown) as one multi-statement query.
+    /// Rows of a query.
+    async fn query_rows(&self, sql: &str) -> Result<Vec<Row>, TargetError> {
+        let mut conn = self.admin().await?;
+        conn.query(sql).await.map_err(|e| self.failed(e))
+    }
+}
+
+impl SqlAdmin for MariadbTarget {
     async fn script(&self, sql: &str) -> Result<(), TargetError> {
         let mut conn = self.admin().await?;
         conn.query_drop(sql).await.map_err(|e| self.failed(e))
     }
 
-    /// Rows of a query, for counts and standings.
-    async fn query_rows(&self, sql: &str) -> Result<Vec<Row>, TargetError> {
-        let mut conn = self.admin().await?;
-        conn.query(sql).await.map_err(|e| self.failed(e))
+    async fn int_rows(&self, sql: &str) -> Result<Vec<Vec<i64>>, TargetError> {
+        self.query_rows(sql)
+            .await?
+            .iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| int(r, i).ok_or_else(|| self.bad_row()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn named_rows(&self, sql: &str) -> Result<Vec<(String, i64)>, TargetError> {
+        self.query_rows(sql)
+            .await?
+            .iter()
+            .map(|r| text(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row()))
+            .collect()
     }
 
     fn bad_row(&self) -> TargetError {
@@ -304,6 +335,8 @@ impl TargetInfo for MariadbTarget {
         1
     }
 }
+
+crate::sql::sql_backends!(MariadbTarget, MyConn);
 
 #[cfg(test)]
 mod tests {

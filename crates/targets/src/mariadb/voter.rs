@@ -8,29 +8,27 @@ use futures_util::FutureExt;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::CONTESTANT_NAMES;
-use loadrig_workloads::voter::{
-    sql, Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
-};
-use loadrig_workloads::{Reply, TargetError};
+use loadrig_workloads::voter::{Vote, VoteResult, VoterConn, AREA_CODES};
+use loadrig_workloads::Reply;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row, Statement};
 
-use super::{failure, int, text, Done, MariadbTarget, MyConn};
-use crate::sql_rows;
+use super::{failure, int, Done, MyConn};
+use crate::sql::sql_rows;
 
-const SCHEMA: &str = include_str!("../../sql/mariadb/voter.sql");
+pub(super) const SCHEMA: &str = include_str!("../../sql/mariadb/voter.sql");
 
 /// The engine's one statement: a vote is one round trip, one transaction.
-const CALLS: &[&str] = &["CALL voter_vote(?, ?, ?)"];
+pub(super) const CALLS: &[&str] = &["CALL voter_vote(?, ?, ?)"];
 
-const TEARDOWN: &str = "
+pub(super) const TEARDOWN: &str = "
 DROP PROCEDURE IF EXISTS voter_vote;
 DROP VIEW IF EXISTS v_votes_by_contestant_number_state;
 DROP TABLE IF EXISTS votes, votes_by_phone, contestants, area_code_state;
 ";
 
 /// Contestants 1..=n and the area codes, each one statement, idempotent.
-fn fixed_data(contestants: u8) -> String {
+pub(super) fn fixed_data(contestants: u8) -> String {
     let names = CONTESTANT_NAMES.iter().take(usize::from(contestants));
     let contestants = sql_rows(names.enumerate().map(|(i, n)| (i as i64 + 1, *n)));
     let areas = sql_rows(AREA_CODES.iter().map(|(c, s)| (i64::from(*c), *s)));
@@ -73,43 +71,6 @@ impl VoterConn for MyConn<VoteResult> {
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
         MyConn::reconnect(self).await
-    }
-}
-
-impl VoterBackend for MariadbTarget {
-    type Conn = MyConn<VoteResult>;
-
-    async fn prepare(&self, contestants: u8) -> Result<(), TargetError> {
-        self.script(SCHEMA).await?;
-        self.script(&fixed_data(contestants)).await
-    }
-
-    async fn connect(&self) -> Result<Self::Conn, TargetError> {
-        self.conn(CALLS).await
-    }
-
-    async fn counts(&self, max_votes: u32) -> Result<Option<VoterCounts>, TargetError> {
-        let totals = self.query_rows(&sql::totals(max_votes)).await?;
-        let row = totals.first().ok_or_else(|| self.bad_row())?;
-        let (votes, over) = int(row, 0).zip(int(row, 1)).ok_or_else(|| self.bad_row())?;
-        let rows = self.query_rows(sql::PER_CONTESTANT).await?;
-        let per = rows
-            .iter()
-            .map(|r| int(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some(VoterCounts::from_rows(votes, over, per)))
-    }
-
-    async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
-        let rows = self.query_rows(sql::STANDINGS).await?;
-        rows.iter()
-            .map(|r| text(r, 0).zip(int(r, 1)).ok_or_else(|| self.bad_row()))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
-    }
-
-    async fn teardown(&self) -> Result<(), TargetError> {
-        self.script(TEARDOWN).await
     }
 }
 

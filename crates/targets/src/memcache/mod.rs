@@ -10,23 +10,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use bytes::BytesMut;
 use loadrig_kvwire::memcache::text;
-use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::SpecError;
-use loadrig_workloads::memcache::{McConn, MemcacheBackend};
+
+use crate::url::{hostport, TargetUrl};
+use loadrig_workloads::memcache::MemcacheBackend;
 use loadrig_workloads::{TargetError, TargetInfo};
 
-use crate::socket::{said, Socket};
-use crate::Descriptor;
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "memcached",
-    schemes: &["memcache"],
-    workloads: &["memcache"],
-    example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
-    about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
-};
+use crate::socket::{said, Dial, Socket, Stream};
 
 const DEFAULT_PORT: u16 = 11211;
 
@@ -42,55 +33,29 @@ const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
 
-/// The servers, from `memcache://HOST[:PORT][,PORT|,HOST[:PORT]...]`: a
-/// bare number after a comma is another port on the host before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct McUrl {
-    pub servers: Vec<(String, u16)>,
-}
+const EXPECTED: &str = "memcache://HOST[:PORT][,PORT|,HOST[:PORT]...]";
 
-impl McUrl {
-    pub fn parse(rest: &str) -> Result<McUrl, SpecError> {
-        let bad = |why: &str| {
-            SpecError::new(
-                "--target",
-                format!(
-                    "{why} in 'memcache://{rest}' (expected memcache://HOST[:PORT][,PORT|,HOST[:PORT]...])"
-                ),
-            )
-        };
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        if rest.contains(['/', '?', '@']) {
-            return Err(bad("no login, path or options are taken"));
-        }
-        let servers = crate::server_list(rest, DEFAULT_PORT).map_err(|why| bad(&why))?;
-        Ok(McUrl { servers })
+/// Parse what follows `memcache://`: the servers, nothing else.
+pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+    let (url, options) = TargetUrl::parse("memcache", rest, DEFAULT_PORT, EXPECTED, false)?;
+    url.no_path("no path is taken")?;
+    url.no_options(options)?;
+    if url.user.is_some() || url.password.is_some() {
+        return Err(url.bad("no login is taken"));
     }
-
-    pub fn label(&self) -> String {
-        let s: Vec<String> = self.servers.iter().map(|(h, p)| hostport(h, *p)).collect();
-        format!("memcache://{}", s.join(","))
-    }
-}
-
-fn hostport(h: &str, p: u16) -> String {
-    if h.contains(':') {
-        format!("[{h}]:{p}")
-    } else {
-        format!("{h}:{p}")
-    }
+    Ok(url)
 }
 
 /// One or more memcached servers. Cheap: it connects per use.
 pub struct MemcacheTarget {
-    at: Arc<McUrl>,
+    at: Arc<TargetUrl>,
     /// The server the next engine connection goes to (round robin).
     next: AtomicUsize,
     version: OnceLock<String>,
 }
 
 impl MemcacheTarget {
-    pub(crate) fn new(at: McUrl) -> MemcacheTarget {
+    pub(crate) fn new(at: TargetUrl) -> MemcacheTarget {
         MemcacheTarget {
             at: Arc::new(at),
             next: AtomicUsize::new(0),
@@ -105,26 +70,24 @@ impl MemcacheTarget {
                 target: self.at.label(),
                 reason: e,
             })?;
-        Ok(MemcacheConn {
+        let dial = Arc::new(McDial {
             at: self.at.clone(),
-            server,
-            sock,
-            carried: (0, 0),
-        })
+        });
+        Ok(Stream::new(sock, dial, server))
     }
 
     /// The first server's `version`.
     async fn ask(&self) -> Option<()> {
-        let mut c = self.open(0).await.ok()?;
-        text::encode_version(&mut c.sock.wbuf);
+        let mut c = open(&self.at, 0).await.ok()?;
+        text::encode_version(&mut c.wbuf);
         loop {
-            match text::parse_version(&c.sock.rbuf) {
+            match text::parse_version(&c.rbuf) {
                 Ok(Some((v, _))) => {
                     let v = String::from_utf8_lossy(v).into_owned();
                     let _ = self.version.set(format!("memcached {v}"));
                     return Some(());
                 }
-                Ok(None) => c.sock.fill().await.ok()?,
+                Ok(None) => c.fill().await.ok()?,
                 Err(_) => return None,
             }
         }
@@ -132,7 +95,7 @@ impl MemcacheTarget {
 }
 
 /// Connect to server `i`, or say why not in plain words.
-async fn open(at: &McUrl, i: usize) -> Result<Socket, String> {
+async fn open(at: &TargetUrl, i: usize) -> Result<Socket, String> {
     let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
     Socket::connect(&host, port, CONNECT_TIMEOUT, READ_CHUNK)
         .await
@@ -178,70 +141,38 @@ impl MemcacheBackend for MemcacheTarget {
     }
 }
 
-/// One connection: a socket and its buffers.
-pub struct MemcacheConn {
-    at: Arc<McUrl>,
-    server: usize,
-    sock: Socket,
-    /// Bytes of sockets replaced since the last `take_bytes`.
-    carried: (u64, u64),
+/// One connection: a byte stream; the workload encodes and parses.
+pub type MemcacheConn = Stream<McDial>;
+
+/// How a connection (re)opens its socket.
+pub struct McDial {
+    at: Arc<TargetUrl>,
 }
 
-impl McConn for MemcacheConn {
-    #[inline]
-    fn out(&mut self) -> &mut BytesMut {
-        &mut self.sock.wbuf
+impl Dial for McDial {
+    fn servers(&self) -> usize {
+        self.at.servers.len()
     }
 
-    #[inline]
-    fn input(&mut self) -> &mut BytesMut {
-        &mut self.sock.rbuf
-    }
-
-    async fn fill(&mut self) -> Result<(), OpError> {
-        self.sock
-            .fill()
-            .await
-            .map_err(|_| OpError::new(ErrorKind::Io))
-    }
-
-    /// A fresh socket, to the same server first, then the others.
-    async fn reconnect(&mut self) -> Result<(), OpError> {
-        let n = self.at.servers.len();
-        for k in 0..n {
-            let i = (self.server + k) % n;
-            if let Ok(sock) = open(&self.at, i).await {
-                // The old socket's bytes still count, in the next lap.
-                let (sent, received) = self.sock.take_bytes();
-                self.carried = (self.carried.0 + sent, self.carried.1 + received);
-                self.sock = sock;
-                self.server = i;
-                return Ok(());
-            }
-        }
-        Err(OpError::new(ErrorKind::Connect))
-    }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        let (sent, received) = self.sock.take_bytes();
-        let (s, r) = std::mem::take(&mut self.carried);
-        (sent + s, received + r)
+    async fn dial(&self, server: usize) -> Option<Socket> {
+        open(&self.at, server).await.ok()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loadrig_workloads::stream::ByteStream;
 
     #[test]
     fn parses_memcache_urls() {
-        let u = McUrl::parse("127.0.0.1").unwrap();
+        let u = parse_url("127.0.0.1").unwrap();
         assert_eq!(u.servers, vec![("127.0.0.1".to_string(), 11211)]);
         assert_eq!(u.label(), "memcache://127.0.0.1:11211");
-        let u = McUrl::parse("h:1,2,[::1]:3/").unwrap();
+        let u = parse_url("h:1,2,[::1]:3/").unwrap();
         assert_eq!(u.label(), "memcache://h:1,h:2,[::1]:3");
         for bad in ["", "h,,h2", "h:0", "7", "h/0", "h?x=1", "u:p@h", "h,99999"] {
-            assert_eq!(McUrl::parse(bad).unwrap_err().flag, "--target", "{bad}");
+            assert_eq!(parse_url(bad).unwrap_err().flag, "--target", "{bad}");
         }
     }
 
@@ -257,7 +188,7 @@ mod tests {
             s.write_all(answer).unwrap();
             std::thread::sleep(Duration::from_secs(2));
         });
-        MemcacheTarget::new(McUrl::parse(&format!("127.0.0.1:{port}")).unwrap())
+        MemcacheTarget::new(parse_url(&format!("127.0.0.1:{port}")).unwrap())
     }
 
     #[tokio::test]

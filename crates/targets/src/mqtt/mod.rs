@@ -32,17 +32,8 @@ use loadrig_workloads::pubsub::{Confirm, Incoming, PubSubBackend, PubSubConn};
 use loadrig_workloads::{TargetError, TargetInfo};
 use tokio::time::{Instant, Sleep};
 
-use crate::broker::BrokerUrl;
 use crate::socket::{said, Socket};
-use crate::Descriptor;
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "mqtt",
-    schemes: &["mqtt"],
-    workloads: &["pubsub", "chat"],
-    example: "mqtt://127.0.0.1:1883?qos=1  (QoS 0 by default; several servers: mqtt://h1,h2:1884; a login: mqtt://USER:PASSWORD@h)",
-    about: "MQTT 3.1.1 (Mosquitto, EMQX, ...): QoS 0 or 1, publishes pipelined, PUBACKs matched by packet id",
-};
+use crate::url::TargetUrl;
 
 const DEFAULT_PORT: u16 = 1883;
 
@@ -89,8 +80,9 @@ const REFUSED: OpError = OpError {
 };
 
 /// Parse what follows `mqtt://`: the servers and the QoS (`?qos=0|1`).
-pub(crate) fn parse_url(rest: &str) -> Result<(BrokerUrl, Qos), SpecError> {
-    let (url, options) = BrokerUrl::parse("mqtt", rest, DEFAULT_PORT, EXPECTED, false)?;
+pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, Qos), SpecError> {
+    let (url, options) = TargetUrl::parse("mqtt", rest, DEFAULT_PORT, EXPECTED, false)?;
+    url.no_path("no path is taken")?;
     let bad = |why: String| {
         SpecError::new(
             "--target",
@@ -116,7 +108,7 @@ pub(crate) fn parse_url(rest: &str) -> Result<(BrokerUrl, Qos), SpecError> {
 
 /// One or more MQTT brokers. Cheap: it connects per use.
 pub struct MqttTarget {
-    at: Arc<BrokerUrl>,
+    at: Arc<TargetUrl>,
     qos: Qos,
     /// The server the next connection goes to (round robin).
     next: AtomicUsize,
@@ -125,7 +117,7 @@ pub struct MqttTarget {
 }
 
 impl MqttTarget {
-    pub(crate) fn new(at: BrokerUrl, qos: Qos) -> MqttTarget {
+    pub(crate) fn new(at: TargetUrl, qos: Qos) -> MqttTarget {
         MqttTarget {
             at: Arc::new(at),
             qos,
@@ -245,7 +237,7 @@ fn refusal(code: ConnectReturnCode) -> &'static str {
 
 /// Connect to server `i` as `client_id` (clean session) and wait for the
 /// CONNACK.
-async fn open(at: &BrokerUrl, i: usize, client_id: &str) -> Result<Socket, LinkError> {
+async fn open(at: &TargetUrl, i: usize, client_id: &str) -> Result<Socket, LinkError> {
     let (host, port, name) = at.server(i);
     let io = |source| LinkError::Io {
         server: name.clone(),
@@ -297,29 +289,31 @@ async fn open(at: &BrokerUrl, i: usize, client_id: &str) -> Result<Socket, LinkE
 /// ASCII.
 #[inline]
 fn to_topic(subject: &[u8], topic: &mut String) -> bool {
-    topic.clear();
-    for &b in subject {
-        if !b.is_ascii() {
-            return false;
-        }
-        topic.push(if b == b'.' { '/' } else { char::from(b) });
-    }
-    true
+    subject_to_mqtt(subject, false, topic)
 }
 
 /// `subject` as a topic filter: `.` -> `/`, `*` -> `+`, `>` -> `#`.
 fn to_filter(subject: &[u8]) -> Option<String> {
     let mut f = String::with_capacity(subject.len());
+    subject_to_mqtt(subject, true, &mut f).then_some(f)
+}
+
+/// The one mapping of a subject to MQTT's form, into `out`: levels split
+/// by `/` instead of `.`, and in a filter NATS's wildcards as MQTT's.
+/// False if the subject is not ASCII.
+#[inline]
+fn subject_to_mqtt(subject: &[u8], filter: bool, out: &mut String) -> bool {
+    out.clear();
     for &b in subject {
-        f.push(match b {
+        out.push(match b {
             b'.' => '/',
-            b'*' => '+',
-            b'>' => '#',
+            b'*' if filter => '+',
+            b'>' if filter => '#',
             b if b.is_ascii() => char::from(b),
-            _ => return None,
+            _ => return false,
         });
     }
-    Some(f)
+    true
 }
 
 /// A publish's packet identifier: its tag + 1.
@@ -340,7 +334,7 @@ fn op_error(e: io::Error) -> OpError {
 
 /// One client's connection.
 pub struct MqttConn {
-    at: Arc<BrokerUrl>,
+    at: Arc<TargetUrl>,
     qos: Qos,
     server: usize,
     client_id: String,

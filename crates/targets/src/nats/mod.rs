@@ -25,17 +25,8 @@ use loadrig_spec::SpecError;
 use loadrig_workloads::pubsub::{Confirm, Incoming, PubSubBackend, PubSubConn};
 use loadrig_workloads::{TargetError, TargetInfo};
 
-use crate::broker::BrokerUrl;
 use crate::socket::{said, Socket};
-use crate::Descriptor;
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "nats",
-    schemes: &["nats"],
-    workloads: &["pubsub", "chat"],
-    example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h)",
-    about: "NATS core (client protocol): publishes pipelined, no acknowledgement; request-reply",
-};
+use crate::url::TargetUrl;
 
 const DEFAULT_PORT: u16 = 4222;
 
@@ -70,30 +61,23 @@ const REFUSED: OpError = OpError {
 };
 
 /// Parse what follows `nats://`. A lone user (`TOKEN@`) is a token.
-pub(crate) fn parse_url(rest: &str) -> Result<BrokerUrl, SpecError> {
-    let (url, options) = BrokerUrl::parse("nats", rest, DEFAULT_PORT, EXPECTED, true)?;
-    match options {
-        None | Some("") => Ok(url),
-        Some(o) => Err(SpecError::new(
-            "--target",
-            format!(
-                "unknown option '{o}' in '{}' (expected {EXPECTED})",
-                url.label()
-            ),
-        )),
-    }
+pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+    let (url, options) = TargetUrl::parse("nats", rest, DEFAULT_PORT, EXPECTED, true)?;
+    url.no_path("no path is taken")?;
+    url.no_options(options)?;
+    Ok(url)
 }
 
 /// One or more NATS servers. Cheap: it connects per use.
 pub struct NatsTarget {
-    at: Arc<BrokerUrl>,
+    at: Arc<TargetUrl>,
     /// The server the next connection goes to (round robin).
     next: AtomicUsize,
     version: OnceLock<String>,
 }
 
 impl NatsTarget {
-    pub(crate) fn new(at: BrokerUrl) -> NatsTarget {
+    pub(crate) fn new(at: TargetUrl) -> NatsTarget {
         NatsTarget {
             at: Arc::new(at),
             next: AtomicUsize::new(0),
@@ -179,7 +163,7 @@ enum LinkError {
 
 /// Connect to server `i` and shake hands; returns the socket and the
 /// server's version (`nats-server 2.9.10`).
-async fn open(at: &BrokerUrl, i: usize) -> Result<(Socket, Option<String>), LinkError> {
+async fn open(at: &TargetUrl, i: usize) -> Result<(Socket, Option<String>), LinkError> {
     let (host, port, name) = at.server(i);
     let io = |source| LinkError::Io {
         server: name.clone(),
@@ -212,7 +196,7 @@ fn invalid(what: impl std::fmt::Display) -> io::Error {
 }
 
 /// `INFO` in, `CONNECT` and `PING` out, `PONG` in.
-async fn handshake(sock: &mut Socket, at: &BrokerUrl) -> Result<Option<String>, Handshake> {
+async fn handshake(sock: &mut Socket, at: &TargetUrl) -> Result<Option<String>, Handshake> {
     let version = loop {
         match nats::parse_server_op(&sock.rbuf) {
             Ok(Some((ServerOp::Info(info), n))) => {
@@ -306,7 +290,7 @@ fn op_error(e: io::Error) -> OpError {
 
 /// One client's connection.
 pub struct NatsConn {
-    at: Arc<BrokerUrl>,
+    at: Arc<TargetUrl>,
     server: usize,
     sock: Socket,
     /// Subjects subscribed; the sid of `subs[i]` is `i + 1`.

@@ -5,30 +5,28 @@
 use futures_util::FutureExt;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
-use loadrig_workloads::hello::{
-    HelloBackend, HelloConn, HelloOp, DIALECTS, INSERTED_HELLO, INSERTED_WORLD,
-};
-use loadrig_workloads::{Reply, TargetError};
+use loadrig_workloads::hello::{HelloConn, HelloOp, DIALECTS, INSERTED_HELLO, INSERTED_WORLD};
+use loadrig_workloads::Reply;
 
-use super::{reply_err, PgConn, PostgresTarget};
+use super::{reply_err, PgConn};
 
-const SCHEMA: &str = include_str!("../../sql/postgres/hello.sql");
+pub(super) const SCHEMA: &str = include_str!("../../sql/postgres/hello.sql");
 
 const SELECT: usize = 0;
 const INSERT: usize = 1;
-const CALLS: &[&str] = &[
+pub(super) const CALLS: &[&str] = &[
     "SELECT hello, world FROM hello_select($1)",
     "SELECT hello_insert($1, $2, $3)",
 ];
 
-const TEARDOWN: &str = "
+pub(super) const TEARDOWN: &str = "
 DROP FUNCTION IF EXISTS hello_insert(VARCHAR, VARCHAR, VARCHAR);
 DROP FUNCTION IF EXISTS hello_select(VARCHAR);
 DROP TABLE IF EXISTS helloworld;
 ";
 
 /// The preloaded dialects, one statement, idempotent.
-fn preload() -> String {
+pub(super) fn preload() -> String {
     let rows: Vec<String> = DIALECTS
         .iter()
         .map(|(h, w, d)| format!("('{h}', '{w}', '{d}')"))
@@ -99,31 +97,5 @@ impl HelloConn for PgConn<()> {
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
         PgConn::reconnect(self).await
-    }
-}
-
-impl HelloBackend for PostgresTarget {
-    type Conn = PgConn<()>;
-
-    async fn prepare(&self) -> Result<(), TargetError> {
-        self.script(SCHEMA).await?;
-        self.script(&preload()).await
-    }
-
-    async fn connect(&self) -> Result<Self::Conn, TargetError> {
-        self.conn(CALLS).await
-    }
-
-    async fn rows(&self) -> Result<Option<i64>, TargetError> {
-        let client = self.admin().await?;
-        let row = client
-            .query_one("SELECT COUNT(*) FROM helloworld", &[])
-            .await
-            .map_err(|e| self.failed(e))?;
-        row.try_get(0).map(Some).map_err(|e| self.failed(e))
-    }
-
-    async fn teardown(&self) -> Result<(), TargetError> {
-        self.script(TEARDOWN).await
     }
 }

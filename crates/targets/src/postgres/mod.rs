@@ -22,36 +22,45 @@ use loadrig_workloads::TargetInfo;
 use loadrig_workloads::{Reply, TargetError};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use crate::{Descriptor, ServerUrl};
+use loadrig_spec::SpecError;
 
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "postgres",
-    schemes: &["postgres", "postgresql"],
-    workloads: &["voter", "hello"],
-    example: "postgres://bench:bench@127.0.0.1:5432/bench",
-    about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
-};
+use crate::sql::SqlAdmin;
+use crate::url::TargetUrl;
 
 /// The most calls one connection keeps in flight. tokio-postgres has no
 /// limit of its own; this one keeps a runaway `-P` from queueing without bound.
 const MAX_DEPTH: usize = 256;
+const EXPECTED: &str = "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
+
+/// Parse what follows `postgres://`: a user, one server and the database
+/// the run creates its tables in.
+pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+    let (url, options) = TargetUrl::parse("postgres", rest, 5432, EXPECTED, false)?;
+    url.no_options(options)?;
+    url.one_server()?;
+    if url.user.is_none() || url.path.is_empty() {
+        return Err(url.bad("user, host and database are all needed"));
+    }
+    Ok(url)
+}
 
 /// A PostgreSQL server and database. Cheap: it connects per use.
 pub struct PostgresTarget {
-    at: ServerUrl,
+    at: TargetUrl,
     config: Arc<Config>,
     /// Read from the server at the first connection; `durability()` is sync.
     durability: OnceLock<String>,
 }
 
 impl PostgresTarget {
-    pub(crate) fn new(at: ServerUrl) -> PostgresTarget {
+    pub(crate) fn new(at: TargetUrl) -> PostgresTarget {
+        let (host, port, _) = at.server(0);
         let mut config = Config::new();
         config
-            .host(&at.host)
-            .port(at.port)
-            .user(&at.user)
-            .dbname(&at.database)
+            .host(&host)
+            .port(port)
+            .user(at.user.as_deref().unwrap_or_default())
+            .dbname(&at.path)
             .application_name("loadrig")
             .connect_timeout(Duration::from_secs(10));
         if let Some(p) = &at.password {
@@ -116,11 +125,45 @@ impl PostgresTarget {
             v.split_whitespace().next().unwrap_or(&v)
         ))
     }
+}
 
-    /// Run a script of statements (schema, fixed data, teardown) in one round trip.
+impl SqlAdmin for PostgresTarget {
+    /// Statements (schema, fixed data, teardown) in one round trip.
     async fn script(&self, sql: &str) -> Result<(), TargetError> {
         let client = self.admin().await?;
         client.batch_execute(sql).await.map_err(|e| self.failed(e))
+    }
+
+    async fn int_rows(&self, sql: &str) -> Result<Vec<Vec<i64>>, TargetError> {
+        let client = self.admin().await?;
+        let rows = client.query(sql, &[]).await.map_err(|e| self.failed(e))?;
+        rows.iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| {
+                        r.try_get::<_, i64>(i)
+                            .or_else(|_| r.try_get::<_, i32>(i).map(i64::from))
+                            .map_err(|_| self.bad_row())
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn named_rows(&self, sql: &str) -> Result<Vec<(String, i64)>, TargetError> {
+        let client = self.admin().await?;
+        let rows = client.query(sql, &[]).await.map_err(|e| self.failed(e))?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+            .map_err(|_| self.bad_row())
+    }
+
+    fn bad_row(&self) -> TargetError {
+        TargetError::Prepare {
+            target: self.at.label(),
+            reason: "the server answered a row of an unexpected shape".to_string(),
+        }
     }
 }
 
@@ -287,9 +330,44 @@ impl TargetInfo for PostgresTarget {
     }
 }
 
+crate::sql::sql_backends!(PostgresTarget, PgConn);
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_database_urls() {
+        let u = parse_url("bench:p%40ss@127.0.0.1/bench").unwrap();
+        assert_eq!(u.user.as_deref(), Some("bench"));
+        assert_eq!(u.password.as_deref(), Some("p@ss"));
+        assert_eq!(u.servers, [("127.0.0.1".to_string(), 5432)]);
+        assert_eq!(u.path, "bench");
+        assert_eq!(u.label(), "postgres://bench:***@127.0.0.1:5432/bench");
+        // A '/' in a password does not end the host part.
+        let u = parse_url("bench:a/b@[::1]:5433/db").unwrap();
+        assert_eq!(u.password.as_deref(), Some("a/b"));
+        assert_eq!(u.label(), "postgres://bench:***@[::1]:5433/db");
+    }
+
+    #[test]
+    fn bad_database_urls_name_the_flag_and_hide_the_password() {
+        for rest in [
+            "bench:secret@127.0.0.1",
+            "127.0.0.1/bench",
+            "bench:secret@127.0.0.1:notaport/bench",
+            "bench:secret@127.0.0.1:0/bench",
+            "bench:secret@/bench",
+            "bench:secret@h1,h2/bench",
+            "bench:secret@127.0.0.1/bench?sslmode=require",
+            "bench:se/cret@127.0.0.1/bench?x=1",
+        ] {
+            let e = parse_url(rest).unwrap_err();
+            assert_eq!(e.flag, "--target", "{rest}");
+            assert!(!e.to_string().contains("secret"), "{e}");
+            assert!(!e.to_string().contains("cret"), "{e}");
+        }
+    }
 
     #[test]
     fn sqlstates_map_to_static_classes() {

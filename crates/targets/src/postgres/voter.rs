@@ -6,27 +6,25 @@ use futures_util::FutureExt;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::CONTESTANT_NAMES;
-use loadrig_workloads::voter::{
-    sql, Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
-};
-use loadrig_workloads::{Reply, TargetError};
+use loadrig_workloads::voter::{Vote, VoteResult, VoterConn, AREA_CODES};
+use loadrig_workloads::Reply;
 
-use super::{reply_err, PgConn, PostgresTarget};
-use crate::sql_rows;
+use super::{reply_err, PgConn};
+use crate::sql::sql_rows;
 
-const SCHEMA: &str = include_str!("../../sql/postgres/voter.sql");
+pub(super) const SCHEMA: &str = include_str!("../../sql/postgres/voter.sql");
 
 /// The engine's one statement: a vote is one round trip, one transaction.
-const CALLS: &[&str] = &["SELECT voter_vote($1, $2, $3)"];
+pub(super) const CALLS: &[&str] = &["SELECT voter_vote($1, $2, $3)"];
 
-const TEARDOWN: &str = "
+pub(super) const TEARDOWN: &str = "
 DROP FUNCTION IF EXISTS voter_vote(BIGINT, INTEGER, INTEGER);
 DROP VIEW IF EXISTS v_votes_by_contestant_number_state;
 DROP TABLE IF EXISTS votes, votes_by_phone, contestants, area_code_state;
 ";
 
 /// Contestants 1..=n and the area codes, each one statement, idempotent.
-fn fixed_data(contestants: u8) -> String {
+pub(super) fn fixed_data(contestants: u8) -> String {
     let names = CONTESTANT_NAMES.iter().take(usize::from(contestants));
     let contestants = sql_rows(names.enumerate().map(|(i, n)| (i as i64 + 1, *n)));
     let areas = sql_rows(AREA_CODES.iter().map(|(c, s)| (i64::from(*c), *s)));
@@ -70,56 +68,6 @@ impl VoterConn for PgConn<VoteResult> {
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
         PgConn::reconnect(self).await
-    }
-}
-
-impl VoterBackend for PostgresTarget {
-    type Conn = PgConn<VoteResult>;
-
-    async fn prepare(&self, contestants: u8) -> Result<(), TargetError> {
-        self.script(SCHEMA).await?;
-        self.script(&fixed_data(contestants)).await
-    }
-
-    async fn connect(&self) -> Result<Self::Conn, TargetError> {
-        self.conn(CALLS).await
-    }
-
-    async fn counts(&self, max_votes: u32) -> Result<Option<VoterCounts>, TargetError> {
-        let client = self.admin().await?;
-        let row = client
-            .query_one(&sql::totals(max_votes), &[])
-            .await
-            .map_err(|e| self.failed(e))?;
-        let votes: i64 = row.try_get(0).map_err(|e| self.failed(e))?;
-        let over: i64 = row.try_get(1).map_err(|e| self.failed(e))?;
-        let rows = client
-            .query(sql::PER_CONTESTANT, &[])
-            .await
-            .map_err(|e| self.failed(e))?;
-        let per = rows
-            .iter()
-            .map(|r| Ok((i64::from(r.try_get::<_, i32>(0)?), r.try_get::<_, i64>(1)?)))
-            .collect::<Result<Vec<_>, tokio_postgres::Error>>()
-            .map_err(|e| self.failed(e))?;
-        Ok(Some(VoterCounts::from_rows(votes, over, per)))
-    }
-
-    async fn standings(&self) -> Result<Option<Vec<(String, i64)>>, TargetError> {
-        let client = self.admin().await?;
-        let rows = client
-            .query(sql::STANDINGS, &[])
-            .await
-            .map_err(|e| self.failed(e))?;
-        rows.iter()
-            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-            .collect::<Result<Vec<_>, tokio_postgres::Error>>()
-            .map(Some)
-            .map_err(|e| self.failed(e))
-    }
-
-    async fn teardown(&self) -> Result<(), TargetError> {
-        self.script(TEARDOWN).await
     }
 }
 

@@ -18,33 +18,22 @@
 
 mod pubsub;
 
-use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
-use loadrig_engine::Tag;
-use loadrig_kvwire::resp::{self, Reply};
-use loadrig_metrics::{ErrorKind, OpError};
+use bytes::Buf;
+use loadrig_kvwire::resp::{self};
 use loadrig_spec::SpecError;
-use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, RespConn, Value};
+
+use crate::url::{hostport, TargetUrl};
+use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
 use loadrig_workloads::{TargetError, TargetInfo};
 
-use crate::socket::{said, Socket};
-use crate::Descriptor;
+use crate::socket::{said, Dial, Socket, Stream};
 
 pub use pubsub::RedisPubSubConn;
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "redis",
-    schemes: &["redis"],
-    workloads: &["redis", "pubsub", "chat"],
-    example:
-        "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
-    about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
-};
 
 const DEFAULT_PORT: u16 = 6379;
 
@@ -63,94 +52,24 @@ const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
 
-/// The servers and the login, from
-/// `redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...]`: a bare
-/// number after a comma is another port on the host before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RedisUrl {
-    pub servers: Vec<(String, u16)>,
-    pub user: Option<String>,
-    pub password: Option<String>,
-}
+const EXPECTED: &str = "redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...]";
 
-impl RedisUrl {
-    pub fn parse(rest: &str) -> Result<RedisUrl, SpecError> {
-        let bad = |why: &str| {
-            SpecError::new(
-                "--target",
-                format!(
-                    "{why} in 'redis://{}' (expected redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...])",
-                    masked(rest)
-                ),
-            )
-        };
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        if rest.contains(['/', '?']) {
-            return Err(bad(
-                "no database or options are taken (the database is --dbnum)",
-            ));
-        }
-        let (userinfo, hosts) = match rest.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, rest),
-        };
-        let (user, password) = match userinfo {
-            None => (None, None),
-            Some(u) => {
-                let (user, pass) = u
-                    .split_once(':')
-                    .ok_or_else(|| bad("a login is :PASSWORD@ or USER:PASSWORD@"))?;
-                let user = crate::decode(user).ok_or_else(|| bad("bad %-escape"))?;
-                let pass = crate::decode(pass).ok_or_else(|| bad("bad %-escape"))?;
-                ((!user.is_empty()).then_some(user), Some(pass))
-            }
-        };
-        let servers = crate::server_list(hosts, DEFAULT_PORT).map_err(|why| bad(&why))?;
-        Ok(RedisUrl {
-            servers,
-            user,
-            password,
-        })
+/// Parse what follows `redis://`: servers and an optional login; the
+/// database is `--dbnum`, not a path.
+pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+    // A lone `SECRET@` is a password without its colon: masked as one.
+    let (url, options) = TargetUrl::parse("redis", rest, DEFAULT_PORT, EXPECTED, true)?;
+    url.no_path("no database is taken (the database is --dbnum)")?;
+    url.no_options(options)?;
+    if url.user.is_some() && url.password.is_none() {
+        return Err(url.bad("a login is :PASSWORD@ or USER:PASSWORD@"));
     }
-
-    /// The URL for messages and reports: the password masked.
-    pub fn label(&self) -> String {
-        let who = match (&self.user, &self.password) {
-            (_, None) => String::new(),
-            (None, Some(_)) => ":***@".to_string(),
-            (Some(u), Some(_)) => format!("{u}:***@"),
-        };
-        format!("redis://{who}{}", self.servers_label())
-    }
-
-    fn servers_label(&self) -> String {
-        let s: Vec<String> = self.servers.iter().map(|(h, p)| hostport(h, *p)).collect();
-        s.join(",")
-    }
-}
-
-/// What follows `redis://`, with whatever precedes `@` but a user name masked.
-fn masked(rest: &str) -> String {
-    match rest.rsplit_once('@') {
-        Some((userinfo, hosts)) => {
-            let user = userinfo.split_once(':').map_or("", |(u, _)| u);
-            format!("{user}:***@{hosts}")
-        }
-        None => rest.to_string(),
-    }
-}
-
-fn hostport(h: &str, p: u16) -> String {
-    if h.contains(':') {
-        format!("[{h}]:{p}")
-    } else {
-        format!("{h}:{p}")
-    }
+    Ok(url)
 }
 
 /// One or more Redis servers. Cheap: it connects per use.
 pub struct RedisTarget {
-    at: Arc<RedisUrl>,
+    at: Arc<TargetUrl>,
     /// The server the next engine connection goes to (round robin).
     next: AtomicUsize,
     version: OnceLock<String>,
@@ -158,7 +77,7 @@ pub struct RedisTarget {
 }
 
 impl RedisTarget {
-    pub(crate) fn new(at: RedisUrl) -> RedisTarget {
+    pub(crate) fn new(at: TargetUrl) -> RedisTarget {
         RedisTarget {
             at: Arc::new(at),
             next: AtomicUsize::new(0),
@@ -252,14 +171,11 @@ impl RedisBackend for RedisTarget {
         let link = Link::open(&self.at, server, db)
             .await
             .map_err(|e| self.unreachable(e))?;
-        Ok(RedisConn {
+        let dial = Arc::new(RedisDial {
             at: self.at.clone(),
-            server,
             db,
-            link,
-            tags: VecDeque::new(),
-            stray: false,
-        })
+        });
+        Ok(Stream::new(link.sock, dial, server))
     }
 
     async fn admin(&self, server: usize, db: u32) -> Result<Admin, TargetError> {
@@ -297,7 +213,7 @@ struct Link {
 
 impl Link {
     /// Connect to server `i`, log in, select `db`.
-    async fn open(at: &RedisUrl, i: usize, db: u32) -> Result<Link, LinkError> {
+    async fn open(at: &TargetUrl, i: usize, db: u32) -> Result<Link, LinkError> {
         let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
         let name = hostport(&host, port);
         let io = |source| LinkError::Io {
@@ -402,98 +318,43 @@ impl RespAdmin for Admin {
     }
 }
 
-/// One engine connection: commands pipelined, replies in order.
-pub struct RedisConn {
-    at: Arc<RedisUrl>,
-    server: usize,
+/// One engine connection: a byte stream that logs in and selects its
+/// database again when it reconnects; the workload parses the replies.
+pub type RedisConn = Stream<RedisDial>;
+
+/// How an engine connection (re)opens its link.
+pub struct RedisDial {
+    at: Arc<TargetUrl>,
     db: u32,
-    link: Link,
-    /// Tags of the commands in flight, oldest first.
-    tags: VecDeque<Tag>,
-    /// Bytes came that no command asked for: the stream is out of step.
-    stray: bool,
 }
 
-const PROTOCOL: OpError = OpError {
-    kind: ErrorKind::Protocol,
-    class: "",
-};
-
-impl RespConn for RedisConn {
-    #[inline]
-    fn out(&mut self) -> &mut BytesMut {
-        &mut self.link.sock.wbuf
+impl Dial for RedisDial {
+    fn servers(&self) -> usize {
+        self.at.servers.len()
     }
 
-    #[inline]
-    fn queued(&mut self, tag: Tag) {
-        // With nothing in flight every byte read is a reply to nothing
-        // (the next command would take it for its own).
-        if self.tags.is_empty() && !self.link.sock.rbuf.is_empty() {
-            self.stray = true;
-        }
-        self.tags.push_back(tag);
-    }
-
-    #[inline]
-    fn next<R>(&mut self, f: impl FnOnce(Tag, Reply<'_>) -> R) -> Option<Result<R, OpError>> {
-        if self.stray {
-            return Some(Err(PROTOCOL));
-        }
-        match resp::parse_reply(&self.link.sock.rbuf) {
-            Ok(None) => None,
-            Ok(Some((reply, n))) => {
-                // A reply with nothing in flight: the stream is not ours.
-                let Some(tag) = self.tags.pop_front() else {
-                    return Some(Err(PROTOCOL));
-                };
-                let out = f(tag, reply);
-                self.link.sock.rbuf.advance(n);
-                Some(Ok(out))
-            }
-            Err(_) => Some(Err(PROTOCOL)),
-        }
-    }
-
-    async fn fill(&mut self) -> Result<(), OpError> {
-        self.link.sock.fill().await.map_err(|e| match e.kind() {
-            io::ErrorKind::InvalidData => PROTOCOL,
-            _ => OpError::new(ErrorKind::Io),
-        })
-    }
-
-    /// A fresh link, to the same server first, then the others.
-    async fn reconnect(&mut self) -> Result<(), OpError> {
-        self.tags.clear();
-        self.stray = false;
-        let n = self.at.servers.len();
-        for k in 0..n {
-            let i = (self.server + k) % n;
-            if let Ok(link) = Link::open(&self.at, i, self.db).await {
-                self.link = link;
-                self.server = i;
-                return Ok(());
-            }
-        }
-        Err(OpError::new(ErrorKind::Connect))
-    }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.link.sock.take_bytes()
+    async fn dial(&self, server: usize) -> Option<Socket> {
+        Link::open(&self.at, server, self.db)
+            .await
+            .ok()
+            .map(|l| l.sock)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loadrig_metrics::ErrorKind;
+    use loadrig_workloads::redis::RespConn;
+    use loadrig_workloads::stream::ByteStream;
 
     #[test]
     fn parses_redis_urls() {
-        let u = RedisUrl::parse("127.0.0.1").unwrap();
+        let u = parse_url("127.0.0.1").unwrap();
         assert_eq!(u.servers, vec![("127.0.0.1".to_string(), 6379)]);
         assert_eq!((u.user.as_deref(), u.password.as_deref()), (None, None));
         assert_eq!(u.label(), "redis://127.0.0.1:6379");
-        let u = RedisUrl::parse("127.0.0.1:6379,6380,h2,[::1]:7000,7001/").unwrap();
+        let u = parse_url("127.0.0.1:6379,6380,h2,[::1]:7000,7001/").unwrap();
         let ports: Vec<(&str, u16)> = u.servers.iter().map(|(h, p)| (h.as_str(), *p)).collect();
         assert_eq!(
             ports,
@@ -505,15 +366,12 @@ mod tests {
                 ("::1", 7001)
             ]
         );
-        let u = RedisUrl::parse(":s%40cret@h").unwrap();
+        let u = parse_url(":s%40cret@h").unwrap();
         assert_eq!((u.user, u.password.as_deref()), (None, Some("s@cret")));
-        let u = RedisUrl::parse("bench:pw@h:1").unwrap();
+        let u = parse_url("bench:pw@h:1").unwrap();
         assert_eq!(u.user.as_deref(), Some("bench"));
         assert_eq!(u.label(), "redis://bench:***@h:1");
-        assert_eq!(
-            RedisUrl::parse(":pw@h").unwrap().label(),
-            "redis://:***@h:6379"
-        );
+        assert_eq!(parse_url(":pw@h").unwrap().label(), "redis://:***@h:6379");
     }
 
     #[test]
@@ -528,7 +386,7 @@ mod tests {
             "secret@h",
             ":secret@h,99999",
         ] {
-            let e = RedisUrl::parse(rest).unwrap_err();
+            let e = parse_url(rest).unwrap_err();
             assert_eq!(e.flag, "--target", "{rest}");
             assert!(!e.to_string().contains("secret"), "{e}");
         }
@@ -549,7 +407,7 @@ mod tests {
             }
             std::thread::sleep(Duration::from_secs(2));
         });
-        RedisTarget::new(RedisUrl::parse(&format!(":pw@127.0.0.1:{port}")).unwrap())
+        RedisTarget::new(parse_url(&format!(":pw@127.0.0.1:{port}")).unwrap())
     }
 
     #[tokio::test]
@@ -559,7 +417,8 @@ mod tests {
             b"+OK\r\n+OK\r\n",
             b"+PONG\r\n:7\r\n-WRONGTYPE no\r\n?garbage\r\n",
         ]);
-        let mut c = t.connect(3).await.unwrap();
+        // The workload's RESP reading over the target's byte stream.
+        let mut c = RespConn::new(t.connect(3).await.unwrap());
         for tag in [5, 2, 9, 4] {
             resp::encode_cmd1(c.out(), b"PING");
             c.queued(tag);
@@ -569,7 +428,7 @@ mod tests {
             match c.next(|tag, r| (tag, Value::of(r))) {
                 Some(Ok(x)) => got.push(x),
                 Some(Err(e)) => break e,
-                None => c.fill().await.unwrap(),
+                None => c.stream().fill().await.unwrap(),
             }
         };
         assert_eq!(

@@ -23,7 +23,13 @@ use loadrig_workloads::pubsub::{Confirm, Incoming, PubSubBackend, PubSubConn};
 use loadrig_workloads::redis::command::error_class;
 use loadrig_workloads::TargetError;
 
-use super::{Link, RedisTarget, RedisUrl, PROTOCOL};
+use super::{Link, RedisTarget};
+use crate::url::TargetUrl;
+
+const PROTOCOL: OpError = OpError {
+    kind: ErrorKind::Protocol,
+    class: "",
+};
 
 /// How long a subscription's confirmation may take.
 const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,7 +67,7 @@ impl PubSubBackend for RedisTarget {
 
 /// One client's pair of links.
 pub struct RedisPubSubConn {
-    at: Arc<RedisUrl>,
+    at: Arc<TargetUrl>,
     server: usize,
     publisher: Link,
     /// In subscribe mode; opened by the first `subscribe`.

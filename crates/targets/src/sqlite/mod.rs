@@ -30,15 +30,7 @@ use loadrig_workloads::{Reply, TargetError};
 use rusqlite::{Connection, ErrorCode};
 use tokio::sync::{mpsc as amp, oneshot};
 
-use crate::{query_pairs, Descriptor};
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "sqlite",
-    schemes: &["sqlite"],
-    workloads: &["voter", "hello"],
-    example: "sqlite:///tmp/bench.db?sync=full  (no --target: a fresh temporary database)",
-    about: "embedded SQLite (bundled); one database thread, group commit, WAL",
-};
+use crate::query_pairs;
 
 /// The most calls one transaction carries.
 const MAX_BATCH: usize = 4_096;
@@ -338,6 +330,11 @@ impl TargetInfo for SqliteTarget {
 
     fn max_depth(&self) -> usize {
         MAX_BATCH
+    }
+
+    /// A fresh temporary database is private to the process that made it.
+    fn shared(&self) -> bool {
+        self._temp.is_none()
     }
 
     async fn embedded_cpu(&self) -> Option<std::time::Duration> {

@@ -31,15 +31,7 @@ use loadrig_voltwire as vw;
 use loadrig_workloads::{Reply, TargetError, TargetInfo};
 
 use crate::socket::{said, Socket};
-use crate::{split_host_port, Descriptor};
-
-pub(crate) const DESCRIPTOR: Descriptor = Descriptor {
-    name: "voltdb",
-    schemes: &["voltdb"],
-    workloads: &["voter", "hello"],
-    example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
-    about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
-};
+use crate::url::TargetUrl;
 
 const DEFAULT_PORT: u16 = 21212;
 
@@ -56,84 +48,19 @@ const ADMIN_TIMEOUT: Duration = Duration::from_secs(120);
 /// Read buffer growth step.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// Where the cluster is and who logs in, from
-/// `voltdb://[user[:password]@]host[:port][,host[:port]...]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct VoltUrl {
-    pub hosts: Vec<(String, u16)>,
-    pub user: String,
-    pub password: String,
-}
+const EXPECTED: &str = "voltdb://[USER:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...]";
 
-impl VoltUrl {
-    pub fn parse(rest: &str) -> Result<VoltUrl, SpecError> {
-        let bad = |why: &str| {
-            SpecError::new(
-                "--target",
-                format!(
-                    "{why} in 'voltdb://{}' (expected voltdb://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...])",
-                    crate::mask(rest)
-                ),
-            )
-        };
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        if rest.contains(['/', '?']) {
-            return Err(bad("no database or options are taken"));
-        }
-        let (userinfo, hosts) = match rest.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, rest),
-        };
-        let (user, password) = match userinfo {
-            None => (String::new(), String::new()),
-            Some(u) => {
-                let (user, pass) = u.split_once(':').unwrap_or((u, ""));
-                (
-                    crate::decode(user).ok_or_else(|| bad("bad %-escape"))?,
-                    crate::decode(pass).ok_or_else(|| bad("bad %-escape"))?,
-                )
-            }
-        };
-        let hosts = hosts
-            .split(',')
-            .map(|h| {
-                split_host_port(h, DEFAULT_PORT)
-                    .filter(|(host, _)| !host.is_empty())
-                    .ok_or_else(|| bad(&format!("bad host '{h}'")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(VoltUrl {
-            hosts,
-            user,
-            password,
-        })
-    }
-
-    /// The URL for messages and reports: the password masked.
-    pub fn label(&self) -> String {
-        let who = match (self.user.is_empty(), self.password.is_empty()) {
-            (true, true) => String::new(),
-            (_, true) => format!("{}@", self.user),
-            _ => format!("{}:***@", self.user),
-        };
-        let hosts: Vec<String> = self
-            .hosts
-            .iter()
-            .map(|(h, p)| {
-                if h.contains(':') {
-                    format!("[{h}]:{p}")
-                } else {
-                    format!("{h}:{p}")
-                }
-            })
-            .collect();
-        format!("voltdb://{who}{}", hosts.join(","))
-    }
+/// Parse what follows `voltdb://`: the hosts and an optional login.
+pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+    let (url, options) = TargetUrl::parse("voltdb", rest, DEFAULT_PORT, EXPECTED, false)?;
+    url.no_path("no database is taken")?;
+    url.no_options(options)?;
+    Ok(url)
 }
 
 /// A VoltDB cluster. Cheap: it connects per use.
 pub struct VoltTarget {
-    at: Arc<VoltUrl>,
+    at: Arc<TargetUrl>,
     /// The next host a connection goes to (round robin).
     next_host: AtomicUsize,
     /// The server's build string, from the first login.
@@ -143,7 +70,7 @@ pub struct VoltTarget {
 }
 
 impl VoltTarget {
-    pub(crate) fn new(at: VoltUrl) -> VoltTarget {
+    pub(crate) fn new(at: TargetUrl) -> VoltTarget {
         VoltTarget {
             at: Arc::new(at),
             next_host: AtomicUsize::new(0),
@@ -168,7 +95,7 @@ impl VoltTarget {
 
     /// A logged-in link to the next host.
     async fn link(&self) -> Result<(Link, usize), TargetError> {
-        let host = self.next_host.fetch_add(1, Ordering::Relaxed) % self.at.hosts.len();
+        let host = self.next_host.fetch_add(1, Ordering::Relaxed) % self.at.servers.len();
         let (link, build) = Link::open(&self.at, host)
             .await
             .map_err(|e| self.unreachable(e.to_string()))?;
@@ -196,6 +123,14 @@ impl VoltTarget {
 }
 
 impl TargetInfo for VoltTarget {
+    fn default_connections(&self) -> Option<u32> {
+        Some(
+            u32::try_from(self.at.servers.len())
+                .unwrap_or(u32::MAX)
+                .max(1),
+        )
+    }
+
     async fn server_version(&self) -> Option<String> {
         let mut a = self.admin().await.ok()?;
         if self.durability.get().is_none() {
@@ -246,8 +181,8 @@ struct Link {
 
 impl Link {
     /// Connect to host `i` of `at` and log in; returns the server's build.
-    async fn open(at: &VoltUrl, i: usize) -> Result<(Link, String), LinkError> {
-        let (host, port) = at.hosts.get(i).cloned().unwrap_or_default();
+    async fn open(at: &TargetUrl, i: usize) -> Result<(Link, String), LinkError> {
+        let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
         let name = format!("{host}:{port}");
         let io = |source| LinkError::Io {
             host: name.clone(),
@@ -263,8 +198,8 @@ impl Link {
         let mut link = Link { sock };
         vw::encode_login(
             &mut link.sock.wbuf,
-            &at.user,
-            &at.password,
+            at.user.as_deref().unwrap_or_default(),
+            at.password.as_deref().unwrap_or_default(),
             vw::LOGIN_VERSION,
         )
         .map_err(wire)?;
@@ -475,7 +410,7 @@ pub trait Answer: Send + 'static {
 
 /// One engine connection: invocations in flight, matched by client handle.
 pub struct VoltConn<A: Answer> {
-    at: Arc<VoltUrl>,
+    at: Arc<TargetUrl>,
     host: usize,
     link: Link,
     /// Indexed by tag: the calls in flight.
@@ -537,7 +472,7 @@ impl<A: Answer> VoltConn<A> {
     /// flight are lost.
     async fn reconnect(&mut self) -> Result<(), OpError> {
         self.pending.iter_mut().for_each(|p| *p = None);
-        let hosts = self.at.hosts.len();
+        let hosts = self.at.servers.len();
         for k in 0..hosts {
             let i = (self.host + k) % hosts;
             if let Ok((link, _)) = Link::open(&self.at, i).await {
@@ -577,15 +512,18 @@ mod tests {
 
     #[test]
     fn parses_voltdb_urls() {
-        let u = VoltUrl::parse("127.0.0.1").unwrap();
-        assert_eq!(u.hosts, vec![("127.0.0.1".to_string(), 21212)]);
-        assert_eq!((u.user.as_str(), u.password.as_str()), ("", ""));
+        let u = parse_url("127.0.0.1").unwrap();
+        assert_eq!(u.servers, vec![("127.0.0.1".to_string(), 21212)]);
+        assert_eq!((&u.user, &u.password), (&None, &None));
         assert_eq!(u.label(), "voltdb://127.0.0.1:21212");
-        let u = VoltUrl::parse("admin:s%40cret@h1:1,h2,[::1]:3/").unwrap();
-        assert_eq!(u.hosts.len(), 3);
-        assert_eq!(u.hosts[1], ("h2".to_string(), 21212));
-        assert_eq!(u.password, "s@cret");
+        let u = parse_url("admin:s%40cret@h1:1,h2,[::1]:3/").unwrap();
+        assert_eq!(u.servers.len(), 3);
+        assert_eq!(u.servers[1], ("h2".to_string(), 21212));
+        assert_eq!(u.password.as_deref(), Some("s@cret"));
         assert_eq!(u.label(), "voltdb://admin:***@h1:1,h2:21212,[::1]:3");
+        // The bare-port shorthand every server URL takes.
+        let u = parse_url("h1:21212,21213").unwrap();
+        assert_eq!(u.label(), "voltdb://h1:21212,h1:21213");
     }
 
     #[test]
@@ -598,7 +536,7 @@ mod tests {
             "h?x=1",
             "u:secret@h:x",
         ] {
-            let e = VoltUrl::parse(rest).unwrap_err();
+            let e = parse_url(rest).unwrap_err();
             assert_eq!(e.flag, "--target", "{rest}");
             assert!(!e.to_string().contains("secret"), "{e}");
         }

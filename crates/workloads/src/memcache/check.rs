@@ -28,7 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use super::driver::MemcacheBench;
 use super::load::{Load, GET, GET_HITS, GET_MISSES, SET};
-use super::{McConn, MemcacheBackend};
+use super::MemcacheBackend;
+use crate::stream::ByteStream;
 use crate::{group, Check, Results, TargetError, Verdict};
 
 /// How long one cold-path exchange may take.
@@ -57,7 +58,7 @@ fn failed(label: &str, what: &str, why: impl std::fmt::Display) -> TargetError {
 }
 
 /// Write what `c` holds and read until `parse` takes a whole answer.
-async fn exchange<C: McConn, R>(
+async fn exchange<C: ByteStream, R>(
     c: &mut C,
     label: &str,
     what: &str,
@@ -199,10 +200,11 @@ pub(super) async fn verify<B: MemcacheBackend>(
     let errors = |k: usize, kinds: &[ErrorKind]| {
         kind(k).map_or(0, |s| kinds.iter().map(|e| s.errors.get(*e)).sum::<u64>()) as i64
     };
-    let lost = [ErrorKind::Io, ErrorKind::Timeout, ErrorKind::Protocol];
-    let set_doubt = errors(SET, &lost) + errors(SET, &[ErrorKind::Server]);
+    // A set the server refused (out of memory, too large) may have
+    // dropped the old value or not: in doubt too.
+    let set_doubt = counted.in_doubt_of(SET) as i64 + errors(SET, &[ErrorKind::Server]);
     let set_failed = kind(SET).map_or(0, |k| k.count() - k.ok) as i64;
-    let get_doubt = errors(GET, &lost) * i64::from(load.spec.multiget);
+    let get_doubt = counted.in_doubt_of(GET) as i64 * i64::from(load.spec.multiget);
     let d = |i: usize| counted.domains.get(i).copied().unwrap_or(0) as i64;
     let delta = |a: u64, b: u64| a as i64 - b as i64;
     let mut checks = vec![
@@ -324,7 +326,7 @@ pub(super) async fn clean<B: MemcacheBackend>(bench: &MemcacheBench<B>) -> Resul
 
 /// Wait until the server has read everything sent (a `version` round trip
 /// behind the `noreply` deletes).
-async fn sync<C: McConn>(c: &mut C, label: &str) -> Result<(), TargetError> {
+async fn sync<C: ByteStream>(c: &mut C, label: &str) -> Result<(), TargetError> {
     text::encode_version(c.out());
     exchange(c, label, "delete", |b| {
         Ok(text::parse_version(b)?.map(|(_, n)| ((), n)))

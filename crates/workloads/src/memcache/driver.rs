@@ -13,7 +13,6 @@
 //! wrong opaque) means the stream is out of step: the connection is
 //! broken, a protocol error, and the engine reconnects.
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -22,11 +21,12 @@ use loadrig_engine::{Driver, Event, Tag};
 use loadrig_kvwire::memcache::binary::{self, GetKind, Opcode, SetOpts, Status};
 use loadrig_kvwire::memcache::text::{self, Response, StoreCmd, StoreOpts};
 use loadrig_metrics::{ErrorKind, OpError, Snapshot};
-use loadrig_spec::{MemcacheSpec, Stop, MAX_MULTIGET};
+use loadrig_spec::{MemcacheSpec, RunSpec, Stop, MAX_MULTIGET};
 
 use super::check;
 use super::load::{Load, Op, DOMAINS, GET, GET_HITS, GET_MISSES, KINDS, SET};
-use super::{McConn, MemcacheBackend};
+use super::MemcacheBackend;
+use crate::stream::{self, ByteStream, Fifo, StreamDriver};
 use crate::{Bench, Results, TargetError, Verdict};
 
 const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
@@ -43,7 +43,8 @@ struct Pending {
 pub struct MemcacheDriver<C> {
     conn: C,
     load: Arc<Load>,
-    pending: VecDeque<Pending>,
+    /// Requests in flight, and whether the stream is out of step.
+    pending: Fifo<Pending>,
     /// Keys of the request being written, `multiget` of them end to end.
     keys: Vec<u8>,
     /// Hits and misses since the engine last took them.
@@ -52,22 +53,19 @@ pub struct MemcacheDriver<C> {
     /// error status among them.
     hits: u32,
     failed: Option<OpError>,
-    /// Bytes came with nothing in flight: the stream is out of step.
-    stray: bool,
 }
 
-impl<C: McConn> MemcacheDriver<C> {
+impl<C: ByteStream> MemcacheDriver<C> {
     fn new(conn: C, load: Arc<Load>) -> Self {
         let keys = load.key_buffer().repeat(load.spec.multiget as usize);
         MemcacheDriver {
             conn,
             load,
-            pending: VecDeque::with_capacity(64),
+            pending: Fifo::with_capacity(64),
             keys,
             counts: [0; 2],
             hits: 0,
             failed: None,
-            stray: false,
         }
     }
 
@@ -152,7 +150,7 @@ impl<C: McConn> MemcacheDriver<C> {
             (_, resp) => Err(text_error(resp)),
         };
         buf.advance(used);
-        self.pending.pop_front();
+        self.pending.pop();
         Some(Event::Done { tag: p.tag, result })
     }
 
@@ -220,7 +218,7 @@ impl<C: McConn> MemcacheDriver<C> {
                 _ => return Some(Event::Broken(PROTOCOL)),
             };
             buf.advance(used);
-            self.pending.pop_front();
+            self.pending.pop();
             return Some(Event::Done { tag: p.tag, result });
         }
     }
@@ -264,7 +262,16 @@ fn status_error(s: Status) -> OpError {
     })
 }
 
-impl<C: McConn> Driver for MemcacheDriver<C> {
+impl<C: ByteStream> StreamDriver for MemcacheDriver<C> {
+    type Stream = C;
+
+    #[inline]
+    fn stream(&mut self) -> &mut C {
+        &mut self.conn
+    }
+}
+
+impl<C: ByteStream> Driver for MemcacheDriver<C> {
     #[inline]
     fn kind_of(&self, index: u64) -> usize {
         self.load.kind(index)
@@ -273,31 +280,22 @@ impl<C: McConn> Driver for MemcacheDriver<C> {
     #[inline]
     fn send(&mut self, index: u64, tag: Tag) -> usize {
         let op = self.load.op(index);
-        if self.pending.is_empty() && !self.conn.input().is_empty() {
-            self.stray = true;
-        }
         if self.write(&op, tag).is_err() {
             // Nothing was written for it; say so in turn.
-            self.stray = true;
+            self.pending.mark_stray();
         }
-        self.pending.push_back(Pending { tag, op });
+        let input = self.conn.input();
+        self.pending.push(Pending { tag, op }, input);
         op.kind
     }
 
     async fn recv(&mut self) -> Event {
-        loop {
-            if let Some(ev) = self.try_recv() {
-                return ev;
-            }
-            if let Err(e) = self.conn.fill().await {
-                return Event::Broken(e);
-            }
-        }
+        stream::recv(self).await
     }
 
     #[inline]
     fn try_recv(&mut self) -> Option<Event> {
-        if self.stray {
+        if self.pending.stray() {
             return Some(Event::Broken(PROTOCOL));
         }
         let Some(&p) = self.pending.front() else {
@@ -313,7 +311,6 @@ impl<C: McConn> Driver for MemcacheDriver<C> {
 
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
         self.pending.clear();
-        self.stray = false;
         self.hits = 0;
         self.failed = None;
         self.conn.reconnect()
@@ -342,19 +339,17 @@ pub struct MemcacheBench<B> {
 }
 
 impl<B: MemcacheBackend> MemcacheBench<B> {
-    /// `windows`: connections over every process (see [`super::load`]).
-    pub fn new(
-        backend: B,
-        spec: MemcacheSpec,
-        windows: u64,
-        seed: u64,
-        stop: Stop,
-        whole: bool,
-    ) -> Self {
+    pub fn new(backend: B, own: &MemcacheSpec, run: &RunSpec) -> Self {
+        // One window per connection over every process (see
+        // [`super::load`]); which keys the sets wrote is known only for
+        // the whole index space and no warm-up.
+        let shards = run.load.shard.count.max(run.processes);
+        let windows = u64::from(run.load.connections) * u64::from(shards);
+        let whole = run.load.shard.count == 1 && run.warmup_secs == 0.0;
         MemcacheBench {
             backend,
-            load: Arc::new(Load::new(spec, windows, seed)),
-            stop,
+            load: Arc::new(Load::new(own.clone(), windows, run.seed)),
+            stop: run.load.stop,
             whole,
         }
     }
@@ -387,7 +382,7 @@ impl<B: MemcacheBackend> Bench for MemcacheBench<B> {
         Ok(serde_json::to_value(s).unwrap_or_default())
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
         let conn = self.backend.connect().await?;
         Ok(MemcacheDriver::new(conn, self.load.clone()))
     }

@@ -19,17 +19,22 @@ pub mod load;
 
 use std::future::Future;
 
-use bytes::BytesMut;
-use loadrig_metrics::OpError;
-
+use crate::stream::ByteStream;
 use crate::{TargetError, TargetInfo};
 
 pub use driver::{MemcacheBench, MemcacheDriver};
+/// Something to do with any target that has this capability: the registry
+/// calls it with the concrete backend, so what it builds is monomorphised
+/// per target (see [`crate::Capabilities`]).
+pub trait Visit {
+    type Output;
+    fn visit<B: MemcacheBackend + 'static>(self, backend: B) -> Self::Output;
+}
 
 /// The memcache capability: memcached servers, text and binary protocols
 /// on the same port (memcached tells them apart by the first byte).
 pub trait MemcacheBackend: TargetInfo {
-    type Conn: McConn;
+    type Conn: ByteStream;
 
     /// How many servers the target names; engine connections are dealt
     /// over them round robin, and checks add up what each one says.
@@ -41,22 +46,4 @@ pub trait MemcacheBackend: TargetInfo {
     fn connect_to(&self, server: usize) -> impl Future<Output = Result<Self::Conn, TargetError>>;
     /// The target for messages, e.g. `memcache://127.0.0.1:11211`.
     fn label(&self) -> String;
-}
-
-/// One byte stream to a memcached server, pipelined: requests are
-/// appended to [`out`](McConn::out), responses are read from the front of
-/// [`input`](McConn::input) by the caller, which removes what it parsed.
-pub trait McConn: Send + 'static {
-    /// The write buffer: append whole requests.
-    fn out(&mut self) -> &mut BytesMut;
-    /// The read buffer: bytes received and not yet consumed.
-    fn input(&mut self) -> &mut BytesMut;
-    /// Write what is queued and wait until more bytes arrived. Cancel
-    /// safe: bytes stay in the connection's buffers.
-    fn fill(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
-    /// A fresh connection to the same server (else the next one), with
-    /// empty buffers.
-    fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
-    /// Bytes sent and received since the last call.
-    fn take_bytes(&mut self) -> (u64, u64);
 }

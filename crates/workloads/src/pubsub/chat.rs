@@ -10,12 +10,11 @@
 //! losses, duplicates, reorders (delivery latency is the `deliver` row
 //! of the latency table; client CPU and memory are in the summary).
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
-use loadrig_spec::{ChatSpec, Stop};
+use loadrig_spec::{ChatSpec, RunSpec, Stop};
 
 use super::client::{Client, ClientDriver, Role, DOMAINS, SEND};
 use super::fanout::{run_prefix, subscribe_failed};
@@ -29,18 +28,17 @@ pub struct ChatBench<B> {
     pub spec: ChatSpec,
     pub stop: Stop,
     client: Arc<Client>,
-    made: AtomicU32,
 }
 
 impl<B: PubSubBackend> ChatBench<B> {
-    pub fn new(backend: B, spec: ChatSpec, seed: u64, stop: Stop) -> Self {
-        let client = Arc::new(Client::new(run_prefix(), spec.size, seed));
+    pub fn new(backend: B, own: &ChatSpec, run: &RunSpec) -> Self {
+        let (spec, stop) = (own.clone(), run.load.stop);
+        let client = Arc::new(Client::new(run_prefix(), spec.size, run.seed));
         ChatBench {
             backend,
             spec,
             stop,
             client,
-            made: AtomicU32::new(0),
         }
     }
 }
@@ -74,8 +72,7 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
         Ok(serde_json::Value::Null)
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
-        let n = self.made.fetch_add(1, Ordering::Relaxed);
+    async fn connect(&self, n: u32) -> Result<Self::Driver, TargetError> {
         let size = self.spec.per_group;
         let first = n / size * size;
         let mut conn = self.backend.connect(u64::from(n)).await?;

@@ -23,10 +23,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::stamp::{Stamp, FILL};
 use loadrig_engine::rng::Rng;
 use loadrig_engine::{Driver, Event, Instant, Tag};
 use loadrig_metrics::OpError;
-use loadrig_mqwire::stamp::{Stamp, FILL};
 
 use super::tally::{ClientTally, Tallies};
 use super::{Confirm, Incoming, PubSubConn};

@@ -8,12 +8,11 @@
 //! closed loop, `--rate`, `-n` or `--duration`); subscribers are
 //! listeners that issue nothing and drain after the last publish.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
-use loadrig_spec::{PubSubSpec, Stop};
+use loadrig_spec::{PubSubSpec, RunSpec, Stop};
 
 use super::client::{Client, ClientDriver, Role, DOMAINS, SEND};
 use super::tally::{ClientTally, Spread};
@@ -26,19 +25,17 @@ pub struct PubSubBench<B> {
     pub spec: PubSubSpec,
     pub stop: Stop,
     client: Arc<Client>,
-    /// Connections made so far: the first `pubs` publish.
-    made: AtomicU32,
 }
 
 impl<B: PubSubBackend> PubSubBench<B> {
-    pub fn new(backend: B, spec: PubSubSpec, seed: u64, stop: Stop) -> Self {
-        let client = Arc::new(Client::new(run_prefix(), spec.size, seed));
+    pub fn new(backend: B, own: &PubSubSpec, run: &RunSpec) -> Self {
+        let (spec, stop) = (own.clone(), run.load.stop);
+        let client = Arc::new(Client::new(run_prefix(), spec.size, run.seed));
         PubSubBench {
             backend,
             spec,
             stop,
             client,
-            made: AtomicU32::new(0),
         }
     }
 
@@ -109,8 +106,7 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
         Ok(serde_json::Value::Null)
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
-        let n = self.made.fetch_add(1, Ordering::Relaxed);
+    async fn connect(&self, n: u32) -> Result<Self::Driver, TargetError> {
         let mut conn = self.backend.connect(u64::from(n)).await?;
         let role = match (n < self.spec.pubs, self.spec.request) {
             (true, false) => Role::Publisher,

@@ -18,6 +18,7 @@
 pub mod chat;
 mod client;
 pub mod fanout;
+pub mod stamp;
 mod tally;
 
 use std::future::Future;
@@ -55,6 +56,13 @@ pub enum Incoming<'a> {
     },
     /// The broker confirmed the publish queued under `tag`.
     Ack(Tag),
+}
+/// Something to do with any target that has this capability: the registry
+/// calls it with the concrete backend, so what it builds is monomorphised
+/// per target (see [`crate::Capabilities`]).
+pub trait Visit {
+    type Output;
+    fn visit<B: PubSubBackend + 'static>(self, backend: B) -> Self::Output;
 }
 
 /// The pub/sub capability: a broker and how to reach it.

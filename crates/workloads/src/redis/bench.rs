@@ -9,12 +9,13 @@ use std::sync::Arc;
 use loadrig_engine::rng::{mix64, Rng};
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{OpError, Snapshot};
-use loadrig_spec::{RedisSpec, RedisTest, Stop};
+use loadrig_spec::{RedisSpec, RedisTest, RunSpec, Stop};
 
 use super::check;
 use super::command::{self, classify, Template};
 use super::mix::{self, Mix};
 use super::{RedisBackend, RespConn};
+use crate::stream::{self, ByteStream, StreamDriver};
 use crate::{Bench, Results, TargetError, Verdict};
 
 /// The seed of test `test`'s operations: each test draws its own keys, as
@@ -46,12 +47,21 @@ enum Mode {
 }
 
 /// One engine connection running one test, or the mix.
-pub struct RedisDriver<C> {
-    conn: C,
+pub struct RedisDriver<S> {
+    conn: RespConn<S>,
     mode: Mode,
 }
 
-impl<C: RespConn> Driver for RedisDriver<C> {
+impl<S: ByteStream> StreamDriver for RedisDriver<S> {
+    type Stream = S;
+
+    #[inline]
+    fn stream(&mut self) -> &mut S {
+        self.conn.stream()
+    }
+}
+
+impl<S: ByteStream> Driver for RedisDriver<S> {
     fn kind_of(&self, index: u64) -> usize {
         match &self.mode {
             Mode::Test { kind, .. } => *kind,
@@ -94,14 +104,7 @@ impl<C: RespConn> Driver for RedisDriver<C> {
     }
 
     async fn recv(&mut self) -> Event {
-        loop {
-            if let Some(ev) = self.try_recv() {
-                return ev;
-            }
-            if let Err(e) = self.conn.fill().await {
-                return Event::Broken(e);
-            }
-        }
+        stream::recv(self).await
     }
 
     #[inline]
@@ -152,7 +155,11 @@ pub struct RedisBench<B> {
 }
 
 impl<B: RedisBackend> RedisBench<B> {
-    pub fn new(backend: B, spec: RedisSpec, seed: u64, stop: Stop, whole: bool) -> Self {
+    pub fn new(backend: B, own: &RedisSpec, run: &RunSpec) -> Self {
+        let (spec, seed, stop) = (own.clone(), run.seed, run.load.stop);
+        // Which keys SET and MSET wrote is known only for the whole index
+        // space and no warm-up.
+        let whole = run.load.shard.count == 1 && run.warmup_secs == 0.0;
         let data: Arc<[u8]> = command::benchmark_data(spec.data_size).into();
         let first = spec.tests.first().copied().unwrap_or(RedisTest::PingInline);
         let template = Arc::new(Template::of(
@@ -246,7 +253,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
         Ok(serde_json::to_value(b).unwrap_or_default())
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
         let test = self.test();
         let mode = match &self.mix {
             Some(mix) => Mode::Mix {
@@ -264,7 +271,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
             },
         };
         Ok(RedisDriver {
-            conn: self.backend.connect(self.spec.dbnum).await?,
+            conn: RespConn::new(self.backend.connect(self.spec.dbnum).await?),
             mode,
         })
     }

@@ -214,11 +214,11 @@ impl Tally<'_> {
     /// Sent, and the connection failed (or the reply was unreadable)
     /// before it was known whether it ran.
     fn doubt(&self, t: RedisTest) -> i64 {
-        self.kind(t).map_or(0, |k| {
-            (k.errors.get(ErrorKind::Io)
-                + k.errors.get(ErrorKind::Timeout)
-                + k.errors.get(ErrorKind::Protocol)) as i64
-        })
+        self.spec
+            .tests
+            .iter()
+            .position(|x| *x == t)
+            .map_or(0, |i| self.s.in_doubt_of(i) as i64)
     }
 
     fn domain(&self, d: u16) -> i64 {

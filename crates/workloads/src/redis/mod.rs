@@ -19,11 +19,12 @@ pub mod mix;
 
 use std::future::Future;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use loadrig_engine::Tag;
-use loadrig_kvwire::resp::Reply;
-use loadrig_metrics::OpError;
+use loadrig_kvwire::resp::{self, Reply};
+use loadrig_metrics::{ErrorKind, OpError};
 
+use crate::stream::{ByteStream, Fifo};
 use crate::{TargetError, TargetInfo};
 
 pub use bench::{test_seed, RedisBench, RedisDriver};
@@ -67,10 +68,17 @@ pub type Command = Vec<Vec<u8>>;
 pub fn cmd<P: AsRef<[u8]>>(parts: &[P]) -> Command {
     parts.iter().map(|p| p.as_ref().to_vec()).collect()
 }
+/// Something to do with any target that has this capability: the registry
+/// calls it with the concrete backend, so what it builds is monomorphised
+/// per target (see [`crate::Capabilities`]).
+pub trait Visit {
+    type Output;
+    fn visit<B: RedisBackend + 'static>(self, backend: B) -> Self::Output;
+}
 
 /// The redis capability: servers that speak RESP2.
 pub trait RedisBackend: TargetInfo {
-    type Conn: RespConn;
+    type Conn: ByteStream;
     type Admin: RespAdmin;
 
     /// How many servers the target names; engine connections are dealt
@@ -97,24 +105,78 @@ pub trait RespAdmin {
     ) -> impl Future<Output = Result<Vec<Value>, TargetError>>;
 }
 
-/// One pipelined RESP connection: commands are appended to its write
-/// buffer, replies come back in order, each answering the oldest tag.
-pub trait RespConn: Send + 'static {
-    /// The write buffer: append one whole command, then call [`queued`](RespConn::queued).
-    fn out(&mut self) -> &mut BytesMut;
+/// One pipelined RESP connection over the target's byte stream: commands
+/// are appended to the write buffer, replies are parsed where they lie
+/// and come back in order, each answering the oldest tag.
+pub struct RespConn<S> {
+    stream: S,
+    tags: Fifo<Tag>,
+}
+
+const PROTOCOL: OpError = OpError {
+    kind: ErrorKind::Protocol,
+    class: "",
+};
+
+impl<S: ByteStream> RespConn<S> {
+    pub fn new(stream: S) -> Self {
+        RespConn {
+            stream,
+            tags: Fifo::with_capacity(64),
+        }
+    }
+
+    /// The write buffer: append one whole command, then call
+    /// [`queued`](RespConn::queued).
+    #[inline]
+    pub fn out(&mut self) -> &mut BytesMut {
+        self.stream.out()
+    }
+
     /// The command just appended is answered under `tag`.
-    fn queued(&mut self, tag: Tag);
+    #[inline]
+    pub fn queued(&mut self, tag: Tag) {
+        let input = self.stream.input();
+        self.tags.push(tag, input);
+    }
+
     /// The next reply, if it is whole in the read buffer: `f` sees it with
     /// its tag, and it leaves the buffer. `None`: not all here yet.
     /// `Some(Err)`: bytes that are not RESP, or a reply nobody asked for;
     /// the stream is out of step.
-    fn next<R>(&mut self, f: impl FnOnce(Tag, Reply<'_>) -> R) -> Option<Result<R, OpError>>;
-    /// Write what is queued and wait until more bytes arrived. Cancel safe:
-    /// bytes stay in the connection's buffers.
-    fn fill(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
-    /// A fresh connection to the same server (else the next one); what
-    /// was in flight is forgotten.
-    fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
+    #[inline]
+    pub fn next<R>(&mut self, f: impl FnOnce(Tag, Reply<'_>) -> R) -> Option<Result<R, OpError>> {
+        if self.tags.stray() {
+            return Some(Err(PROTOCOL));
+        }
+        match resp::parse_reply(self.stream.input()) {
+            Ok(None) => None,
+            Ok(Some((reply, n))) => {
+                // A reply with nothing in flight: the stream is not ours.
+                let Some(tag) = self.tags.pop() else {
+                    return Some(Err(PROTOCOL));
+                };
+                let out = f(tag, reply);
+                self.stream.input().advance(n);
+                Some(Ok(out))
+            }
+            Err(_) => Some(Err(PROTOCOL)),
+        }
+    }
+
+    /// A fresh connection; what was in flight is forgotten.
+    pub async fn reconnect(&mut self) -> Result<(), OpError> {
+        self.tags.clear();
+        self.stream.reconnect().await
+    }
+
     /// Bytes sent and received since the last call.
-    fn take_bytes(&mut self) -> (u64, u64);
+    pub fn take_bytes(&mut self) -> (u64, u64) {
+        self.stream.take_bytes()
+    }
+
+    /// The byte stream underneath.
+    pub fn stream(&mut self) -> &mut S {
+        &mut self.stream
+    }
 }

@@ -10,7 +10,7 @@ use std::future::Future;
 
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{OpError, Snapshot};
-use loadrig_spec::{VoterSpec, CONTESTANT_NAMES};
+use loadrig_spec::{RunSpec, VoterSpec, CONTESTANT_NAMES};
 use serde::{Deserialize, Serialize};
 
 pub use area_codes::AREA_CODES;
@@ -228,9 +228,16 @@ impl Tallies {
             invalid: d(INVALID),
             over_limit: d(OVER_LIMIT),
             failed: counted.errors(),
-            in_doubt: in_doubt(counted),
+            in_doubt: counted.in_doubt(),
         }
     }
+}
+/// Something to do with any target that has this capability: the registry
+/// calls it with the concrete backend, so what it builds is monomorphised
+/// per target (see [`crate::Capabilities`]).
+pub trait Visit {
+    type Output;
+    fn visit<B: VoterBackend + 'static>(self, backend: B) -> Self::Output;
 }
 
 /// The Voter on one backend.
@@ -238,6 +245,16 @@ pub struct VoterBench<B> {
     pub backend: B,
     pub spec: VoterSpec,
     pub seed: u64,
+}
+
+impl<B: VoterBackend> VoterBench<B> {
+    pub fn new(backend: B, own: &VoterSpec, run: &RunSpec) -> Self {
+        VoterBench {
+            backend,
+            spec: own.clone(),
+            seed: run.seed,
+        }
+    }
 }
 
 impl<B: VoterBackend> Bench for VoterBench<B> {
@@ -269,7 +286,7 @@ impl<B: VoterBackend> Bench for VoterBench<B> {
         }))
     }
 
-    async fn connect(&self) -> Result<Self::Driver, TargetError> {
+    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
         Ok(VoterDriver {
             conn: self.backend.connect().await?,
             calls: CallGenerator::new(&self.spec, self.seed),
@@ -306,17 +323,6 @@ impl<B: VoterBackend> Bench for VoterBench<B> {
             self.backend.teardown().await
         }
     }
-}
-
-/// Operations that failed after they were sent (io, timeout): the server
-/// may have committed them, so verification allows for them and says so.
-pub fn in_doubt(counted: &Snapshot) -> u64 {
-    use loadrig_metrics::ErrorKind::{Io, Timeout};
-    counted
-        .kinds
-        .iter()
-        .map(|k| k.errors.get(Io) + k.errors.get(Timeout))
-        .sum()
 }
 
 /// Rows added = accepted, per contestant too (exactly, unless votes were

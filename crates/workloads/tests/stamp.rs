@@ -1,11 +1,10 @@
 //! The stamp's layout byte for byte, messages of the requested size, and
 //! payloads that are not (or not wholly) loadrig's refused.
 
-mod common;
-
 use bytes::BytesMut;
-use common::hex;
-use loadrig_mqwire::stamp::{encode_message, Stamp, StampError, FILL, MAGIC, STAMP_LEN, VERSION};
+use loadrig_workloads::pubsub::stamp::{
+    encode_message, Stamp, StampError, FILL, MAGIC, STAMP_LEN, VERSION,
+};
 
 const STAMP: Stamp = Stamp {
     publisher: 0x0102_0304,
@@ -14,12 +13,15 @@ const STAMP: Stamp = Stamp {
 };
 
 fn layout() -> Vec<u8> {
-    hex("4c 52                     # magic 'LR'
-         01                        # version 1
-         00                        # flags
-         01 02 03 04               # publisher id
-         11 12 13 14 15 16 17 18   # sequence
-         17 97 9c fe 3d 85 cd 15   # 1,700,000,000,123,456,789 ns since the epoch")
+    [
+        &[0x4c, 0x52][..],                                 // magic 'LR'
+        &[0x01],                                           // version 1
+        &[0x00],                                           // flags
+        &[0x01, 0x02, 0x03, 0x04],                         // publisher id
+        &[0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18], // sequence
+        &[0x17, 0x97, 0x9c, 0xfe, 0x3d, 0x85, 0xcd, 0x15], // 1,700,000,000,123,456,789 ns since the epoch
+    ]
+    .concat()
 }
 
 #[test]
@@ -113,4 +115,34 @@ fn latency_is_receive_minus_send_unless_the_clocks_disagree() {
     assert_eq!(STAMP.latency_ns(STAMP.sent_unix_ns + 1500), Some(1500));
     assert_eq!(STAMP.latency_ns(STAMP.sent_unix_ns), Some(0));
     assert_eq!(STAMP.latency_ns(STAMP.sent_unix_ns - 1), None);
+}
+
+/// Any bytes at all: decoding never panics, and what it accepts writes
+/// back to the same 24 bytes (the flags byte aside, which is ignored).
+#[test]
+fn random_bytes_decode_or_are_refused() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut accepted = 0;
+    for i in 0..20_000 {
+        let len = i % 40;
+        let mut buf: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        if i % 2 == 0 && len >= 3 {
+            // Half with the magic and version in place, so decoding gets past them.
+            buf[..3].copy_from_slice(&[0x4c, 0x52, 0x01]);
+        }
+        if let Ok(s) = Stamp::decode(&buf) {
+            accepted += 1;
+            let back = s.to_bytes();
+            assert_eq!(back[..3], buf[..3]);
+            assert_eq!(back[4..], buf[4..STAMP_LEN]);
+        }
+    }
+    assert!(accepted > 1_000, "{accepted}");
 }

@@ -17,9 +17,10 @@ use loadrig_report::Report;
 use loadrig_spec::RunSpec;
 use loadrig_workloads::Bench;
 
+use super::conclude::{self, End};
+use super::Options;
 use crate::exit;
 use crate::print::{overall, Printer};
-use crate::run::{self, End, Options};
 use crate::start::{self, StartRule};
 
 /// The start when neither `--start-at` nor `--start-delay` is given.
@@ -44,15 +45,15 @@ pub async fn parent<B: Bench>(
     let k = spec.processes;
     let mut p = Printer::new(spec, opts.quiet, opts.csv);
     p.header(spec);
-    let prepared = run::prepare(&mut bench, &mut p).await?;
+    let prepared = conclude::prepare(&mut bench, &mut p).await?;
     // Ctrl-C reaches the children too (one process group); the parent
     // waits for their reports instead of dying.
-    let stop = run::ctrl_c_flag();
+    let stop = conclude::ctrl_c_flag();
 
     let now = SystemTime::now();
     let at = opts.start.unwrap_or(DEFAULT_START).resolve(now);
     p.end_phases();
-    p.line(&run::start_line(at, now));
+    p.line(&conclude::start_line(at, now));
     let dir = ReportDir::new(opts.out.as_deref())?;
     let mut running = Vec::with_capacity(k as usize);
     for i in 0..k {
@@ -104,7 +105,7 @@ pub async fn parent<B: Bench>(
     }
     let mut merged = Report::merge(&reports)?;
     merged.spec = spec.clone();
-    merged.environment = run::environment(spec, prepared.server_version, &bench);
+    merged.environment = conclude::environment(spec, prepared.server_version, &bench);
     merged.exit_code = exit::OK;
     if stop.load(Ordering::Relaxed) {
         merged.interrupted = true;
@@ -129,7 +130,7 @@ pub async fn parent<B: Bench>(
         failed: std::mem::take(&mut failed),
         after_summary: Vec::new(),
     };
-    let code = run::conclude(&mut bench, spec, opts, &mut p, end).await?;
+    let code = conclude::conclude(&mut bench, spec, opts, &mut p, end).await?;
     // A child that could not reach the target says so above all.
     Ok(if children_code == exit::TARGET {
         exit::TARGET

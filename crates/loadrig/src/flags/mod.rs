@@ -1,0 +1,547 @@
+//! Command-line flags, in two stages (ripgrep's model): clap parses the
+//! words into these structs, then [`RunArgs::spec`] checks them together
+//! and builds the [`RunSpec`]. Help text lives in the doc comments.
+
+mod chat;
+mod hello;
+mod memcache;
+mod pubsub;
+mod redis;
+mod run;
+mod voter;
+
+pub use chat::*;
+pub use hello::*;
+pub use memcache::*;
+pub use pubsub::*;
+pub use redis::*;
+pub use run::*;
+pub use voter::*;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
+use loadrig_spec::{Preset, RunSpec, SpecError, TargetFacts, WorkloadSpec};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "loadrig",
+    version,
+    about = "Drives real data stores and message brokers with load, honestly measured."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+// Parsed once at start-up: the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a workload against a target
+    Run {
+        #[command(subcommand)]
+        workload: Workload,
+    },
+    /// List the targets and the workloads each can run
+    Targets,
+    /// List the workloads
+    Workloads,
+    /// Check a kept database against the counts in a report
+    Verify(VerifyArgs),
+    /// Join the reports of one run's processes or hosts (--shard i/N) into one
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Workload {
+    /// VoltDB's Voter: one vote is one server-side transaction
+    #[command(after_help = PRESETS_HELP)]
+    Voter {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        voter: VoterArgs,
+    },
+    /// Erlvolt's hello world: the smallest procedure call
+    #[command(after_help = PRESETS_HELP)]
+    Hello {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        hello: HelloArgs,
+    },
+    /// redis-benchmark's tests and flags, one test after the other
+    #[command(
+        after_help = REDIS_HELP,
+        mut_arg("target", |a| a.short(None).help(with_default("Target URL", REDIS_DEFAULTS.target))),
+        mut_arg("duration", |a| a.short(None).help("Measure each test for this long instead of -n (e.g. 10, 10s, 500ms)")),
+        mut_arg("requests", |a| a.help(with_default("Requests per test, over all clients", DEFAULT_REQUESTS))),
+        mut_arg("clients", |a| a.help(with_default("Clients, each with its connection", REDIS_DEFAULTS.clients))),
+        mut_arg("threads", |a| a.help(with_default("Threads driving the load, as redis-benchmark", threads(REDIS_DEFAULTS)))),
+        mut_arg("quiet", |a| a.help("No lap lines: one line per test, as redis-benchmark -q")),
+        mut_arg("csv", |a| a.help("redis-benchmark's CSV on standard output (the rest goes to standard error)"))
+    )]
+    Redis {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        redis: RedisArgs,
+    },
+    /// nats-bench's load: publishers, subscribers, end-to-end latency, losses
+    #[command(
+        after_help = PUBSUB_HELP,
+        mut_arg("target", |a| a.help(with_default("Target URL: nats://, mqtt://[?qos=1] or redis://", BROKER_DEFAULTS.target))),
+        mut_arg("requests", |a| a.help(with_default("Messages in total, over all publishers", DEFAULT_REQUESTS))),
+        mut_arg("clients", |a| a.hide(true)),
+        mut_arg("connections", |a| a.hide(true)),
+        mut_arg("pipeline", |a| a.default_value("1024").help("Messages each publisher keeps in flight (written but not yet flushed, or not yet acknowledged)"))
+    )]
+    Pubsub {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        pubsub: PubSubArgs,
+    },
+    /// Chut's chat: G groups x CPG clients messaging random peers of their group
+    #[command(
+        after_help = CHAT_HELP,
+        mut_arg("target", |a| a.help(with_default("Target URL: nats://, mqtt://[?qos=1] or redis://", BROKER_DEFAULTS.target))),
+        mut_arg("duration", |a| a.help(with_default("How long clients send, Chut's T (e.g. 10, 10s, 2m)", format_args!("{CHAT_SECONDS}s")))),
+        mut_arg("requests", |a| a.help("Messages in total instead of --duration")),
+        mut_arg("clients", |a| a.hide(true)),
+        mut_arg("connections", |a| a.hide(true))
+    )]
+    Chat {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        chat: ChatArgs,
+    },
+    /// memaslap's load on memcached: gets and sets over a window of keys per client
+    #[command(
+        after_help = MEMCACHE_HELP,
+        mut_arg("target", |a| a.help(with_default("Target URL", MEMCACHE_DEFAULTS.target))),
+        mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and window of keys (memaslap's concurrency)", MEMCACHE_DEFAULTS.clients))),
+        mut_arg("threads", |a| a.help(with_default("Threads driving the load, as memaslap", threads(MEMCACHE_DEFAULTS))))
+    )]
+    Memcache {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        memcache: MemcacheArgs,
+    },
+}
+
+/// What a workload assumes when a flag is not given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Defaults {
+    pub clients: u32,
+    /// Runtime threads; `None`: one per core.
+    pub threads: Option<usize>,
+    pub target: &'static str,
+    /// Without `-n` or `--duration`: run this many seconds (`None`:
+    /// `-n` 100000).
+    pub duration: Option<f64>,
+}
+
+/// A flag's help with its default, written from the constant the code
+/// uses, so the two cannot drift apart.
+fn with_default(help: &str, default: impl std::fmt::Display) -> String {
+    format!("{help} [default: {default}]")
+}
+
+/// A workload's default runtime threads, as help shows it.
+fn threads(d: Defaults) -> String {
+    d.threads
+        .map_or_else(|| "the number of cores".to_string(), |n| n.to_string())
+}
+
+/// The machine's cores (2 when it does not say).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// A workload's command line, taken apart.
+pub struct Parts<'a> {
+    pub run: &'a RunArgs,
+    pub workload: WorkloadSpec,
+    pub preset: Option<Preset>,
+    pub defaults: Defaults,
+}
+
+impl Parts<'_> {
+    /// The target URL as given, or the workload's default.
+    pub fn target(&self) -> &str {
+        self.run.target.as_deref().unwrap_or(self.defaults.target)
+    }
+
+    /// The run spec, resolved against what the opened target says of
+    /// itself (see [`RunArgs::spec`]).
+    pub fn spec(&self, facts: &TargetFacts) -> Result<RunSpec, SpecError> {
+        self.run
+            .spec(self.workload.clone(), self.preset, &self.defaults, facts)
+    }
+}
+
+impl Workload {
+    /// The shared flags, the workload's spec, the preset chosen and the
+    /// workload's defaults.
+    pub fn parts(&self) -> Result<Parts<'_>, SpecError> {
+        Ok(match self {
+            Workload::Voter { run, voter } => {
+                let preset = voter.preset.map(VoterPresetArg::preset);
+                Parts {
+                    run,
+                    workload: voter.spec(preset),
+                    preset,
+                    defaults: DB_DEFAULTS,
+                }
+            }
+            Workload::Hello { run, hello } => {
+                let preset = hello.preset.map(|HelloPresetArg::Hsd| Preset::Hsd);
+                Parts {
+                    run,
+                    workload: hello.spec(),
+                    preset,
+                    defaults: DB_DEFAULTS,
+                }
+            }
+            Workload::Redis { run, redis } => Parts {
+                run,
+                workload: redis.spec()?,
+                preset: None,
+                defaults: REDIS_DEFAULTS,
+            },
+            Workload::Pubsub { run, pubsub } => {
+                one_connection_per_client(run)?;
+                Parts {
+                    run,
+                    workload: pubsub.spec(),
+                    preset: None,
+                    defaults: Defaults {
+                        clients: pubsub.pubs,
+                        // No more runtime threads than connections: a
+                        // lone publisher costs less on one.
+                        threads: Some(
+                            cores()
+                                .min((pubsub.pubs as usize).saturating_add(pubsub.subs as usize)),
+                        ),
+                        ..BROKER_DEFAULTS
+                    },
+                }
+            }
+            Workload::Chat { run, chat } => {
+                one_connection_per_client(run)?;
+                let spec = chat.spec()?;
+                Parts {
+                    run,
+                    defaults: Defaults {
+                        clients: spec.clients(),
+                        duration: Some(CHAT_SECONDS),
+                        ..BROKER_DEFAULTS
+                    },
+                    workload: WorkloadSpec::Chat(spec),
+                    preset: None,
+                }
+            }
+            Workload::Memcache { run, memcache } => Parts {
+                run,
+                workload: memcache.spec()?,
+                preset: None,
+                defaults: MEMCACHE_DEFAULTS,
+            },
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The report of the run to check
+    pub report: PathBuf,
+    /// The target, if not the one named in the report
+    #[arg(long, short = 't')]
+    pub target: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The reports, one per process or host
+    #[arg(required = true, value_name = "REPORT")]
+    pub reports: Vec<PathBuf>,
+    /// Write the merged report (JSON, schema loadrig.report/1) to this file
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// Flags that the parent of `--processes` sets for each child itself.
+const PARENT_ONLY: [&str; 8] = [
+    "processes",
+    "start_at",
+    "start_delay",
+    "out",
+    "csv",
+    "quiet",
+    "shard",
+    "child",
+];
+
+/// The command line of one child of `--processes`, less what the parent
+/// adds per child (`--shard`, `--start-at`, `--out`): `run WORKLOAD` and
+/// every flag the user gave, as given, except the parent's own.
+pub fn child_args(matches: &ArgMatches) -> Vec<OsString> {
+    let mut out: Vec<OsString> = vec!["run".into()];
+    let Some(("run", run)) = matches.subcommand() else {
+        return out;
+    };
+    let Some((name, given)) = run.subcommand() else {
+        return out;
+    };
+    out.push(name.into());
+    let cli = Cli::command();
+    let Some(cmd) = cli
+        .find_subcommand("run")
+        .and_then(|r| r.find_subcommand(name))
+    else {
+        return out;
+    };
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        let Some(long) = arg.get_long() else { continue };
+        if PARENT_ONLY.contains(&id) || given.value_source(id) != Some(ValueSource::CommandLine) {
+            continue;
+        }
+        if arg.get_action().takes_values() {
+            for v in given.get_raw(id).into_iter().flatten() {
+                let mut word = OsString::from(format!("--{long}="));
+                word.push(v);
+                out.push(word);
+            }
+        } else {
+            out.push(format!("--{long}").into());
+        }
+    }
+    out
+}
+
+/// Parse a time: a number of seconds, or with a unit (ms, s, m, h).
+fn seconds(s: &str) -> Result<f64, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a time (e.g. 10, 10s, 500ms, 2m)"))?;
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("'{s}': unknown unit '{unit}' (use ms, s, m or h)")),
+    };
+    Ok(v * scale)
+}
+
+/// A UNIX time in seconds, integer or fractional.
+fn unix_time(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a UNIX time in seconds (e.g. 1795000000 or 1795000000.5)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadrig_spec::{Dispatch, Pacing, Stop, VoterGenerator};
+
+    fn parse(args: &[&str]) -> Result<RunSpec, String> {
+        let mut all = vec!["loadrig", "run", "voter"];
+        all.extend_from_slice(args);
+        parse_all(&all)
+    }
+
+    fn parse_all(all: &[&str]) -> Result<RunSpec, String> {
+        let cli = Cli::try_parse_from(all).map_err(|e| e.to_string())?;
+        match cli.command {
+            Command::Run { workload } => {
+                let parts = workload.parts().map_err(|e| e.to_string())?;
+                let target = loadrig_targets::Target::open(Some(parts.target()))
+                    .map_err(|e| e.to_string())?;
+                parts
+                    .spec(&target.facts(parts.target()))
+                    .map_err(|e| e.to_string())
+            }
+            _ => Err("not run".into()),
+        }
+    }
+
+    #[test]
+    fn defaults_are_a_steady_closed_loop() {
+        let s = parse(&[]).unwrap();
+        assert_eq!(s.load.pacing, Pacing::Steady);
+        assert_eq!(s.load.stop, Stop::Count(DEFAULT_REQUESTS));
+        assert_eq!(s.load.connections, s.load.clients);
+        assert!(s.verify);
+    }
+
+    #[test]
+    fn connections_default_from_the_target_never_above_clients() {
+        let s = parse(&["--target", "voltdb://h1,h2,h3", "--clients", "8"]).unwrap();
+        assert_eq!(s.load.connections, 3);
+        let s = parse(&["--target", "voltdb://h1,h2,h3", "--clients", "2"]).unwrap();
+        assert_eq!(s.load.connections, 2);
+        let s = parse(&["--target", "voltdb://h1,h2", "--connections", "4"]).unwrap();
+        assert_eq!(s.load.connections, 4);
+        let s = parse(&["--target", "null://", "--clients", "5"]).unwrap();
+        assert_eq!(s.load.connections, 5);
+    }
+
+    #[test]
+    fn a_preset_sets_defaults_and_flags_given_win() {
+        let s = parse(&["--preset", "vbm"]).unwrap();
+        assert_eq!(s.preset, Some(Preset::Vbm));
+        assert_eq!(s.load.clients, 100);
+        assert_eq!(
+            s.load.pacing,
+            Pacing::Burst {
+                size: 1,
+                delay_ms: 1.0,
+                limit: 1
+            }
+        );
+        assert_eq!(
+            s.load.dispatch,
+            Dispatch::Managed {
+                queue: 10_000,
+                slots: 100
+            }
+        );
+        assert_eq!(s.load.stop, Stop::Count(100_000));
+        let WorkloadSpec::Voter(v) = &s.workload else {
+            panic!("voter")
+        };
+        assert_eq!(v.generator, VoterGenerator::Erlvolt);
+        assert_eq!(v.max_votes, 20_000);
+
+        let s = parse(&["--clients", "7", "--preset", "vsd", "-d", "3"]).unwrap();
+        assert_eq!(s.load.clients, 7);
+        assert_eq!(s.load.stop, Stop::Seconds(3.0));
+        let s = parse(&["--preset", "vbd", "--limit", "4"]).unwrap();
+        assert!(matches!(
+            s.load.pacing,
+            Pacing::Burst {
+                delay_ms: 5.0,
+                limit: 4,
+                ..
+            }
+        ));
+        assert!(parse(&["--burst-delay", "2"])
+            .unwrap_err()
+            .starts_with("--burst-delay:"));
+        let hello = parse_all(&["loadrig", "run", "hello", "--preset", "hsd"]).unwrap();
+        assert_eq!(hello.load.clients, 200);
+        assert!(parse_all(&["loadrig", "run", "hello", "--preset", "vsd"]).is_err());
+    }
+
+    #[test]
+    fn children_get_the_flags_given_less_the_parents_own() {
+        let words = [
+            "loadrig",
+            "run",
+            "voter",
+            "-t",
+            "null://?delay=1ms",
+            "-n",
+            "3000",
+            "--processes",
+            "3",
+            "-o",
+            "r.json",
+            "-q",
+            "--start-delay",
+            "2",
+            "--keep",
+            "--preset",
+            "vsd",
+            "--csv",
+        ];
+        let m = Cli::command().try_get_matches_from(words).unwrap();
+        let args: Vec<String> = child_args(&m)
+            .into_iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "run",
+                "voter",
+                "--target=null://?delay=1ms",
+                "--requests=3000",
+                "--keep",
+                "--preset=vsd"
+            ]
+        );
+    }
+
+    #[test]
+    fn processes_refuse_shards_and_a_private_database() {
+        let e = parse(&["-t", "null://", "--processes", "2", "--shard", "0/2"]).unwrap_err();
+        assert!(e.starts_with("--processes:"), "{e}");
+        let e = parse(&["--processes", "2"]).unwrap_err();
+        assert!(e.starts_with("--processes:"), "{e}");
+        let e = parse(&["-t", "sqlite://?sync=full", "--processes", "2"]).unwrap_err();
+        assert!(e.starts_with("--processes:"), "{e}");
+        let s = parse(&["-t", "sqlite:///tmp/x.db", "--processes", "2"]).unwrap();
+        assert_eq!(s.processes, 2);
+    }
+
+    #[test]
+    fn memcache_defaults_are_memaslaps() {
+        let s = parse_all(&["loadrig", "run", "memcache"]).unwrap();
+        assert_eq!(s.target, "memcache://127.0.0.1:11211");
+        assert_eq!((s.load.clients, s.threads), (16, 1));
+        let WorkloadSpec::Memcache(m) = &s.workload else {
+            panic!("memcache")
+        };
+        assert_eq!((m.sets, m.gets, m.key_size), (1, 9, 64));
+        assert_eq!((m.value_min, m.value_max, m.window), (1024, 1024, 10_240));
+        assert_eq!((m.multiget, m.binary), (1, false));
+        for (flag, value) in [
+            ("--key-size", "8"),
+            ("--window", "ten"),
+            ("--ratio", "9"),
+            ("--value-size", "9-3"),
+            ("--multiget", "0"),
+            ("--verify-gets", "2"),
+        ] {
+            let e = parse_all(&["loadrig", "run", "memcache", flag, value]).unwrap_err();
+            assert!(e.starts_with(&format!("{flag}:")), "{e}");
+        }
+    }
+
+    #[test]
+    fn rate_zero_names_the_flag() {
+        assert!(parse(&["--rate", "0"]).unwrap_err().starts_with("--rate:"));
+    }
+
+    #[test]
+    fn rate_and_burst_conflict() {
+        let e = parse(&["--rate", "10", "--burst", "5"]).unwrap_err();
+        assert!(e.contains("--rate") && e.contains("--burst"), "{e}");
+    }
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(seconds("500ms"), Ok(0.5));
+        assert_eq!(seconds("2m"), Ok(120.0));
+        assert!(seconds("fast").is_err());
+    }
+}

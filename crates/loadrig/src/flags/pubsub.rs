@@ -1,0 +1,93 @@
+//! The pubsub workload's flags: nats-bench's.
+
+use clap::Args;
+use loadrig_spec::{PubSubSpec, SpecError, WorkloadSpec};
+
+use super::{seconds, Defaults, RunArgs};
+
+pub(super) const PUBSUB_HELP: &str =
+    "As nats-bench: --pubs (-np) publishers send -n messages of --size (-ms) bytes to one subject \
+and each of --subs (-ns) subscribers should receive them all. Every message carries a 24-byte stamp \
+(publisher, sequence, intended send time), so each subscriber measures end-to-end latency and \
+counts losses, duplicates and reorders; the run fails (exit 1) if one subscriber missed a message. \
+--rate paces the publishers (open loop, latency from the intended start). --request (NATS): \
+request-reply, an operation is one round trip. One connection per client; subscribers go on \
+receiving for --drain after the last publish.";
+
+/// The message brokers' (pubsub, chat): the local NATS server.
+pub(super) const BROKER_DEFAULTS: Defaults = Defaults {
+    clients: 1,
+    threads: None,
+    target: "nats://127.0.0.1:4222",
+    duration: None,
+};
+
+/// pubsub and chat size their clients themselves (--pubs/--subs,
+/// --groups/--per-group), each client with its own connection.
+pub(super) fn one_connection_per_client(run: &RunArgs) -> Result<(), SpecError> {
+    if run.clients.is_some() {
+        return Err(SpecError::new(
+            "--clients",
+            "this workload counts its clients itself (pubsub: --pubs and --subs; chat: --groups x --per-group)",
+        ));
+    }
+    if run.connections.is_some() {
+        return Err(SpecError::new(
+            "--connections",
+            "every pubsub or chat client has its own connection",
+        ));
+    }
+    if run.processes.is_some_and(|k| k > 1) {
+        return Err(SpecError::new(
+            "--processes",
+            "pubsub and chat run in one process (their subjects are private to it)",
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct PubSubArgs {
+    /// Publishers, each with its connection (nats-bench -np)
+    #[arg(
+        long = "pubs",
+        visible_alias = "np",
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub pubs: u32,
+    /// Subscribers, each with its connection; each should receive every message (nats-bench -ns)
+    #[arg(
+        long = "subs",
+        visible_alias = "ns",
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub subs: u32,
+    /// Bytes per message, the 24-byte stamp included (nats-bench -ms)
+    #[arg(
+        long = "size",
+        visible_alias = "ms",
+        value_name = "BYTES",
+        default_value_t = 128
+    )]
+    pub size: usize,
+    /// Request-reply (NATS): each message carries a reply subject, subscribers answer, an operation is one round trip
+    #[arg(long)]
+    pub request: bool,
+    /// After the last publish, subscribers go on receiving this long
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "2")]
+    pub drain: f64,
+}
+
+impl PubSubArgs {
+    pub fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec::Pubsub(PubSubSpec {
+            pubs: self.pubs,
+            subs: self.subs,
+            size: self.size,
+            request: self.request,
+            drain_secs: self.drain,
+        })
+    }
+}

@@ -1,0 +1,134 @@
+//! The redis workload's flags: redis-benchmark's and memtier's.
+
+use clap::Args;
+use loadrig_spec::{
+    KeyPattern, MemtierSpec, RedisSpec, RedisTest, SpecError, ValueSizes, WorkloadSpec,
+};
+
+use super::Defaults;
+
+pub(super) const REDIS_HELP: &str =
+    "As redis-benchmark: -t picks tests, -c clients (50), -n requests per test (100000), \
+-P requests in flight per client, -d value size, -r random keys, -q one line per test, --csv \
+redis-benchmark's CSV on standard output; one runtime thread unless --threads. Here -t is not \
+--target and -d is not --duration (give them long). Default target redis://127.0.0.1:6379; keys \
+go to database --dbnum (9). Each test runs as its own phase over fresh connections; the report \
+(--out) is one document with one operation kind per test, each with its own measured time.";
+
+/// redis-benchmark's: 50 clients, one thread, the local server.
+pub(super) const REDIS_DEFAULTS: Defaults = Defaults {
+    clients: 50,
+    threads: Some(1),
+    target: "redis://127.0.0.1:6379",
+    duration: None,
+};
+
+#[derive(Debug, Args)]
+pub struct RedisArgs {
+    /// Tests, comma separated, as redis-benchmark names them: ping (= ping_inline,ping_mbulk), set, get, incr, lpush, rpush, lpop, rpop, sadd, hset, spop, zadd, zpopmin, lrange (= lrange_100,lrange_300,lrange_500,lrange_600), mset, xadd [default: all]
+    #[arg(short = 't', long = "tests", value_name = "TESTS")]
+    pub tests: Option<String>,
+    /// Bytes of each value written (SET, LPUSH, RPUSH, HSET, MSET, XADD)
+    #[arg(
+        short = 'd',
+        long = "data-size",
+        value_name = "BYTES",
+        default_value_t = 3
+    )]
+    pub data_size: usize,
+    /// Random keys: __rand_int__ in keys, members and scores becomes a 12-digit number below this, per command
+    #[arg(short = 'r', long = "keyspace", value_name = "KEYSPACELEN")]
+    pub keyspace: Option<u64>,
+    /// The logical database the workload's keys live in (SELECT)
+    #[arg(long, value_name = "DB", default_value_t = 9)]
+    pub dbnum: u32,
+    /// A command of your own instead of the tests, after --: __rand_int__ is drawn as with -r, __data__ is the -d bytes
+    #[arg(last = true, value_name = "COMMAND", conflicts_with = "tests")]
+    pub command: Vec<String>,
+    /// memtier_benchmark's load instead of the tests: SETs and GETs in this ratio (e.g. 1:10), both in one run
+    #[arg(long, value_name = "SETS:GETS", conflicts_with_all = ["tests", "command"])]
+    pub ratio: Option<String>,
+    /// With --ratio: keys drawn R (uniform), S (sequential), G (Gaussian) or Z (Zipf); SET:GET for each its own
+    #[arg(long, value_name = "P[:P]", default_value = "R:R", requires = "ratio")]
+    pub key_pattern: String,
+    /// With --ratio: a key is this prefix and a number
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "memtier-",
+        requires = "ratio"
+    )]
+    pub key_prefix: String,
+    /// With --ratio: the smallest key number
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "ratio")]
+    pub key_minimum: u64,
+    /// With --ratio: the largest key number
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10_000_000,
+        requires = "ratio"
+    )]
+    pub key_maximum: u64,
+    /// With --ratio: the exponent of the Zipf pattern (Z)
+    #[arg(long, value_name = "EXP", default_value_t = 1.0, requires = "ratio")]
+    pub key_zipf_exp: f64,
+    /// With --ratio: value sizes uniform in this range, instead of -d
+    #[arg(
+        long,
+        value_name = "MIN-MAX",
+        requires = "ratio",
+        conflicts_with = "data_size_list"
+    )]
+    pub data_size_range: Option<String>,
+    /// With --ratio: value sizes from this weighted list, instead of -d
+    #[arg(long, value_name = "SIZE:WEIGHT,...", requires = "ratio")]
+    pub data_size_list: Option<String>,
+}
+
+impl RedisArgs {
+    pub fn spec(&self) -> Result<WorkloadSpec, SpecError> {
+        if let Some(ratio) = &self.ratio {
+            let (sets, gets) = MemtierSpec::ratio(ratio)?;
+            let (set_pattern, get_pattern) = KeyPattern::parse(&self.key_pattern)?;
+            let sizes = match (&self.data_size_range, &self.data_size_list) {
+                (Some(r), _) => ValueSizes::range(r)?,
+                (None, Some(l)) => ValueSizes::list(l)?,
+                (None, None) => ValueSizes::Fixed {
+                    size: self.data_size,
+                },
+            };
+            return Ok(WorkloadSpec::Redis(RedisSpec {
+                tests: Vec::new(),
+                data_size: sizes.bounds().1,
+                keyspace: self.keyspace,
+                dbnum: self.dbnum,
+                command: Vec::new(),
+                mix: Some(MemtierSpec {
+                    sets,
+                    gets,
+                    set_pattern,
+                    get_pattern,
+                    key_prefix: self.key_prefix.clone(),
+                    key_min: self.key_minimum,
+                    key_max: self.key_maximum,
+                    zipf_exp: self.key_zipf_exp,
+                    sizes,
+                }),
+            }));
+        }
+        let tests = match &self.tests {
+            _ if !self.command.is_empty() => vec![RedisTest::Command],
+            Some(list) => RedisTest::select(list)?,
+            None => RedisTest::ALL.to_vec(),
+        };
+        Ok(WorkloadSpec::Redis(RedisSpec {
+            tests,
+            data_size: self.data_size,
+            keyspace: self.keyspace,
+            dbnum: self.dbnum,
+            command: self.command.clone(),
+            mix: None,
+        }))
+    }
+}

@@ -1,0 +1,292 @@
+//! The flags every workload shares (`RunArgs`) and the second stage:
+//! checking them together and resolving them, with the workload's defaults
+//! and the opened target's facts, into a [`RunSpec`].
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use loadrig_spec::{
+    Arrival, Dispatch, LoadSpec, Pacing, Preset, RunSpec, Shard, SpecError, Stop, TargetFacts,
+    WorkloadSpec,
+};
+
+use crate::start::StartRule;
+
+use super::{cores, seconds, unix_time, with_default, Defaults};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ArrivalArg {
+    Regular,
+    Poisson,
+}
+
+/// Flags every workload shares.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Target URL; without one, a fresh embedded SQLite database
+    #[arg(long, short = 't', value_name = "URL")]
+    pub target: Option<String>,
+    #[arg(
+        help = with_default("Operations in total, over all clients", DEFAULT_REQUESTS),
+        short = 'n',
+        long = "requests",
+        value_name = "N",
+        conflicts_with = "duration"
+    )]
+    pub requests: Option<u64>,
+    /// Measure for this long instead (e.g. 10, 10s, 500ms, 2m)
+    #[arg(long, short = 'd', value_name = "TIME", value_parser = seconds)]
+    pub duration: Option<f64>,
+    /// Run the load this long first, without counting it
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "0")]
+    pub warmup: f64,
+    #[arg(
+        long,
+        short = 'c',
+        help = with_default(
+            "Clients (callers); in the closed loop each waits for its previous operation",
+            DEFAULT_CLIENTS
+        )
+    )]
+    pub clients: Option<u32>,
+    /// Connections the clients share [default: one per client]
+    #[arg(long)]
+    pub connections: Option<u32>,
+    /// Requests each client keeps in flight
+    #[arg(long, short = 'P', default_value_t = 1)]
+    pub pipeline: u32,
+    /// Open loop: operations per second in total, whatever the target does
+    #[arg(long, short = 'R', value_name = "OPS", conflicts_with = "burst")]
+    pub rate: Option<f64>,
+    /// Open-loop inter-arrival times
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Regular, requires = "rate")]
+    pub arrival: ArrivalArg,
+    /// Bursts: this many operations at once per client
+    #[arg(long, value_name = "B")]
+    pub burst: Option<u32>,
+    #[arg(
+        long,
+        value_name = "MS",
+        help = with_default("Bursts: sleep this many milliseconds between bursts", DEFAULT_BURST_DELAY_MS)
+    )]
+    pub burst_delay: Option<f64>,
+    #[arg(
+        long,
+        value_name = "L",
+        help = with_default("Bursts: wait until at most this many per client are pending", DEFAULT_BURST_LIMIT)
+    )]
+    pub limit: Option<u32>,
+    /// Managed mode: a queue of this many waiting operations before the connections
+    #[arg(long, value_name = "Q")]
+    pub queue: Option<u32>,
+    /// Managed mode: at most this many operations in flight per connection
+    #[arg(long, value_name = "S")]
+    pub slots: Option<u32>,
+    /// Open loop: an operation this late when it could start is dropped and counted
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]
+    pub max_lag: f64,
+    /// Seed of every random choice; the same seed issues the same operations
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// This process's part of a split run, i/N
+    #[arg(long, value_name = "i/N")]
+    pub shard: Option<String>,
+    /// Run K local processes, each a shard, begun together and merged (clients count per process)
+    #[arg(long, value_name = "K")]
+    pub processes: Option<u32>,
+    /// Begin the load at this wall-clock time (UNIX seconds), after connecting
+    #[arg(long, value_name = "UNIX_TIME", value_parser = unix_time, conflicts_with = "start_delay")]
+    pub start_at: Option<f64>,
+    /// Begin the load at the next multiple of S seconds after now + S (Erlvolt's common start)
+    #[arg(long, value_name = "S", value_parser = seconds)]
+    pub start_delay: Option<f64>,
+    /// Run as one of the processes of --processes (set by the parent)
+    #[arg(long, hide = true)]
+    pub child: bool,
+    /// Seconds between lap lines
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "1")]
+    pub interval: f64,
+    /// No lap lines (a progress bar on a terminal)
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Threads driving the load [default: the number of cores]
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// An operation unanswered this long fails as a timeout
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]
+    pub timeout: f64,
+    /// Exit 1 when errors exceed this fraction of operations
+    #[arg(long, value_name = "FRACTION")]
+    pub max_error_rate: Option<f64>,
+    /// Write the report (JSON, schema loadrig.report/1) to this file
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print the results table as CSV on standard output (the rest goes to standard error)
+    #[arg(long)]
+    pub csv: bool,
+    /// Do not check the target's data afterwards (check later with `loadrig verify`)
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Keep the schema and data after the run
+    #[arg(long)]
+    pub keep: bool,
+}
+
+/// Default managed-mode sizes when only one of --queue/--slots is given.
+pub(super) const DEFAULT_QUEUE: u32 = 1_000;
+pub(super) const DEFAULT_SLOTS: u32 = 100;
+pub const DEFAULT_REQUESTS: u64 = 100_000;
+pub(super) const DEFAULT_CLIENTS: u32 = 32;
+pub(super) const DEFAULT_BURST_DELAY_MS: f64 = 1.0;
+pub(super) const DEFAULT_BURST_LIMIT: u32 = 0;
+
+impl RunArgs {
+    /// Check the flags together and build the run spec, resolved against
+    /// the opened target's facts: its masked label, the connections it asks
+    /// for when `--connections` is not given (never more than clients),
+    /// whether processes can share it, the deepest pipeline it takes.
+    pub fn spec(
+        &self,
+        workload: WorkloadSpec,
+        preset: Option<Preset>,
+        workload_defaults: &Defaults,
+        facts: &TargetFacts,
+    ) -> Result<RunSpec, SpecError> {
+        let defaults = preset.map(Preset::defaults);
+        let clients = self
+            .clients
+            .or(defaults.map(|d| d.clients))
+            .unwrap_or(workload_defaults.clients);
+        let pacing = self.pacing(defaults.map(|d| d.pacing))?;
+        let dispatch = match (self.queue, self.slots, defaults.map(|d| d.dispatch)) {
+            (None, None, Some(d)) => d,
+            (None, None, None) => Dispatch::Direct,
+            (q, s, d) => {
+                let (dq, ds) = match d {
+                    Some(Dispatch::Managed { queue, slots }) => (queue, slots),
+                    _ => (DEFAULT_QUEUE, DEFAULT_SLOTS),
+                };
+                Dispatch::Managed {
+                    queue: q.unwrap_or(dq),
+                    slots: s.unwrap_or(ds),
+                }
+            }
+        };
+        if dispatch != Dispatch::Direct && self.pipeline != 1 {
+            return Err(SpecError::new(
+                "--pipeline",
+                "cannot be used with --queue/--slots (managed mode sets in-flight calls with --slots)",
+            ));
+        }
+        let stop = match (self.requests, self.duration, workload_defaults.duration) {
+            (_, Some(d), _) => Stop::Seconds(d),
+            (Some(n), None, _) => Stop::Count(n),
+            (None, None, Some(d)) => Stop::Seconds(d),
+            (None, None, None) => Stop::Count(defaults.map_or(DEFAULT_REQUESTS, |d| d.requests)),
+        };
+        let shard = match &self.shard {
+            Some(s) => Shard::parse(s)?,
+            None => Shard::WHOLE,
+        };
+        let processes = self.processes.unwrap_or(1);
+        if processes > 1 && !facts.shared {
+            return Err(SpecError::new(
+                "--processes",
+                "the processes need a target they share; the default SQLite database is \
+                 private to one process (give --target sqlite:///path/to.db or a server)",
+            ));
+        }
+        let mut spec = RunSpec {
+            workload,
+            target: facts.label.clone(),
+            load: LoadSpec {
+                clients,
+                connections: self.connections.unwrap_or_else(|| {
+                    facts
+                        .default_connections
+                        .map_or(clients, |n| n.min(clients))
+                }),
+                pipeline: self.pipeline,
+                pacing,
+                dispatch,
+                stop,
+                max_lag_secs: self.max_lag,
+                shard,
+            },
+            seed: self.seed,
+            warmup_secs: self.warmup,
+            interval_secs: self.interval,
+            threads: self
+                .threads
+                .or(workload_defaults.threads)
+                .unwrap_or_else(cores),
+            timeout_secs: self.timeout,
+            max_error_rate: self.max_error_rate,
+            verify: !self.no_verify,
+            keep: self.keep,
+            preset,
+            processes,
+        };
+        spec.apply_workload_rules()?;
+        spec.validate()?;
+        spec.load.check_depth(facts.max_depth)?;
+        Ok(spec)
+    }
+
+    /// Open loop, bursts (from the flags or the preset) or steady.
+    pub(super) fn pacing(&self, preset: Option<Pacing>) -> Result<Pacing, SpecError> {
+        let burst = match (self.burst, preset) {
+            (
+                Some(size),
+                Some(Pacing::Burst {
+                    delay_ms, limit, ..
+                }),
+            ) => Some((size, delay_ms, limit)),
+            (Some(size), _) => Some((size, DEFAULT_BURST_DELAY_MS, DEFAULT_BURST_LIMIT)),
+            (
+                None,
+                Some(Pacing::Burst {
+                    size,
+                    delay_ms,
+                    limit,
+                }),
+            ) => Some((size, delay_ms, limit)),
+            (None, _) => None,
+        };
+        let pacing = match (self.rate, burst) {
+            (Some(rate), _) => Pacing::Rate {
+                rate,
+                arrival: match self.arrival {
+                    ArrivalArg::Regular => Arrival::Regular,
+                    ArrivalArg::Poisson => Arrival::Poisson,
+                },
+            },
+            (None, Some((size, delay_ms, limit))) => Pacing::Burst {
+                size,
+                delay_ms: self.burst_delay.unwrap_or(delay_ms),
+                limit: self.limit.unwrap_or(limit),
+            },
+            (None, None) => Pacing::Steady,
+        };
+        if !matches!(pacing, Pacing::Burst { .. }) {
+            for (given, flag) in [
+                (self.burst_delay.is_some(), "--burst-delay"),
+                (self.limit.is_some(), "--limit"),
+            ] {
+                if given {
+                    return Err(SpecError::new(flag, "needs --burst (or a bursts preset)"));
+                }
+            }
+        }
+        Ok(pacing)
+    }
+
+    /// When the load begins, if not at once.
+    pub fn start(&self) -> Option<StartRule> {
+        match (self.start_at, self.start_delay) {
+            (Some(t), _) => Some(StartRule::At(t)),
+            (None, Some(s)) => Some(StartRule::Delay(s)),
+            (None, None) => None,
+        }
+    }
+}

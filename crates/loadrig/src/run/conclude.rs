@@ -1,0 +1,193 @@
+//! What a single run and the parent of `--processes` share: connect and
+//! prepare before the load, and after it verify, show the results, pick
+//! the exit code, print the summary, write the report, tear down.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use loadrig_metrics::Snapshot;
+use loadrig_report::{Environment, Report, Verification};
+use loadrig_spec::{CsvDialect, RunSpec};
+use loadrig_workloads::{Bench, TargetInfo};
+
+use crate::exit;
+use crate::print::{csv, redis, Printer};
+use crate::start;
+
+use super::Options;
+
+/// What was there before the load.
+pub struct Prepared {
+    pub server_version: Option<String>,
+    pub baseline: serde_json::Value,
+}
+
+/// Connect, prepare and record the baseline (recorded even with
+/// --no-verify, so `loadrig verify REPORT` can check later).
+pub async fn prepare<B: Bench>(bench: &mut B, p: &mut Printer) -> anyhow::Result<Prepared> {
+    p.phase("connect");
+    let server_version = bench.target().server_version().await;
+    p.phase("prepare");
+    bench.prepare().await?;
+    let baseline = bench.baseline().await?;
+    Ok(Prepared {
+        server_version,
+        baseline,
+    })
+}
+
+/// Set when Ctrl-C is pressed.
+pub fn ctrl_c_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.store(true, Ordering::Relaxed);
+        }
+    });
+    stop
+}
+
+/// `start at ...`, and how late it is if that time has passed.
+pub fn start_line(at_ms: u64, now: SystemTime) -> String {
+    let now_ms = start::unix_ms(now);
+    if at_ms < now_ms {
+        format!(
+            "{}: {:.3}s late, starting now",
+            start::line(at_ms),
+            (now_ms - at_ms) as f64 / 1e3
+        )
+    } else {
+        start::line(at_ms)
+    }
+}
+
+pub fn environment<B: Bench>(
+    spec: &RunSpec,
+    server_version: Option<String>,
+    bench: &B,
+) -> Environment {
+    Environment {
+        host: hostname(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        os: std::env::consts::OS.to_string(),
+        target: spec.target.clone(),
+        server_version,
+        durability: bench.target().durability(),
+    }
+}
+
+/// A run's measurements, ready to be checked and shown.
+pub struct End {
+    /// Verification, results and exit code still to fill in.
+    pub report: Report,
+    pub measured: Snapshot,
+    /// Warm-up and measured together: what the server should hold.
+    pub counted: Snapshot,
+    /// `None`: a child, which neither verifies nor tears down.
+    pub baseline: Option<serde_json::Value>,
+    /// Why the run failed already (children that failed), if it did.
+    pub failed: Vec<String>,
+    /// Lines after the overall line.
+    pub after_summary: Vec<String>,
+}
+
+/// Verify, show the results, pick the exit code, print the summary, write
+/// the report, tear down.
+pub async fn conclude<B: Bench>(
+    bench: &mut B,
+    spec: &RunSpec,
+    opts: &Options,
+    p: &mut Printer,
+    end: End,
+) -> anyhow::Result<i32> {
+    let End {
+        mut report,
+        measured,
+        counted,
+        baseline,
+        failed,
+        after_summary,
+    } = end;
+    let mut reasons = failed;
+    if let Some(baseline) = &baseline {
+        let verdict = if spec.verify {
+            p.phase("verify");
+            let v = bench.verify(baseline, &counted).await?;
+            p.line(&v.summary);
+            Some(v)
+        } else {
+            p.line("verify ... skipped (--no-verify; check later with `loadrig verify REPORT`)");
+            None
+        };
+        if verdict.as_ref().and_then(|v| v.passed) == Some(false) {
+            reasons.push("verification failed".to_string());
+        }
+        report.results = bench.results(&counted).await?;
+        p.results(&report.results);
+        report.verification = Some(Verification {
+            baseline: baseline.clone(),
+            verdict,
+        });
+    } else {
+        p.end_phases();
+    }
+    let m = &report.measured;
+    if let Some(max) = spec.max_error_rate {
+        let rate = if m.ops == 0 {
+            0.0
+        } else {
+            m.errors as f64 / m.ops as f64
+        };
+        if rate > max {
+            reasons.push(format!(
+                "error rate {:.4} above --max-error-rate {max}",
+                rate
+            ));
+        }
+    }
+    if report.interrupted {
+        reasons.push("interrupted".to_string());
+    }
+    if !reasons.is_empty() {
+        report.exit_code = report.exit_code.max(exit::CHECK_FAILED);
+    }
+    let kinds: Vec<&str> = report
+        .measured
+        .kinds
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    p.summary(&report, &measured, &kinds);
+    for l in &after_summary {
+        p.line(l);
+    }
+    if opts.csv {
+        let rows = match spec.workload.output().csv {
+            CsvDialect::RedisBenchmark => redis::csv_rows(&report),
+            CsvDialect::Loadrig => csv::rows(&report),
+        };
+        for row in rows {
+            println!("{row}");
+        }
+    }
+    if let Some(path) = &opts.out {
+        report.write(path).with_context(|| "writing the report")?;
+    }
+    if baseline.is_some() {
+        bench.finish(spec.keep).await?;
+    }
+    for r in reasons {
+        p.line(&format!("check failed: {r}"));
+    }
+    Ok(report.exit_code)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "unknown".to_string())
+}

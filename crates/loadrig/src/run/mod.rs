@@ -1,0 +1,49 @@
+//! One run, start to end, for any (workload, target): connect, prepare,
+//! record the baseline, wait for the start, drive the engine, verify
+//! against the server, print the results, write the report, and choose
+//! the exit code. [`drive`] picks the process's part: the whole run here
+//! ([`single`]; a child of `--processes` only connects, runs and writes its
+//! report), or the parent of `--processes` ([`parent`]), which does the
+//! rest once. Both end through [`conclude`]; neither calls the other.
+
+mod conclude;
+mod parent;
+mod single;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use loadrig_spec::RunSpec;
+use loadrig_workloads::Bench;
+
+use crate::start::StartRule;
+
+/// Output choices and the process's part, none of them in the run spec.
+pub struct Options {
+    pub quiet: bool,
+    pub csv: bool,
+    pub out: Option<PathBuf>,
+    /// When the load begins; `None`: as soon as the connections are open.
+    pub start: Option<StartRule>,
+    pub role: Role,
+}
+
+/// This process's part in the run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Role {
+    /// The whole run in this process.
+    Single,
+    /// The parent of `--processes`: it prepares, starts the children with
+    /// these arguments (plus each one's shard, start and report file),
+    /// merges, verifies and tears down.
+    Parent { child_args: Vec<OsString> },
+    /// One of the parent's children: connect, run, write the report.
+    Child,
+}
+
+pub async fn drive<B: Bench>(bench: B, spec: &RunSpec, opts: &Options) -> anyhow::Result<i32> {
+    match &opts.role {
+        Role::Parent { child_args } => parent::parent(bench, spec, opts, child_args).await,
+        Role::Single | Role::Child => single::single(bench, spec, opts).await,
+    }
+}

@@ -1,0 +1,172 @@
+//! One run in this process, from connect to exit code (also a child of
+//! `--processes`: connect, run, write the report). Sequential workloads
+//! (redis-benchmark's tests) run one engine phase per kind.
+
+use std::time::{Duration, SystemTime};
+
+use loadrig_engine::{EngineConfig, Outcome};
+use loadrig_metrics::ProcessUsage;
+use loadrig_report::{Report, RunRecord};
+use loadrig_spec::RunSpec;
+use loadrig_workloads::{Bench, Results, TargetInfo};
+
+use crate::exit;
+use crate::print::Printer;
+use crate::start;
+
+use super::{Options, Role};
+
+use super::conclude::{conclude, ctrl_c_flag, environment, prepare, start_line, End, Prepared};
+
+pub(super) async fn single<B: Bench>(
+    mut bench: B,
+    spec: &RunSpec,
+    opts: &Options,
+) -> anyhow::Result<i32> {
+    let child = opts.role == Role::Child;
+    let kinds = bench.kinds();
+    let domains = bench.domains();
+    let mut p = Printer::new(spec, opts.quiet, opts.csv);
+    p.header(spec);
+
+    let prepared = if child {
+        p.phase("connect");
+        Prepared {
+            server_version: bench.target().server_version().await,
+            baseline: serde_json::Value::Null,
+        }
+    } else {
+        prepare(&mut bench, &mut p).await?
+    };
+    let cfg = EngineConfig {
+        load: spec.load.clone(),
+        seed: spec.seed,
+        warmup: Duration::from_secs_f64(spec.warmup_secs),
+        interval: Duration::from_secs_f64(spec.interval_secs),
+        timeout: Duration::from_secs_f64(spec.timeout_secs),
+        kinds: kinds.len(),
+        domains: domains.len(),
+        listeners: bench.listeners(),
+        drain: bench.drain(),
+    };
+    // One phase running every kind, or (redis-benchmark's tests) one per
+    // kind, one after the other, each over fresh connections.
+    let phases: Vec<Option<usize>> = if bench.sequential() {
+        (0..kinds.len()).map(Some).collect()
+    } else {
+        vec![None]
+    };
+    let stop = ctrl_c_flag();
+    let mut begin: Option<start::Begin> = None;
+    let mut total: Option<Outcome> = None;
+    let mut kind_elapsed: Vec<Option<Duration>> = Vec::new();
+    let mut db_cpu_before = None;
+    let mut usage_before = None;
+    for phase in phases {
+        if let Some(k) = phase {
+            bench.enter(k);
+        }
+        let conns = spec.load.connections as usize + cfg.listeners;
+        let mut drivers = Vec::with_capacity(conns);
+        for worker in 0..conns {
+            let worker = u32::try_from(worker).unwrap_or(u32::MAX);
+            drivers.push(bench.connect(worker).await?);
+        }
+        let at = match &begin {
+            Some(_) => start::now(),
+            None => {
+                let b = match opts.start {
+                    Some(rule) => {
+                        let now = SystemTime::now();
+                        let at = rule.resolve(now);
+                        p.end_phases();
+                        p.line(&start_line(at, now));
+                        start::wait_for(at, &stop).await
+                    }
+                    None => start::now(),
+                };
+                p.phase("run");
+                p.end_phases();
+                db_cpu_before = bench.target().embedded_cpu().await;
+                usage_before = Some(ProcessUsage::now());
+                *begin.insert(b)
+            }
+        };
+        let first = begin.as_ref().map_or(at.at, |b| b.at);
+        let outcome =
+            loadrig_engine::run(&cfg, drivers, at.at, stop.clone(), |lap| p.lap(lap)).await;
+        p.end_laps();
+        if let Some(k) = phase {
+            kind_elapsed.resize(kinds.len(), None);
+            kind_elapsed[k] = Some(outcome.elapsed);
+            p.test_line(kinds[k], &outcome.measured, k, outcome.elapsed);
+        }
+        let interrupted = outcome.interrupted;
+        match &mut total {
+            None => total = Some(outcome),
+            Some(t) => append(t, outcome, at.at.saturating_duration_since(first)),
+        }
+        if interrupted {
+            break;
+        }
+    }
+    let (Some(outcome), Some(begin), Some(usage_before)) = (total, begin, usage_before) else {
+        anyhow::bail!("nothing to run");
+    };
+    let mut usage = ProcessUsage::now().since(&usage_before);
+    // With an embedded database its thread's CPU is the server's, not the
+    // client's: take it out, and say so.
+    let db_cpu = match (db_cpu_before, bench.target().embedded_cpu().await) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    if let Some(db) = db_cpu {
+        usage.cpu = usage.cpu.saturating_sub(db);
+    }
+
+    p.phase("cool down");
+    let report = Report::build(RunRecord {
+        spec,
+        environment: environment(spec, prepared.server_version, &bench),
+        started_unix_ms: begin.unix_ms,
+        kinds: &kinds,
+        domains: &domains,
+        outcome: &outcome,
+        kind_elapsed: &kind_elapsed,
+        usage,
+        verification: None,
+        results: Results::default(),
+        exit_code: exit::OK,
+    });
+    let mut counted = outcome.warmup.clone();
+    counted.merge(&outcome.measured);
+    let after = db_cpu.map(|db| {
+        format!(
+            "embedded database: {:.3}s cpu on its own thread (not counted as client cpu)",
+            db.as_secs_f64()
+        )
+    });
+    let end = End {
+        report,
+        measured: outcome.measured,
+        counted,
+        baseline: (!child).then_some(prepared.baseline),
+        failed: Vec::new(),
+        after_summary: after.into_iter().collect(),
+    };
+    conclude(&mut bench, spec, opts, &mut p, end).await
+}
+
+/// Add the outcome of a later phase that started `offset` after the
+/// first: counts and histograms add, laps follow on (their times shifted
+/// to count from the first phase's start), measured times add up.
+fn append(total: &mut Outcome, next: Outcome, offset: Duration) {
+    total.warmup.merge(&next.warmup);
+    total.measured.merge(&next.measured);
+    total.laps.extend(next.laps.into_iter().map(|mut l| {
+        l.elapsed += offset;
+        l
+    }));
+    total.elapsed += next.elapsed;
+    total.interrupted |= next.interrupted;
+}

@@ -1,0 +1,36 @@
+//! What one engine run measured, as the engine hands it over and the
+//! report keeps it: the warm-up's and the measured snapshots, the measured
+//! time, and the laps.
+
+use std::time::Duration;
+
+use crate::Snapshot;
+
+/// What a run measured.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Operations of the warm-up (not in the figures, but they did write).
+    pub warmup: Snapshot,
+    pub measured: Snapshot,
+    /// From the end of the warm-up to the last completion (or delivery).
+    pub elapsed: Duration,
+    pub laps: Vec<Lap>,
+    /// Stopped early by the stop flag (Ctrl-C).
+    pub interrupted: bool,
+}
+
+/// A lap as kept for the report: counts and the latency histogram of all
+/// kinds, so laps of several runs merge by wall clock.
+#[derive(Debug, Clone)]
+pub struct Lap {
+    pub elapsed: Duration,
+    pub length: Duration,
+    /// Wall clock at the end of the lap, in milliseconds since the epoch.
+    pub unix_ms: u64,
+    pub warmup: bool,
+    pub ok: u64,
+    pub errors: u64,
+    pub pending: u64,
+    /// Latency of all kinds in this lap, HdrHistogram V2 encoding.
+    pub latency: Vec<u8>,
+}

@@ -1,0 +1,299 @@
+//! The one URL of every server target:
+//! `scheme://[USER[:PASSWORD]@]HOST[:PORT][,PORT|,HOST[:PORT]...][/PATH][?OPTIONS]`.
+//! A bare number after a comma is another port on the host before it
+//! (`h:6379,6380,h2`). Each target states what it takes beyond that (a
+//! database path, one server, a login) with the checks here, and reads its
+//! own options; the masking rule and the label are the same for all.
+
+// Each part serves some server targets; with only some built, the others'
+// go unused.
+#![cfg_attr(
+    not(all(
+        feature = "postgres",
+        feature = "mysql",
+        feature = "voltdb",
+        feature = "redis",
+        feature = "memcache",
+        feature = "nats",
+        feature = "mqtt"
+    )),
+    allow(dead_code)
+)]
+
+use loadrig_spec::SpecError;
+
+/// A parsed target URL. Secrets never leave through [`TargetUrl::label`]
+/// or an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TargetUrl {
+    pub scheme: &'static str,
+    pub servers: Vec<(String, u16)>,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// What follows the servers' `/`, %-decoded; empty when none.
+    pub path: String,
+    /// A user with no password is itself a secret (NATS's `token@host`).
+    secret_user: bool,
+    /// The syntax shown in errors.
+    expected: &'static str,
+}
+
+impl TargetUrl {
+    /// Parse what follows `scheme://`; returns the URL and its options
+    /// (what follows `?`, if anything), which are the target's to read.
+    pub fn parse<'a>(
+        scheme: &'static str,
+        rest: &'a str,
+        default_port: u16,
+        expected: &'static str,
+        secret_user: bool,
+    ) -> Result<(TargetUrl, Option<&'a str>), SpecError> {
+        let bad = |why: &str| {
+            SpecError::new(
+                "--target",
+                format!(
+                    "{why} in '{scheme}://{}' (expected {expected})",
+                    masked(rest, secret_user)
+                ),
+            )
+        };
+        let (rest, options) = match rest.split_once('?') {
+            Some((r, o)) => (r, Some(o)),
+            None => (rest, None),
+        };
+        // The authority ends at the first '/' after the login, so a '/'
+        // in a password does not cut it short.
+        let login_end = rest.rfind('@').map_or(0, |i| i + 1);
+        let (authority, path) = match rest[login_end..].find('/') {
+            Some(i) => (&rest[..login_end + i], &rest[login_end + i + 1..]),
+            None => (rest, ""),
+        };
+        let path = decode(path).ok_or_else(|| bad("bad %-escape"))?;
+        let (userinfo, hosts) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        let (user, password) = match userinfo {
+            None => (None, None),
+            Some(u) => {
+                let (user, pass) = match u.split_once(':') {
+                    Some((user, pass)) => (user, Some(pass)),
+                    None => (u, None),
+                };
+                let user = decode(user).ok_or_else(|| bad("bad %-escape"))?;
+                let pass = match pass {
+                    Some(p) => Some(decode(p).ok_or_else(|| bad("bad %-escape"))?),
+                    None => None,
+                };
+                ((!user.is_empty()).then_some(user), pass)
+            }
+        };
+        let servers = server_list(hosts, default_port).map_err(|why| bad(&why))?;
+        let url = TargetUrl {
+            scheme,
+            servers,
+            user,
+            password,
+            path,
+            secret_user,
+            expected,
+        };
+        Ok((url, options))
+    }
+
+    /// A usage error about this URL, naming `--target`, secrets masked.
+    pub fn bad(&self, why: impl std::fmt::Display) -> SpecError {
+        SpecError::new(
+            "--target",
+            format!("{why} in '{}' (expected {})", self.label(), self.expected),
+        )
+    }
+
+    /// Refuse a path, for targets that take none.
+    pub fn no_path(&self, why: &str) -> Result<(), SpecError> {
+        if self.path.is_empty() {
+            Ok(())
+        } else {
+            Err(self.bad(why))
+        }
+    }
+
+    /// Refuse options, for targets that take none.
+    pub fn no_options(&self, options: Option<&str>) -> Result<(), SpecError> {
+        match options {
+            None | Some("") => Ok(()),
+            Some(o) => Err(self.bad(format_args!("unknown option '{o}'"))),
+        }
+    }
+
+    /// The one server of a target that takes one.
+    pub fn one_server(&self) -> Result<(&str, u16), SpecError> {
+        match self.servers.as_slice() {
+            [(host, port)] => Ok((host, *port)),
+            _ => Err(self.bad("one server only")),
+        }
+    }
+
+    /// The URL for messages and reports: secrets masked, default ports
+    /// written out.
+    pub fn label(&self) -> String {
+        let who = match (&self.user, &self.password) {
+            (None, None) => String::new(),
+            (Some(_), None) if self.secret_user => "***@".to_string(),
+            (Some(u), None) => format!("{u}@"),
+            (None, Some(_)) => ":***@".to_string(),
+            (Some(u), Some(_)) => format!("{u}:***@"),
+        };
+        let servers: Vec<String> = self.servers.iter().map(|(h, p)| hostport(h, *p)).collect();
+        let path = if self.path.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", self.path)
+        };
+        format!("{}://{who}{}{path}", self.scheme, servers.join(","))
+    }
+
+    /// Server `i` as (host, port, `host:port`), for connecting and messages.
+    pub fn server(&self, i: usize) -> (String, u16, String) {
+        let (host, port) = self.servers.get(i).cloned().unwrap_or_default();
+        let name = hostport(&host, port);
+        (host, port, name)
+    }
+}
+
+/// What follows `scheme://`, with the password (or a lone secret user)
+/// masked, for errors raised before the URL is parsed.
+pub(crate) fn masked(rest: &str, secret_user: bool) -> String {
+    match rest.rsplit_once('@') {
+        Some((userinfo, hosts)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{hosts}"),
+            None if secret_user => format!("***@{hosts}"),
+            None => rest.to_string(),
+        },
+        None => rest.to_string(),
+    }
+}
+
+pub(crate) fn hostport(h: &str, p: u16) -> String {
+    if h.contains(':') {
+        format!("[{h}]:{p}")
+    } else {
+        format!("{h}:{p}")
+    }
+}
+
+/// The servers of a URL with several (`h1:6379,6380,h2`): each entry a
+/// host with an optional port, or a bare port that is another port on the
+/// host before it. The error says which entry is wrong.
+fn server_list(hosts: &str, default_port: u16) -> Result<Vec<(String, u16)>, String> {
+    let mut servers: Vec<(String, u16)> = Vec::new();
+    for entry in hosts.split(',') {
+        if !entry.is_empty() && entry.bytes().all(|b| b.is_ascii_digit()) {
+            let Some((host, _)) = servers.last().cloned() else {
+                return Err(format!("port '{entry}' before any host"));
+            };
+            let port = entry
+                .parse()
+                .ok()
+                .filter(|&p| p != 0)
+                .ok_or_else(|| format!("bad port '{entry}'"))?;
+            servers.push((host, port));
+            continue;
+        }
+        let server = split_host_port(entry, default_port)
+            .filter(|(host, _)| !host.is_empty())
+            .ok_or_else(|| format!("bad host '{entry}'"))?;
+        servers.push(server);
+    }
+    Ok(servers)
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port`.
+fn split_host_port(s: &str, default_port: u16) -> Option<(String, u16)> {
+    let (host, port) = if let Some(v6) = s.strip_prefix('[') {
+        let (host, after) = v6.split_once(']')?;
+        match after {
+            "" => (host, None),
+            p => (host, Some(p.strip_prefix(':')?)),
+        }
+    } else {
+        match s.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse().ok().filter(|&p| p != 0)?,
+        None => default_port,
+    };
+    Some((host.to_string(), port))
+}
+
+/// Undo %-escapes (a password may hold `@`, `:` or `/` that way).
+fn decode(s: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut bytes = s.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex = [bytes.next()?, bytes.next()?];
+            out.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(rest: &str) -> Result<(TargetUrl, Option<&str>), SpecError> {
+        let (url, options) = TargetUrl::parse("nats", rest, 4222, "nats://HOST", true)?;
+        url.no_path("no path is taken")?;
+        Ok((url, options))
+    }
+
+    #[test]
+    fn parses_servers_logins_and_options() {
+        let (u, o) = parse("127.0.0.1").unwrap();
+        assert_eq!(u.servers, [("127.0.0.1".to_string(), 4222)]);
+        assert_eq!((u.user, u.password, o), (None, None, None));
+        let (u, o) = parse("a:p%40ss@h1:1,2,[::1]/?qos=1").unwrap();
+        assert_eq!(
+            u.servers,
+            [
+                ("h1".to_string(), 1),
+                ("h1".to_string(), 2),
+                ("::1".to_string(), 4222)
+            ]
+        );
+        assert_eq!(
+            (u.user.as_deref(), u.password.as_deref()),
+            (Some("a"), Some("p@ss"))
+        );
+        assert_eq!(o, Some("qos=1"));
+        assert_eq!(u.label(), "nats://a:***@h1:1,h1:2,[::1]:4222");
+        let (u, _) = parse("s3cret@h").unwrap();
+        assert_eq!(u.label(), "nats://***@h:4222");
+        let (u, _) = TargetUrl::parse("mqtt", "bob@h", 1883, "", false).unwrap();
+        assert_eq!(u.label(), "mqtt://bob@h:1883");
+    }
+
+    #[test]
+    fn bad_urls_name_the_flag_and_hide_secrets() {
+        for rest in [
+            "",
+            "u:secret@h,,h2",
+            "u:secret@h:0",
+            "u:secret@6380",
+            "u:secret@h/x",
+            "secret@h:99999",
+            "u:secret@h:x",
+        ] {
+            let e = parse(rest).unwrap_err();
+            assert_eq!(e.flag, "--target", "{rest}");
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+    }
+}
