@@ -320,6 +320,30 @@ impl Relay {
         self.cut_where(|_| true)
     }
 
+    /// Wait until one link has carried `bytes` from the server (a
+    /// subscriber is receiving): the load runs. Fails after `limit`.
+    pub fn until_one_carried(&self, bytes: u64, limit: Duration) {
+        let t = std::time::Instant::now();
+        loop {
+            let most = {
+                let links = self.links.lock().unwrap();
+                links
+                    .iter()
+                    .map(|l| l.down.load(Ordering::Relaxed))
+                    .max()
+                    .unwrap_or(0)
+            };
+            if most >= bytes {
+                return;
+            }
+            assert!(
+                t.elapsed() < limit,
+                "no link carried {bytes} bytes in {limit:?} (the most: {most})"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Close the one link the server sent the most to (a subscriber,
     /// not a publisher); returns the bytes it had carried.
     pub fn cut_busiest(&self) -> u64 {
