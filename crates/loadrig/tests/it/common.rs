@@ -398,13 +398,29 @@ fn pump(mut from: TcpStream, mut to: TcpStream, count: Option<Arc<AtomicU64>>) {
     });
 }
 
-/// A port nothing listens on now, for a server a test starts itself.
+/// A port nothing listened on a moment ago. Another process may take it
+/// before the caller uses it, so every caller checks and tries again
+/// ([`OwnServer::start`], [`with_refused_port`]).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// `run` given a port nothing listens on, and that port; if it did not
+/// end as `refused` says and the port answers now (taken meanwhile),
+/// again on another.
+pub fn with_refused_port(run: impl Fn(u16) -> Run, refused: impl Fn(&Run) -> bool) -> (u16, Run) {
+    for _ in 0..5 {
+        let port = free_port();
+        let r = run(port);
+        if refused(&r) || TcpStream::connect(("127.0.0.1", port)).is_err() {
+            return (port, r);
+        }
+    }
+    panic!("every free port was taken before it could be used");
 }
 
 /// A server a test started itself (a second redis-server or memcached),
@@ -417,31 +433,52 @@ pub struct OwnServer {
 }
 
 impl OwnServer {
-    /// Start `cmd` (told to listen on `port`) and wait until it accepts.
-    pub fn spawn(
-        mut cmd: Command,
-        port: u16,
+    /// Start the server `cmd(port)` makes on a free port and wait until
+    /// it accepts; if it exited instead (the port was taken between
+    /// choosing and binding it), again on another port.
+    pub fn start(
+        cmd: impl Fn(u16) -> Command,
         dir: Option<tempfile::TempDir>,
         installs: &str,
     ) -> OwnServer {
-        let name = cmd.get_program().to_string_lossy().into_owned();
-        let child = cmd
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{name} runs ({installs} installs it): {e}"));
-        // Owned from here: dropping it kills and reaps the server.
-        let own = OwnServer {
-            port,
-            child,
-            _dir: dir,
-        };
-        for _ in 0..100 {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        let mut dir = dir;
+        for _ in 0..5 {
+            let port = free_port();
+            let mut cmd = cmd(port);
+            let name = cmd.get_program().to_string_lossy().into_owned();
+            let child = cmd
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{name} runs ({installs} installs it): {e}"));
+            // Owned from here: dropping it kills and reaps the server.
+            let mut own = OwnServer {
+                port,
+                child,
+                _dir: dir.take(),
+            };
+            if own.came_up() {
                 return own;
+            }
+            dir = own._dir.take();
+        }
+        panic!("no server of the test's own came up on a free port");
+    }
+
+    /// Accepting on its port while still running (a port that answers
+    /// while the server has exited is someone else's).
+    fn came_up(&mut self) -> bool {
+        for _ in 0..100 {
+            let exited = self.child.try_wait().ok().flatten().is_some();
+            if exited {
+                return false;
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return self.child.try_wait().ok().flatten().is_none();
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("{name} on {port} did not come up");
+        false
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{free_port, hold, json, loadrig, need_server, OwnServer, Run};
+use crate::common::{hold, json, loadrig, need_server, with_refused_port, OwnServer, Run};
 
 const URL: &str = "memcache://127.0.0.1:11211";
 
@@ -370,9 +370,13 @@ fn garbage_from_the_server_is_counted_not_a_panic() {
 /// Nothing listening: exit 3 and a line naming the server.
 #[test]
 fn no_server_is_exit_3() {
-    let port = free_port();
-    let target = format!("memcache://127.0.0.1:{port}");
-    let r = loadrig(&["run", "memcache", "--target", &target, "-n", "10"]);
+    let (port, r) = with_refused_port(
+        |port| {
+            let target = format!("memcache://127.0.0.1:{port}");
+            loadrig(&["run", "memcache", "--target", &target, "-n", "10"])
+        },
+        |r| r.code == 3,
+    );
     assert_eq!(r.code, 3, "{}", r.dump());
     assert!(
         r.stderr
@@ -384,7 +388,11 @@ fn no_server_is_exit_3() {
 
 /// A second memcached of the test's own, on a free port.
 fn own_memcached() -> OwnServer {
-    let port = free_port();
+    OwnServer::start(memcached_on, None, "scripts/services up memcached")
+}
+
+/// memcached told to listen on `port`.
+fn memcached_on(port: u16) -> Command {
     let mut cmd = Command::new("memcached");
     cmd.args(["-p", &port.to_string(), "-l", "127.0.0.1", "-U", "0"]);
     // memcached refuses to run as root unless told which user to be.
@@ -396,7 +404,7 @@ fn own_memcached() -> OwnServer {
     if root {
         cmd.args(["-u", "root"]);
     }
-    OwnServer::spawn(cmd, port, None, "scripts/services up memcached")
+    cmd
 }
 
 /// Two servers in one URL: connections dealt over both, the counters

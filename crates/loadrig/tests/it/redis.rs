@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{free_port, json, loadrig, need_server, OwnServer};
+use crate::common::{json, loadrig, need_server, with_refused_port, OwnServer};
 
 const URL: &str = "redis://127.0.0.1:6379";
 
@@ -450,15 +450,19 @@ fn garbage_from_the_server_is_a_protocol_error() {
 /// Nothing listening: exit 3 and one line naming the server.
 #[test]
 fn no_server_is_exit_3() {
-    let port = free_port();
-    let r = loadrig(&[
-        "run",
-        "redis",
-        "--target",
-        &format!("redis://127.0.0.1:{port}"),
-        "-n",
-        "10",
-    ]);
+    let (port, r) = with_refused_port(
+        |port| {
+            loadrig(&[
+                "run",
+                "redis",
+                "--target",
+                &format!("redis://127.0.0.1:{port}"),
+                "-n",
+                "10",
+            ])
+        },
+        |r| r.code == 3,
+    );
     assert_eq!(r.code, 3, "{}", r.dump());
     assert!(
         r.stderr
@@ -471,14 +475,17 @@ fn no_server_is_exit_3() {
 /// A second redis-server of the test's own, on a free port, keeping
 /// nothing on disk.
 fn own_redis() -> OwnServer {
-    let port = free_port();
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new("redis-server");
-    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .arg("--dir")
-        .arg(dir.path());
-    OwnServer::spawn(cmd, port, Some(dir), "scripts/services up redis")
+    let path = dir.path().to_path_buf();
+    let cmd = |port: u16| {
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&path);
+        cmd
+    };
+    OwnServer::start(cmd, Some(dir), "scripts/services up redis")
 }
 
 /// Two servers in one URL (`redis://127.0.0.1:6379,PORT`): connections
