@@ -120,7 +120,7 @@ fn targets_and_workloads_listings() {
 
 /// The Voter's counts behind a masked output: every one of `n` votes
 /// succeeded, and accepted + rejected = `n`.
-fn votes_add_up(r: &Run, report: &Report, n: u64) {
+pub(crate) fn votes_add_up(r: &Run, report: &Report, n: u64) {
     assert_all_ok(r, report, n);
     let t = Votes::counted(report);
     assert_eq!(t.accepted + t.invalid + t.over_limit, n, "{t:?}");

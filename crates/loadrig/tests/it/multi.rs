@@ -351,10 +351,11 @@ fn a_voter_preset_is_not_hellos() {
     assert!(r.stderr.contains("--preset"), "{}", r.dump());
 }
 
-/// What a run of two processes prints, numbers masked.
+/// What a run of two processes prints, numbers masked; the counts the
+/// mask hides asserted beside.
 #[test]
 fn processes_text_output() {
-    let r = loadrig(&[
+    let (r, report) = crate::common::run_reported(&[
         "run",
         "voter",
         "--target",
@@ -371,6 +372,15 @@ fn processes_text_output() {
         "vsd",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
+    // The Erlvolt mix votes for nobody never, and the null target keeps
+    // no limit: all 1,000 accepted, over both processes.
+    crate::golden::votes_add_up(&r, &report, 1000);
+    let all = Votes {
+        accepted: 1000,
+        invalid: 0,
+        over_limit: 0,
+    };
+    assert_eq!(Votes::counted(&report), all, "{}", r.dump());
     crate::golden::golden("voter-null-processes.txt", &crate::golden::mask(&r.stdout));
 }
 
