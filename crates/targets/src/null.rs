@@ -8,7 +8,7 @@ use std::time::Duration;
 use loadrig_engine::rng::Rng;
 use loadrig_engine::Tag;
 use loadrig_metrics::OpError;
-use loadrig_spec::SpecError;
+use loadrig_spec::{SpecError, CONTESTANT_NAMES};
 use loadrig_workloads::hello::{HelloBackend, HelloConn, HelloOp};
 use loadrig_workloads::voter::{Vote, VoteResult, VoterBackend, VoterConn, VoterCounts};
 use loadrig_workloads::TargetInfo;
@@ -83,11 +83,13 @@ impl NullTarget {
 pub struct NullConn {
     delay: NullDelay,
     rng: Rng,
-    queue: VecDeque<(Tag, Option<Instant>)>,
+    /// Each completion: its tag, when it is due, and whether it refuses
+    /// (a vote for nobody).
+    queue: VecDeque<(Tag, Option<Instant>, bool)>,
 }
 
 impl NullConn {
-    fn push(&mut self, tag: Tag) {
+    fn push(&mut self, tag: Tag, refuse: bool) {
         let due = match self.delay {
             NullDelay::None => None,
             NullDelay::Fixed(d) => Some(Instant::now() + d),
@@ -96,30 +98,41 @@ impl NullConn {
                 Some(Instant::now() + a + Duration::from_nanos(self.rng.below(span.max(1))))
             }
         };
-        self.queue.push_back((tag, due));
+        self.queue.push_back((tag, due, refuse));
     }
 
-    async fn next(&mut self) -> Option<Tag> {
-        let &(tag, due) = self.queue.front()?;
+    async fn next(&mut self) -> Option<(Tag, bool)> {
+        let &(tag, due, refuse) = self.queue.front()?;
         if let Some(due) = due {
             // Cancel safe: the entry leaves the queue only once it is due.
             tokio::time::sleep_until(due).await;
         }
         self.queue.pop_front();
-        Some(tag)
+        Some((tag, refuse))
     }
 }
 
 impl VoterConn for NullConn {
-    fn vote(&mut self, _vote: &Vote, tag: Tag) {
-        self.push(tag);
+    fn vote(&mut self, vote: &Vote, tag: Tag) {
+        // The Vote procedure's first check, as every server makes it: a
+        // vote for nobody on the list is refused. Accepted, it would be an
+        // ok operation that no tally can place (the counts stopped adding
+        // up: 1,000 ok, 991 accepted, 0 refused). The generator votes for
+        // 1..=contestants or for nobody (999), so the longest list decides
+        // exactly, also in a --processes child, which does not prepare.
+        let on_list = (1..=CONTESTANT_NAMES.len() as i32).contains(&vote.contestant);
+        self.push(tag, !on_list);
     }
 
     async fn recv(&mut self) -> Reply<VoteResult> {
         match self.next().await {
-            Some(tag) => Reply::Done {
+            Some((tag, refuse)) => Reply::Done {
                 tag,
-                result: Ok(VoteResult::Accepted),
+                result: Ok(if refuse {
+                    VoteResult::InvalidContestant
+                } else {
+                    VoteResult::Accepted
+                }),
             },
             None => Reply::Broken(OpError::new(loadrig_metrics::ErrorKind::Protocol)),
         }
@@ -133,12 +146,12 @@ impl VoterConn for NullConn {
 
 impl HelloConn for NullConn {
     fn call(&mut self, _op: &HelloOp, tag: Tag) {
-        self.push(tag);
+        self.push(tag, false);
     }
 
     async fn recv(&mut self) -> Reply<()> {
         match self.next().await {
-            Some(tag) => Reply::Done {
+            Some((tag, _)) => Reply::Done {
                 tag,
                 result: Ok(()),
             },

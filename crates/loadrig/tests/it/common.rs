@@ -1,12 +1,15 @@
-//! Running the binary and checking what it printed.
+//! Running the binary and checking what it printed and what its report
+//! (`--out`) says it did.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+use loadrig_report::{Measured, Report};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_loadrig");
 
@@ -46,6 +49,80 @@ pub fn loadrig(args: &[&str]) -> Run {
         .into()
 }
 
+/// The binary running in the background, its output read as it comes,
+/// so that a test acts on an event the run shows (its first lap line)
+/// rather than after a guessed sleep.
+pub struct Running {
+    child: std::process::Child,
+    stdout: BufReader<std::process::ChildStdout>,
+    printed: String,
+}
+
+impl Running {
+    pub fn start(args: &[&str]) -> Running {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the loadrig binary runs");
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Running {
+            child,
+            stdout,
+            printed: String::new(),
+        }
+    }
+
+    /// Read the output until a line satisfies `seen`; the run ending
+    /// first fails the test.
+    pub fn until(&mut self, seen: impl Fn(&str) -> bool) {
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).unwrap();
+            if n == 0 {
+                let rest = self.finish_reading();
+                panic!("the run ended before the line awaited:\n{}", rest.dump());
+            }
+            self.printed.push_str(&line);
+            if seen(&line) {
+                return;
+            }
+        }
+    }
+
+    /// Until the first lap line (`  at 1.0s  lap ...`): the load runs.
+    pub fn until_first_lap(&mut self) {
+        self.until(|l| l.starts_with("  at "));
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn finish_reading(&mut self) -> Run {
+        let mut rest = String::new();
+        let _ = self.stdout.read_to_string(&mut rest);
+        self.printed.push_str(&rest);
+        let mut stderr = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut stderr);
+        }
+        let status = self.child.wait().expect("the run is reaped");
+        Run {
+            code: status.code().unwrap_or(-1),
+            stdout: std::mem::take(&mut self.printed),
+            stderr,
+        }
+    }
+
+    /// Wait for the end: everything it printed and its exit code.
+    pub fn finish(mut self) -> Run {
+        self.finish_reading()
+    }
+}
+
 /// Runs on one server share the `bench` database's tables, and a run's
 /// teardown drops them: a test that runs on a server holds its lock.
 pub fn hold(server: &str) -> MutexGuard<'static, ()> {
@@ -82,6 +159,93 @@ pub fn need_server(name: &str, port: u16) {
 pub fn json(path: &Path) -> serde_json::Value {
     let body = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_slice(&body).expect("the report is JSON")
+}
+
+/// A report file read as the binary wrote it.
+pub fn report(path: &Path) -> Report {
+    Report::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Run the binary with `--out` into a scratch file: the run and its
+/// report. A run that wrote none fails the test.
+pub fn run_reported(args: &[&str]) -> (Run, Report) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut all = args.to_vec();
+    all.extend(["--out", out.to_str().unwrap()]);
+    let r = loadrig(&all);
+    assert!(out.exists(), "no report written:\n{}", r.dump());
+    let report = report(&out);
+    (r, report)
+}
+
+/// The measured phase's failures by operation kind and error kind, for a
+/// failure message.
+fn failures(m: &Measured) -> String {
+    let kinds: Vec<String> = m
+        .kinds
+        .iter()
+        .filter(|k| !k.errors.is_empty())
+        .map(|k| format!("{}: {:?} {:?}", k.name, k.errors, k.server_errors))
+        .collect();
+    format!(
+        "ops {}, ok {}, errors {} [{}]",
+        m.ops,
+        m.ok,
+        m.errors,
+        kinds.join("; ")
+    )
+}
+
+/// Every one of `n` operations succeeded: no error of any kind and
+/// `ok == n`. What a test of a working feature must rest on: a run whose
+/// every operation failed has nothing acknowledged to verify, so it still
+/// prints `verify ... ok` and exits 0.
+pub fn assert_all_ok(r: &Run, report: &Report, n: u64) {
+    let m = &report.measured;
+    assert!(
+        m.errors == 0 && m.ok == n && m.ops == n,
+        "expected {n} operations, all ok; {}\n{}",
+        failures(m),
+        r.dump()
+    );
+}
+
+/// A run meant to meet failures (links cut, sessions killed): some
+/// errors were counted, and at least `floor` operations still succeeded.
+pub fn assert_some_failed(r: &Run, report: &Report, floor: u64) {
+    let m = &report.measured;
+    assert!(
+        m.errors > 0 && m.ok >= floor && m.ok + m.errors == m.ops,
+        "expected errors and at least {floor} ok; {}\n{}",
+        failures(m),
+        r.dump()
+    );
+}
+
+/// The verification held (not skipped, not failed).
+pub fn assert_verified(r: &Run, report: &Report) {
+    let verdict = report
+        .verification
+        .as_ref()
+        .and_then(|v| v.verdict.as_ref());
+    assert_eq!(
+        verdict.and_then(|v| v.passed),
+        Some(true),
+        "{verdict:?}\n{}",
+        r.dump()
+    );
+}
+
+/// A workload counter of the measured phase; absent fails the test.
+pub fn domain(report: &Report, name: &str) -> u64 {
+    report
+        .measured
+        .domains
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| *v)
+        .unwrap_or_else(|| panic!("no domain {name}: {:?}", report.measured.domains))
 }
 
 /// One relayed connection: both sockets, and the bytes the server sent.
@@ -151,9 +315,33 @@ impl Relay {
         *self.closed_until.lock().unwrap() = Some(std::time::Instant::now() + d);
     }
 
-    /// Close every link now; new ones are still relayed.
-    pub fn cut(&self) {
-        self.cut_where(|_| true);
+    /// Close every link now (returns how many); new ones are still relayed.
+    pub fn cut(&self) -> usize {
+        self.cut_where(|_| true)
+    }
+
+    /// Wait until one link has carried `bytes` from the server (a
+    /// subscriber is receiving): the load runs. Fails after `limit`.
+    pub fn until_one_carried(&self, bytes: u64, limit: Duration) {
+        let t = std::time::Instant::now();
+        loop {
+            let most = {
+                let links = self.links.lock().unwrap();
+                links
+                    .iter()
+                    .map(|l| l.down.load(Ordering::Relaxed))
+                    .max()
+                    .unwrap_or(0)
+            };
+            if most >= bytes {
+                return;
+            }
+            assert!(
+                t.elapsed() < limit,
+                "no link carried {bytes} bytes in {limit:?} (the most: {most})"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Close the one link the server sent the most to (a subscriber,
@@ -210,13 +398,29 @@ fn pump(mut from: TcpStream, mut to: TcpStream, count: Option<Arc<AtomicU64>>) {
     });
 }
 
-/// A port nothing listens on now, for a server a test starts itself.
+/// A port nothing listened on a moment ago. Another process may take it
+/// before the caller uses it, so every caller checks and tries again
+/// ([`OwnServer::start`], [`with_refused_port`]).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// `run` given a port nothing listens on, and that port; if it did not
+/// end as `refused` says and the port answers now (taken meanwhile),
+/// again on another.
+pub fn with_refused_port(run: impl Fn(u16) -> Run, refused: impl Fn(&Run) -> bool) -> (u16, Run) {
+    for _ in 0..5 {
+        let port = free_port();
+        let r = run(port);
+        if refused(&r) || TcpStream::connect(("127.0.0.1", port)).is_err() {
+            return (port, r);
+        }
+    }
+    panic!("every free port was taken before it could be used");
 }
 
 /// A server a test started itself (a second redis-server or memcached),
@@ -229,31 +433,52 @@ pub struct OwnServer {
 }
 
 impl OwnServer {
-    /// Start `cmd` (told to listen on `port`) and wait until it accepts.
-    pub fn spawn(
-        mut cmd: Command,
-        port: u16,
+    /// Start the server `cmd(port)` makes on a free port and wait until
+    /// it accepts; if it exited instead (the port was taken between
+    /// choosing and binding it), again on another port.
+    pub fn start(
+        cmd: impl Fn(u16) -> Command,
         dir: Option<tempfile::TempDir>,
         installs: &str,
     ) -> OwnServer {
-        let name = cmd.get_program().to_string_lossy().into_owned();
-        let child = cmd
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{name} runs ({installs} installs it): {e}"));
-        // Owned from here: dropping it kills and reaps the server.
-        let own = OwnServer {
-            port,
-            child,
-            _dir: dir,
-        };
-        for _ in 0..100 {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        let mut dir = dir;
+        for _ in 0..5 {
+            let port = free_port();
+            let mut cmd = cmd(port);
+            let name = cmd.get_program().to_string_lossy().into_owned();
+            let child = cmd
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{name} runs ({installs} installs it): {e}"));
+            // Owned from here: dropping it kills and reaps the server.
+            let mut own = OwnServer {
+                port,
+                child,
+                _dir: dir.take(),
+            };
+            if own.came_up() {
                 return own;
+            }
+            dir = own._dir.take();
+        }
+        panic!("no server of the test's own came up on a free port");
+    }
+
+    /// Accepting on its port while still running (a port that answers
+    /// while the server has exited is someone else's).
+    fn came_up(&mut self) -> bool {
+        for _ in 0..100 {
+            let exited = self.child.try_wait().ok().flatten().is_some();
+            if exited {
+                return false;
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return self.child.try_wait().ok().flatten().is_none();
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("{name} on {port} did not come up");
+        false
     }
 }
 

@@ -1,18 +1,43 @@
 //! Golden files for text, CSV and JSON shape. Numbers and durations are
-//! masked (they differ run to run); everything else must match exactly.
-//! `UPDATE_GOLDEN=1 cargo test` rewrites the files after a deliberate change.
+//! masked (they differ run to run); everything else must match exactly,
+//! and the numbers that follow from the run's flags and seed (operations,
+//! errors, the Voter's outcome) are asserted beside each file.
+//!
+//! `UPDATE_GOLDEN=1 cargo test` (exactly `1`, and never with `CI` set)
+//! rewrites the files after a deliberate change, and fails: an update run
+//! can never pass, so a blessed output is always looked at (`git diff`)
+//! and tested by a second, ordinary run. `scripts/test` ends by checking
+//! that the suite left the folder as git has it.
 
 use std::path::PathBuf;
 
-use crate::common::{json, loadrig};
+use loadrig_report::Report;
+
+use crate::common::{assert_all_ok, json, loadrig, run_reported, Run};
+use crate::expect::{standings, votes, Votes};
+
+/// Whether this run rewrites the golden files.
+fn updating() -> bool {
+    std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") && std::env::var_os("CI").is_none()
+}
 
 pub(crate) fn golden(name: &str, actual: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-        return;
+    if updating() {
+        let old = std::fs::read_to_string(&path).ok();
+        if old.as_deref() != Some(actual) {
+            std::fs::write(&path, actual).unwrap();
+        }
+        panic!(
+            "{name}: {} by UPDATE_GOLDEN=1; review `git diff`, then run the tests without it",
+            if old.as_deref() == Some(actual) {
+                "unchanged"
+            } else {
+                "rewritten"
+            }
+        );
     }
     let expected = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", path.display()));
@@ -93,9 +118,29 @@ fn targets_and_workloads_listings() {
     golden("workloads.txt", &loadrig(&["workloads"]).stdout);
 }
 
+/// The Voter's counts behind a masked output: every one of `n` votes
+/// succeeded, and accepted + rejected = `n`.
+pub(crate) fn votes_add_up(r: &Run, report: &Report, n: u64) {
+    assert_all_ok(r, report, n);
+    let t = Votes::counted(report);
+    assert_eq!(t.accepted + t.invalid + t.over_limit, n, "{t:?}");
+    let line = format!(
+        "votes: accepted {}, rejected invalid contestant {}, rejected over limit {}, failed 0",
+        group(t.accepted),
+        group(t.invalid),
+        group(t.over_limit)
+    );
+    assert!(r.stdout.contains(&line), "no '{line}':\n{}", r.dump());
+}
+
+/// `1,234`, as the output groups digits.
+fn group(n: u64) -> String {
+    loadrig_workloads::group(n)
+}
+
 #[test]
 fn voter_text_output() {
-    let r = loadrig(&[
+    let (r, report) = run_reported(&[
         "run",
         "voter",
         "--target",
@@ -108,12 +153,24 @@ fn voter_text_output() {
         "7",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
+    // The null target keeps nothing, so no limit: it refuses only the
+    // votes for nobody, exactly those the generator drew.
+    votes_add_up(&r, &report, 1000);
+    let invalid = votes(&report.spec, 1000).invalid;
+    let want = Votes {
+        accepted: 1000 - invalid,
+        invalid,
+        over_limit: 0,
+    };
+    assert_eq!(Votes::counted(&report), want, "{}", r.dump());
     golden("voter-null.txt", &mask(&r.stdout));
 }
 
+/// One client: the votes arrive in index order, so the standings (names
+/// and order, which the golden file keeps) are the generator's, exactly.
 #[test]
 fn voter_sqlite_text_output() {
-    let r = loadrig(&[
+    let (r, report) = run_reported(&[
         "run",
         "voter",
         "-n",
@@ -121,9 +178,16 @@ fn voter_sqlite_text_output() {
         "--interval",
         "1h",
         "--clients",
-        "4",
+        "1",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
+    votes_add_up(&r, &report, 2000);
+    assert_eq!(Votes::counted(&report), votes(&report.spec, 2000));
+    let want: Vec<Vec<String>> = standings(&report.spec, 2000)
+        .into_iter()
+        .map(|(name, n)| vec![name, group(n)])
+        .collect();
+    assert_eq!(report.results.rows, want, "{}", r.dump());
     // The temporary database's name differs every run.
     let text = mask(&r.stdout);
     let text: String = text
@@ -156,6 +220,7 @@ fn report_json_shape() {
     let out = dir.path().join("r.json");
     let r = loadrig(&["run", "voter", "-n", "2000", "--out", out.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &crate::common::report(&out), 2000);
     let mut lines = Vec::new();
     shape(&json(&out), "", &mut lines);
     golden("report-shape.txt", &(lines.join("\n") + "\n"));
@@ -163,7 +228,7 @@ fn report_json_shape() {
 
 #[test]
 fn csv_output() {
-    let r = loadrig(&[
+    let (r, report) = run_reported(&[
         "run",
         "hello",
         "--target",
@@ -196,4 +261,18 @@ fn csv_output() {
         })
         .collect();
     golden("hello-null.csv", &(masked.join("\n") + "\n"));
+    // The counts the mask hides: selects and inserts as the seed draws
+    // them, every one ok, latency and service rows alike.
+    assert_all_ok(&r, &report, 1000);
+    let inserts = crate::expect::hello_inserts(&report.spec, 1000);
+    let counts: Vec<(String, String)> = lines[1..]
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[2].to_string(), f[3].to_string())
+        })
+        .collect();
+    let pair = |n: u64| (n.to_string(), n.to_string());
+    let (s, i) = (pair(1000 - inserts), pair(inserts));
+    assert_eq!(counts, [s.clone(), s, i.clone(), i], "{}", r.stdout);
 }

@@ -6,6 +6,7 @@
 
 mod cli;
 mod common;
+mod expect;
 mod golden;
 mod memcache;
 mod multi;

@@ -15,7 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{free_port, hold, json, loadrig, need_server, OwnServer, Run};
+use std::collections::HashSet;
+
+use loadrig_spec::{MemcacheSpec, RunSpec, WorkloadSpec};
+use loadrig_workloads::memcache::load::Load;
+
+use crate::common::{hold, json, loadrig, need_server, with_refused_port, OwnServer, Run};
 
 const URL: &str = "memcache://127.0.0.1:11211";
 
@@ -174,18 +179,22 @@ fn multiget_counts_hits_and_misses_per_key() {
             "5",
         ];
         args.extend_from_slice(proto);
+        let evictions = stat(11211, "evictions");
         let r = run(&args, &out);
         assert_eq!(r.code, 0, "{proto:?}: {}", r.dump());
         let report = json(&out);
         let (hits, misses) = (domain(&report, "get_hits"), domain(&report, "get_misses"));
         assert_eq!(hits + misses, 5 * 2000, "{}", r.dump());
-        // About half of each: slots 0..100 of 200 written (fewer hits if
-        // another client's load evicted them meanwhile).
-        assert!(
-            hits > 2000 && misses > 2000,
-            "{hits} {misses}: {}",
-            r.dump()
-        );
+        // Which keys the gets ask for is the load's own draw: exactly
+        // that many hits, unless memcached evicted keys meanwhile
+        // (another user's load on the shared server), then no more.
+        let want = multiget_hits(&crate::common::report(&out).spec, 400, 2000);
+        assert!(want > 2000 && want < 8000, "{want}");
+        if stat(11211, "evictions") == evictions {
+            assert_eq!(hits, want, "{}", r.dump());
+        } else {
+            assert!(hits <= want && hits > 0, "{hits} of {want}: {}", r.dump());
+        }
         assert!(
             r.stdout.contains(&format!(
                 "miss ratio {:.2}%",
@@ -197,6 +206,38 @@ fn multiget_counts_hits_and_misses_per_key() {
         // The same sets again, this time deleted afterwards.
         assert_eq!(run(&fill, &out).code, 0);
     }
+}
+
+/// The hits of gets `0..gets` of the run `spec` describes, after sets
+/// `0..sets` of the same load with the ratio 1:0 (the fill): every key a
+/// get asks for that a set wrote.
+fn multiget_hits(spec: &RunSpec, sets: u64, gets: u64) -> u64 {
+    let WorkloadSpec::Memcache(m) = &spec.workload else {
+        panic!("not a memcache run: {}", spec.workload.name());
+    };
+    let windows = u64::from(spec.load.connections);
+    let fill = Load::new(
+        MemcacheSpec {
+            sets: 1,
+            gets: 0,
+            ..m.clone()
+        },
+        windows,
+        spec.seed,
+    );
+    let written: HashSet<(u64, u64)> = (0..sets)
+        .map(|i| fill.op(i))
+        .map(|o| (o.window, o.slot))
+        .collect();
+    let load = Load::new(m.clone(), windows, spec.seed);
+    (0..gets)
+        .map(|i| load.op(i))
+        .map(|o| {
+            (0..m.multiget)
+                .filter(|&k| written.contains(&(o.window, o.nth(k))))
+                .count() as u64
+        })
+        .sum()
 }
 
 /// A test thread overwrites keys of window 0 with other bytes of the same
@@ -370,9 +411,13 @@ fn garbage_from_the_server_is_counted_not_a_panic() {
 /// Nothing listening: exit 3 and a line naming the server.
 #[test]
 fn no_server_is_exit_3() {
-    let port = free_port();
-    let target = format!("memcache://127.0.0.1:{port}");
-    let r = loadrig(&["run", "memcache", "--target", &target, "-n", "10"]);
+    let (port, r) = with_refused_port(
+        |port| {
+            let target = format!("memcache://127.0.0.1:{port}");
+            loadrig(&["run", "memcache", "--target", &target, "-n", "10"])
+        },
+        |r| r.code == 3,
+    );
     assert_eq!(r.code, 3, "{}", r.dump());
     assert!(
         r.stderr
@@ -384,7 +429,11 @@ fn no_server_is_exit_3() {
 
 /// A second memcached of the test's own, on a free port.
 fn own_memcached() -> OwnServer {
-    let port = free_port();
+    OwnServer::start(memcached_on, None, "scripts/services up memcached")
+}
+
+/// memcached told to listen on `port`.
+fn memcached_on(port: u16) -> Command {
     let mut cmd = Command::new("memcached");
     cmd.args(["-p", &port.to_string(), "-l", "127.0.0.1", "-U", "0"]);
     // memcached refuses to run as root unless told which user to be.
@@ -396,7 +445,7 @@ fn own_memcached() -> OwnServer {
     if root {
         cmd.args(["-u", "root"]);
     }
-    OwnServer::spawn(cmd, port, None, "scripts/services up memcached")
+    cmd
 }
 
 /// Two servers in one URL: connections dealt over both, the counters

@@ -84,7 +84,10 @@ fn two_publishers_three_subscribers_every_message_counted() {
         for c in received {
             assert_eq!((c.1, c.2), (20_000, 20_000), "{target}: {c:?}");
         }
-        for c in got.iter().filter(|c| !c.0.ends_with("received")) {
+        // Duplicated and out of order, per subscriber: six checks, none off.
+        let others: Vec<_> = got.iter().filter(|c| !c.0.ends_with("received")).collect();
+        assert_eq!(others.len(), 6, "{target}: {got:?}");
+        for c in others {
             assert_eq!(c.2, 0, "{target}: {c:?}");
         }
         // nats-bench's report, then a row per subscriber.
@@ -175,9 +178,11 @@ fn a_subscriber_cut_off_shows_its_losses() {
                 )
             })
         };
-        std::thread::sleep(Duration::from_millis(2000));
-        // The subscriber has had the most from the server (a Redis
-        // publisher gets a 4-byte reply per message, the others nothing).
+        // Cut once the subscriber is receiving (4,000 messages of 64
+        // bytes through its link), well before the run's end. The
+        // subscriber has had the most from the server (a Redis publisher
+        // gets a 4-byte reply per message, the others nothing).
+        relay.until_one_carried(256 * 1024, Duration::from_secs(30));
         relay.refuse_for(Duration::from_millis(500));
         let carried = relay.cut_busiest();
         let (r, report) = child.join().unwrap();
@@ -276,35 +281,73 @@ fn chat_stress_and_realistic_add_up() {
             ],
         );
         assert!(r.stdout.contains("G:3\tCPG:4\tT:2\n"), "{}", r.dump());
-        // Stress may overrun a broker (Mosquitto drops what it cannot
-        // queue): the counts must still add up.
-        chat_adds_up(&r, &report);
+        // Stress may overrun a broker: Mosquitto at QoS 0 drops what it
+        // cannot queue for a client that does not read while it writes
+        // (being fixed in the pub/sub client's read path), so loss is
+        // allowed here, but delivery must be shown to work on every
+        // broker. What holds today: NATS, Redis and MQTT at QoS 1 deliver
+        // all of it (at least half is asserted); MQTT at QoS 0 delivers
+        // all of it on a quiet machine and about a third under the whole
+        // suite's load (its deliveries then lag past the drain), so a
+        // tenth is asserted. Raise both to zero loss once the read path
+        // is fixed.
+        let lost = chat_adds_up(&r, &report);
+        let (sent, received) = sent_received(&report);
+        assert_eq!(sent - received, lost, "{target}");
+        let share = if i == 1 { 10 } else { 2 };
+        assert!(
+            received >= 1_000 && received * share >= sent,
+            "{target}: {received} of {sent} delivered, below 1/{share}: {}",
+            r.dump()
+        );
     }
-    need_server("nats", 4222);
-    let out = dir.path().join("realistic.json");
-    let (r, report) = run_to(
-        &out,
-        &[
-            "run",
-            "chat",
-            "--mode",
-            "realistic",
-            "--think",
-            "200ms",
-            "-G",
-            "5",
-            "--cpg",
-            "4",
-            "--duration",
-            "2",
-            "--drain",
-            "1",
-        ],
-    );
-    assert_eq!(chat_adds_up(&r, &report), 0, "{}", r.dump());
-    // 20 clients, one message each per 200 ms, for 2 s: about 200.
-    let sent = report["measured"]["kinds"][0]["ok"].as_u64().unwrap_or(0);
-    assert!((180..=220).contains(&sent), "sent {sent}: {}", r.dump());
+    // Realistic mode (one message per think time) overruns nothing: not
+    // one message may be lost, on any broker.
+    for (i, &(name, scheme, port)) in BROKERS.iter().enumerate() {
+        need_server(name, port);
+        let target = url(i, port);
+        let out = dir.path().join(format!("realistic-{scheme}{i}.json"));
+        let (r, report) = run_to(
+            &out,
+            &[
+                "run",
+                "chat",
+                "--target",
+                &target,
+                "--mode",
+                "realistic",
+                "--think",
+                "200ms",
+                "-G",
+                "5",
+                "--cpg",
+                "4",
+                "--duration",
+                "2",
+                "--drain",
+                "1",
+            ],
+        );
+        assert_eq!(chat_adds_up(&r, &report), 0, "{target}: {}", r.dump());
+        // 20 clients, one message each per 200 ms, for 2 s: 200 on the
+        // open loop's schedule, every one sent and delivered.
+        let (sent, received) = sent_received(&report);
+        assert_eq!((sent, received), (200, 200), "{target}: {}", r.dump());
+        assert_eq!(report["measured"]["errors"], 0, "{target}: {}", r.dump());
+    }
+}
+
+/// Chat's messages sent (the send kind's ok) and received (the deliver
+/// kind's ok), from the report.
+fn sent_received(report: &serde_json::Value) -> (u64, u64) {
+    let ok = |name: &str| {
+        report["measured"]["kinds"]
+            .as_array()
+            .and_then(|k| k.iter().find(|k| k["name"] == name))
+            .and_then(|k| k["ok"].as_u64())
+            .unwrap_or_else(|| panic!("no {name} kind: {report}"))
+    };
+    (ok("send"), ok("deliver"))
 }
 
 #[test]

@@ -8,7 +8,13 @@
 
 use std::process::Command;
 
-use crate::common::{hold, json, loadrig, need_server};
+use std::time::{Duration, Instant};
+
+use crate::common::{
+    assert_all_ok, assert_some_failed, assert_verified, domain, hold, loadrig, need_server, report,
+    run_reported,
+};
+use crate::expect::{hello_inserts, votes, Votes};
 
 /// How to reach one server: the URL, and its command-line client for
 /// checking and cleaning up behind the binary's back.
@@ -18,6 +24,9 @@ struct Server {
     url: &'static str,
     scheme: &'static str,
     product: &'static str,
+    /// SQL whose answer is the server's version, as the report should
+    /// carry it after `product`.
+    version_sql: &'static str,
     durability: &'static str,
     bad_password: &'static str,
     client: fn(&str) -> Command,
@@ -31,7 +40,8 @@ const POSTGRES: Server = Server {
     port: 5432,
     url: "postgres://bench:bench@127.0.0.1/bench",
     scheme: "postgres",
-    product: "PostgreSQL 15",
+    product: "PostgreSQL ",
+    version_sql: "SHOW server_version",
     durability: "synchronous_commit=",
     bad_password: "password authentication failed for user",
     client: psql,
@@ -47,7 +57,8 @@ const MARIADB: Server = Server {
     port: 3306,
     url: "mysql://bench:bench@127.0.0.1/bench",
     scheme: "mysql",
-    product: "MariaDB 10.11",
+    product: "MariaDB ",
+    version_sql: "SELECT VERSION()",
     durability: "innodb_flush_log_at_trx_commit=",
     bad_password: "Access denied for user 'bench'",
     client: mariadb,
@@ -92,17 +103,20 @@ fn mariadb(sql: &str) -> Command {
 }
 
 impl Server {
-    /// Run SQL through the server's own client; its output, trimmed.
-    fn sql(&self, sql: &str) -> String {
+    /// Run SQL through the server's own client: its output, trimmed, or
+    /// its error.
+    fn try_sql(&self, sql: &str) -> Result<String, String> {
         let out = (self.client)(sql)
             .output()
             .unwrap_or_else(|e| panic!("{}'s command-line client: {e}", self.name));
-        assert!(
-            out.status.success(),
-            "{sql}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    fn sql(&self, sql: &str) -> String {
+        self.try_sql(sql).unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
     /// The Voter with a small phone space, so the vote limit is hit often
@@ -130,22 +144,37 @@ impl Server {
         ]);
         assert_eq!(r.code, 0, "{}", r.dump());
         assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+        let rep = report(&out);
+        assert_all_ok(&r, &rep, 5000);
+        assert_verified(&r, &rep);
+        // 10 phones keep 2 votes each; which ones depends on the race,
+        // how many does not.
+        let want = votes(&rep.spec, 5000);
+        assert_eq!(want.accepted, 20, "{want:?}");
+        assert_eq!(Votes::counted(&rep), want, "{}", r.dump());
+        assert_eq!(self.sql("SELECT COUNT(*) FROM votes"), "20");
         let most: i64 = self
             .sql("SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM votes GROUP BY phone_number) AS per_phone")
             .parse()
             .unwrap();
         assert!((1..=2).contains(&most), "a phone holds {most} votes");
-        let env = &json(&out)["environment"];
-        let version = env["server_version"].as_str().unwrap_or_default();
-        assert!(version.starts_with(self.product), "{env}");
-        let durability = env["durability"].as_str().unwrap_or_default();
-        assert!(durability.starts_with(self.durability), "{env}");
+        // The version the server itself states, whichever is installed.
+        let env = &rep.environment;
+        let theirs = self.sql(self.version_sql);
+        let version = env.server_version.as_deref().unwrap_or_default();
+        let number = theirs.split([' ', '-']).next().unwrap_or_default();
+        assert!(
+            version.starts_with(self.product) && !number.is_empty() && version.contains(number),
+            "{env:?}, the server says {theirs}"
+        );
+        let durability = env.durability.as_deref().unwrap_or_default();
+        assert!(durability.starts_with(self.durability), "{env:?}");
         self.sql(self.drop_voter);
     }
 
     /// Hello with inserts: every select matches and every insert is a row.
     fn hello_verifies(&self) {
-        let r = loadrig(&[
+        let (r, rep) = run_reported(&[
             "run",
             "hello",
             "--target",
@@ -159,6 +188,10 @@ impl Server {
         ]);
         assert_eq!(r.code, 0, "{}", r.dump());
         assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+        assert_all_ok(&r, &rep, 3000);
+        assert_verified(&r, &rep);
+        let inserts = hello_inserts(&rep.spec, 3000);
+        assert_eq!(domain(&rep, "inserted"), inserts, "{}", r.dump());
     }
 
     /// Exit 3 and exactly one line on stderr that names the problem.
@@ -194,7 +227,15 @@ impl Server {
                 ])
             })
         };
-        std::thread::sleep(std::time::Duration::from_millis(2_000));
+        // Kill once votes are being committed: the load runs.
+        let t = Instant::now();
+        while !self
+            .try_sql("SELECT COUNT(*) FROM votes")
+            .is_ok_and(|n| n.parse::<u64>().is_ok_and(|n| n > 0))
+        {
+            assert!(t.elapsed() < Duration::from_secs(30), "no vote committed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let kills = self.sql(self.kill_sessions);
         assert!(!kills.is_empty(), "no session of the run to kill");
         for kill in kills.lines() {
@@ -205,9 +246,9 @@ impl Server {
         assert_eq!(r.code, 0, "{}", r.dump());
         assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
         assert!(r.stdout.contains("errors: vote: "), "{}", r.dump());
-        let m = &json(&out)["measured"];
-        assert!(m["reconnects"].as_u64().unwrap_or(0) >= 1, "{}", r.dump());
-        assert!(m["ok"].as_u64().unwrap_or(0) > 100, "{}", r.dump());
+        let rep = report(&out);
+        assert_some_failed(&r, &rep, 100);
+        assert!(rep.measured.reconnects >= 1, "{}", r.dump());
         self.sql(self.drop_voter);
     }
 

@@ -1,13 +1,13 @@
 //! The Voter end to end on embedded SQLite and on the null target.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use loadrig_report::fmt::dur;
 use loadrig_report::Report;
 
-use crate::common::{json, loadrig, Run, BIN};
+use crate::common::{assert_all_ok, assert_verified, domain, json, loadrig, run_reported, Running};
+use crate::expect::{hello_inserts, votes, Phones, Votes};
 
 /// The table row for `kind` and `measure`: its cells after the names.
 fn table_row<'a>(stdout: &'a str, kind: &str, measure: &str) -> Vec<&'a str> {
@@ -63,7 +63,12 @@ fn voter_on_sqlite_verifies_and_its_report_reproduces_the_printed_percentiles() 
     assert!(r.stdout.contains("winner: "), "{}", r.dump());
 
     let report = Report::read(&out).expect("the report reads back");
-    assert_eq!(report.measured.ops, 20_000);
+    assert_all_ok(&r, &report, 20_000);
+    assert_verified(&r, &report);
+    // Exactly the generator's 1% of votes for nobody, and the limit's share.
+    let counted = Votes::counted(&report);
+    assert_eq!(counted, votes(&report.spec, 20_000), "{}", r.dump());
+    assert!(counted.invalid > 0, "{counted:?}");
     let kind = &report.measured.kinds[0];
     for (measure, summary) in [("latency", &kind.latency), ("service", &kind.service)] {
         let h = summary.histogram().expect("histogram decodes");
@@ -101,16 +106,6 @@ fn voter_on_sqlite_verifies_and_its_report_reproduces_the_printed_percentiles() 
             assert_eq!(db_count(&db, &sql) as u64, *n, "contestant {c}");
         }
     }
-    let invalid = report
-        .measured
-        .domains
-        .iter()
-        .find(|(n, _)| n == "invalid")
-        .map(|(_, v)| *v);
-    assert!(
-        invalid.unwrap_or(0) > 0,
-        "VoltDB's caller mix has 1% invalid votes"
-    );
 }
 
 #[test]
@@ -161,8 +156,10 @@ fn a_row_deleted_behind_the_clients_back_fails_verify_with_exit_1() {
 fn a_second_run_on_the_same_database_verifies_against_its_own_baseline() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("v.db").display());
+    // The second run's phones already hold the first run's votes.
+    let mut held = Phones::default();
     for seed in ["1", "2"] {
-        let r = loadrig(&[
+        let (r, report) = run_reported(&[
             "run",
             "voter",
             "-n",
@@ -176,26 +173,45 @@ fn a_second_run_on_the_same_database_verifies_against_its_own_baseline() {
         ]);
         assert_eq!(r.code, 0, "{}", r.dump());
         assert!(r.stdout.contains("verify ... ok"), "{}", r.dump());
+        assert_all_ok(&r, &report, 3000);
+        assert_verified(&r, &report);
+        let want = held.vote(&report.spec, 3000);
+        assert_eq!(Votes::counted(&report), want, "seed {seed}: {}", r.dump());
     }
 }
 
 #[test]
 fn erlvolt_generator_has_no_invalid_votes() {
-    let r = loadrig(&["run", "voter", "-n", "3000", "--generator", "erlvolt"]);
+    let (r, report) = run_reported(&["run", "voter", "-n", "3000", "--generator", "erlvolt"]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(
         r.stdout.contains("rejected invalid contestant 0,"),
         "{}",
         r.dump()
     );
+    // Every vote succeeded and was accepted: no invalid ones, and a limit
+    // (20,000 a phone) that 3,000 votes cannot reach.
+    assert_all_ok(&r, &report, 3000);
+    let all = Votes {
+        accepted: 3000,
+        invalid: 0,
+        over_limit: 0,
+    };
+    assert_eq!(votes(&report.spec, 3000), all);
+    assert_eq!(Votes::counted(&report), all, "{}", r.dump());
 }
 
 #[test]
 fn hello_on_sqlite_inserts_and_selects_and_verifies() {
-    let r = loadrig(&["run", "hello", "-n", "5000", "--insert-ratio", "0.3"]);
+    let (r, report) = run_reported(&["run", "hello", "-n", "5000", "--insert-ratio", "0.3"]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
     assert!(r.stdout.contains("every select matched"), "{}", r.dump());
+    assert_all_ok(&r, &report, 5000);
+    assert_verified(&r, &report);
+    let inserts = hello_inserts(&report.spec, 5000);
+    assert_eq!(domain(&report, "inserted"), inserts, "{}", r.dump());
+    assert!(inserts > 0 && inserts < 5000, "{inserts}");
 }
 
 #[test]
@@ -268,28 +284,27 @@ fn bursts_and_managed_mode_run_end_to_end() {
 fn ctrl_c_still_writes_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let child = Command::new(BIN)
-        .args([
-            "run",
-            "voter",
-            "--target",
-            "null://?delay=1ms",
-            "--duration",
-            "60",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut run = Running::start(&[
+        "run",
+        "voter",
+        "--target",
+        "null://?delay=1ms",
+        "--duration",
+        "60",
+        "--interval",
+        "0.2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    // Interrupt once the load runs: at its first lap line, not after a
+    // guessed sleep.
+    run.until_first_lap();
     let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args(["-INT", &run.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let r: Run = child.wait_with_output().unwrap().into();
+    let r = run.finish();
     assert_eq!(r.code, 1, "{}", r.dump());
     assert!(r.stdout.contains("INTERRUPTED"), "{}", r.dump());
     let j = json(&out);

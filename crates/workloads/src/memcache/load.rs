@@ -315,7 +315,18 @@ mod tests {
             .map(|i| l.op(i))
             .filter(|o| o.kind == GET)
             .collect();
-        let share = gets.iter().filter(|o| o.check).count() as f64 / gets.len() as f64;
-        assert!((0.22..0.28).contains(&share), "{share}");
+        // Each get is checked exactly when its second draw (after the
+        // slot's) falls under the share: a seeded draw, no tolerance.
+        for i in (0..40_000).filter(|&i| l.op(i).kind == GET) {
+            let o = l.op(i);
+            let mut rng = Rng::for_op(3, i);
+            rng.below(o.span);
+            assert_eq!(o.check, rng.chance(0.25), "op {i}");
+        }
+        // And about a quarter of them (within 4 sigma).
+        let n = gets.len() as f64;
+        let share = gets.iter().filter(|o| o.check).count() as f64 / n;
+        let sigma = (0.25 * 0.75 / n).sqrt();
+        assert!((share - 0.25).abs() < 4.0 * sigma, "{share}");
     }
 }
