@@ -13,5 +13,6 @@ mod pubsub;
 mod redis;
 mod servers;
 mod services;
+mod sqlite;
 mod voltdb;
 mod voter;
