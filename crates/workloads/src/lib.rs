@@ -142,9 +142,11 @@ pub trait TargetInfo {
     fn shared(&self) -> bool {
         true
     }
-    /// CPU used so far by a database running inside this process.
-    fn embedded_cpu(&self) -> impl Future<Output = Option<std::time::Duration>> {
-        async { None }
+    /// CPU used so far by the threads of a database running inside this
+    /// process, each by name, always the same names in the same order;
+    /// empty for a server elsewhere.
+    fn embedded_cpu(&self) -> impl Future<Output = Vec<(&'static str, std::time::Duration)>> {
+        async { Vec::new() }
     }
 }
 

@@ -65,8 +65,15 @@ impl Printer {
         self.line("");
     }
 
-    pub fn header(&mut self, spec: &RunSpec) {
+    /// The header line, then what a commit promises on the target if it
+    /// is known before connecting (SQLite: its sync mode, the database's
+    /// directory and filesystem). A target that asks its server learns it
+    /// later, and the report holds it.
+    pub fn header(&mut self, spec: &RunSpec, durability: Option<&str>) {
         self.line(&header(spec));
+        if let Some(d) = durability {
+            self.line(&format!("durability: {d}"));
+        }
     }
 
     pub fn lap(&mut self, l: &LapView<'_>) {

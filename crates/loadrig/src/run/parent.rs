@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use loadrig_report::Report;
 use loadrig_spec::RunSpec;
-use loadrig_workloads::Bench;
+use loadrig_workloads::{Bench, TargetInfo};
 
 use super::conclude::{self, End};
 use super::Options;
@@ -44,7 +44,7 @@ pub async fn parent<B: Bench>(
 ) -> anyhow::Result<i32> {
     let k = spec.processes;
     let mut p = Printer::new(spec, opts.quiet, opts.csv);
-    p.header(spec);
+    p.header(spec, bench.target().durability().as_deref());
     let prepared = conclude::prepare(&mut bench, &mut p).await?;
     // Ctrl-C reaches the children too (one process group); the parent
     // waits for their reports instead of dying.

@@ -27,7 +27,7 @@ pub(super) async fn single<B: Bench>(
     let kinds = bench.kinds();
     let domains = bench.domains();
     let mut p = Printer::new(spec, opts.quiet, opts.csv);
-    p.header(spec);
+    p.header(spec, bench.target().durability().as_deref());
 
     let prepared = if child {
         p.phase("connect");
@@ -60,7 +60,7 @@ pub(super) async fn single<B: Bench>(
     let mut begin: Option<start::Begin> = None;
     let mut total: Option<Outcome> = None;
     let mut kind_elapsed: Vec<Option<Duration>> = Vec::new();
-    let mut db_cpu_before = None;
+    let mut db_cpu_before = Vec::new();
     let mut usage_before = None;
     for phase in phases {
         if let Some(k) = phase {
@@ -114,15 +114,18 @@ pub(super) async fn single<B: Bench>(
         anyhow::bail!("nothing to run");
     };
     let mut usage = ProcessUsage::now().since(&usage_before);
-    // With an embedded database its thread's CPU is the server's, not the
+    // With an embedded database its threads' CPU is the server's, not the
     // client's: take it out, and say so.
-    let db_cpu = match (db_cpu_before, bench.target().embedded_cpu().await) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-        _ => None,
-    };
-    if let Some(db) = db_cpu {
-        usage.cpu = usage.cpu.saturating_sub(db);
-    }
+    let db_cpu: Vec<(&str, Duration)> = bench
+        .target()
+        .embedded_cpu()
+        .await
+        .into_iter()
+        .zip(db_cpu_before)
+        .map(|((name, after), (_, before))| (name, after.saturating_sub(before)))
+        .collect();
+    let db_total: Duration = db_cpu.iter().map(|(_, cpu)| *cpu).sum();
+    usage.cpu = usage.cpu.saturating_sub(db_total);
 
     p.phase("cool down");
     let report = Report::build(RunRecord {
@@ -140,10 +143,15 @@ pub(super) async fn single<B: Bench>(
     });
     let mut counted = outcome.warmup.clone();
     counted.merge(&outcome.measured);
-    let after = db_cpu.map(|db| {
+    let after = (!db_cpu.is_empty()).then(|| {
+        let each: Vec<String> = db_cpu
+            .iter()
+            .map(|(name, cpu)| format!("{name} {:.3}s", cpu.as_secs_f64()))
+            .collect();
         format!(
-            "embedded database: {:.3}s cpu on its own thread (not counted as client cpu)",
-            db.as_secs_f64()
+            "embedded database: {:.3}s cpu on its own threads ({}), not counted as client cpu",
+            db_total.as_secs_f64(),
+            each.join(", ")
         )
     });
     let end = End {

@@ -14,5 +14,6 @@ mod pubsub;
 mod redis;
 mod servers;
 mod services;
+mod sqlite;
 mod voltdb;
 mod voter;

@@ -11,9 +11,15 @@
 //!
 //! Durability: WAL journal, `synchronous=NORMAL` by default (a commit
 //! survives a crash of loadrig but not a power cut), `?sync=full` for an
-//! fsync per commit, `?sync=off` for none.
+//! fsync per commit (on the writer, as it must be), `?sync=off` for none.
+//! Checkpoints, which sync the disk even at NORMAL, run on a thread of
+//! their own ([`checkpoint`]), off the writer's path. What the target says
+//! about durability names the database's directory and its filesystem
+//! ([`place`]): a temporary database on tmpfs measures memory, not a disk.
 
+mod checkpoint;
 mod hello;
+mod place;
 mod voter;
 
 use std::path::PathBuf;
@@ -74,9 +80,14 @@ enum Job {
 pub struct SqliteTarget {
     path: PathBuf,
     sync: Sync,
+    /// The database file's directory and its filesystem type.
+    place: (PathBuf, String),
+    jobs: mpsc::Sender<Job>,
+    /// Declared before `_temp`: it stops (and checkpoints) before the
+    /// folder goes.
+    checkpointer: checkpoint::Checkpointer,
     /// Keeps a temporary database alive; dropping it removes the folder.
     _temp: Option<tempfile::TempDir>,
-    jobs: mpsc::Sender<Job>,
 }
 
 impl SqliteTarget {
@@ -114,7 +125,12 @@ impl SqliteTarget {
         };
         let mut conn = Connection::open(&path).map_err(|e| unreachable(e.to_string()))?;
         configure(&mut conn, sync).map_err(|e| unreachable(e.to_string()))?;
+        // After `configure`: the file is in WAL mode before a second
+        // connection opens it.
         let (tx, rx) = mpsc::channel();
+        let checkpointer = checkpoint::Checkpointer::start(&path, sync, temp.is_none(), tx.clone())
+            .map_err(unreachable)?;
+        let place = place::of(&path);
         thread::Builder::new()
             .name("loadrig-sqlite".into())
             .spawn(move || serve(conn, rx))
@@ -122,8 +138,10 @@ impl SqliteTarget {
         Ok(SqliteTarget {
             path,
             sync,
-            _temp: temp,
+            place,
             jobs: tx,
+            checkpointer,
+            _temp: temp,
         })
     }
 
@@ -154,14 +172,18 @@ impl SqliteTarget {
         format!("sqlite://{}", self.path.display())
     }
 
-    /// CPU the database thread has used.
-    async fn thread_cpu(&self) -> Option<std::time::Duration> {
-        self.admin(|_| {
-            let u = loadrig_metrics::ProcessUsage::thread();
-            Ok(u.user + u.system)
-        })
-        .await
-        .ok()
+    /// CPU the database thread and the checkpoint thread have used.
+    async fn threads_cpu(&self) -> Vec<(&'static str, std::time::Duration)> {
+        let writer = self
+            .admin(|_| {
+                let u = loadrig_metrics::ProcessUsage::thread();
+                Ok(u.user + u.system)
+            })
+            .await;
+        match writer {
+            Ok(w) => vec![("writer", w), ("checkpointer", self.checkpointer.cpu())],
+            Err(_) => Vec::new(),
+        }
     }
 
     fn version() -> String {
@@ -170,14 +192,17 @@ impl SqliteTarget {
 
     fn durability(&self) -> String {
         format!(
-            "journal_mode=WAL, synchronous={} ({}), group commit by one database thread",
+            "journal_mode=WAL, synchronous={} ({}), group commit by one database thread, \
+             checkpoints on their own thread; database in {} ({})",
             self.sync.pragma(),
             match self.sync {
                 Sync::Off => "no fsync: a crash of the machine can lose or corrupt recent commits",
                 Sync::Normal =>
                     "commits survive a crash of loadrig, the last ones may be lost in a power cut",
                 Sync::Full => "fsync on every commit",
-            }
+            },
+            self.place.0.display(),
+            self.place.1,
         )
     }
 }
@@ -185,6 +210,9 @@ impl SqliteTarget {
 fn configure(conn: &mut Connection, sync: Sync) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", sync.pragma())?;
+    // The checkpoint thread copies the WAL back; here it would sync the
+    // disk while every queued call waits.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     // Other processes (--processes, a user's shell) may hold the lock briefly.
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     conn.set_prepared_statement_cache_capacity(64);
@@ -337,7 +365,7 @@ impl TargetInfo for SqliteTarget {
         self._temp.is_none()
     }
 
-    async fn embedded_cpu(&self) -> Option<std::time::Duration> {
-        self.thread_cpu().await
+    async fn embedded_cpu(&self) -> Vec<(&'static str, std::time::Duration)> {
+        self.threads_cpu().await
     }
 }
