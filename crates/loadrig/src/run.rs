@@ -15,7 +15,7 @@ use loadrig_engine::{EngineConfig, Outcome};
 use loadrig_metrics::{ProcessUsage, Snapshot};
 use loadrig_report::{Environment, Report, RunRecord, Verification};
 use loadrig_spec::{Dispatch, RunSpec, SpecError, WorkloadSpec};
-use loadrig_workloads::{Bench, Results, TargetInfo};
+use loadrig_workloads::{group, Bench, Results, TargetInfo};
 
 use crate::exit;
 use crate::print::{csv, redis, Printer};
@@ -299,6 +299,18 @@ pub async fn conclude<B: Bench>(
             p.phase("verify");
             let v = bench.verify(baseline, &counted).await?;
             p.line(&v.summary);
+            // The warm-up's writes are on the server too: say how much of
+            // what was verified it was, so the measured count beside it
+            // does not read as a discrepancy (docs/rates.md).
+            let (w, m) = (report.warmup.ops, report.measured.ops);
+            if w > 0 {
+                p.line(&format!(
+                    "verified against {} operations = {} warm-up + {} measured",
+                    group(w + m),
+                    group(w),
+                    group(m)
+                ));
+            }
             Some(v)
         } else {
             p.line("verify ... skipped (--no-verify; check later with `loadrig verify REPORT`)");
