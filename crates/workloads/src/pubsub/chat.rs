@@ -34,7 +34,9 @@ pub struct ChatBench<B> {
 
 impl<B: PubSubBackend> ChatBench<B> {
     pub fn new(backend: B, spec: ChatSpec, seed: u64, stop: Stop) -> Self {
-        let client = Arc::new(Client::new(run_prefix(), spec.size, seed));
+        let mut client = Client::new(run_prefix(), spec.size, seed);
+        client.listener_delay = Duration::from_secs_f64(spec.listener_delay_secs);
+        let client = Arc::new(client);
         ChatBench {
             backend,
             spec,
@@ -109,7 +111,11 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
             group(t.sent),
             group(t.received)
         );
-        Ok(Verdict::from_checks(checks, ok))
+        let mut v = Verdict::from_checks(checks, ok);
+        if let Some(why) = self.backend.queue_limit().filter(|_| t.received < t.sent) {
+            v.summary = format!("{}; {why}", v.summary);
+        }
+        Ok(v)
     }
 
     async fn results(&mut self, _counted: &Snapshot) -> Result<Results, TargetError> {
