@@ -125,13 +125,19 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
             Stop::Seconds(s) => s,
             Stop::Count(_) => t.send_span,
         };
-        let mut lines = chut_lines(
+        // Chut's rates are over its T and per group and client
+        // (docs/rates.md): said once, above its lines.
+        let mut lines = vec![
+            "Chut's lines (its rates: over T, per group, per client; loadrig's are the table and overall line):"
+                .to_string(),
+        ];
+        lines.extend(chut_lines(
             self.spec.groups,
             self.spec.per_group,
             secs,
             t.sent,
             t.all_received,
-        );
+        ));
         lines.push(format!(
             "lost {} of {} sent ({} clients short), duplicated {}, out of order {}, in doubt {}",
             group(t.sent.saturating_sub(t.received)),

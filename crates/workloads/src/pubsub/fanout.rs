@@ -182,6 +182,9 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
     async fn results(&mut self, _counted: &Snapshot) -> Result<Results, TargetError> {
         let all = self.client.tallies.all();
         let mut r = report(&self.label(), self.spec.size, &all);
+        // nats-bench's rates are not loadrig's (docs/rates.md): said once,
+        // above its lines.
+        r.lines.insert(0, NATS_BENCH_LABEL.to_string());
         r.lines
             .extend(self.backend.delivery().map(|d| format!("delivery: {d}")));
         Ok(r)
@@ -307,6 +310,10 @@ pub(crate) fn report(label: &str, size: usize, all: &[ClientTally]) -> Results {
         footer,
     }
 }
+
+/// Above nats-bench's lines: whose definitions they follow.
+const NATS_BENCH_LABEL: &str = "nats-bench's lines (its rates: each side over its own span, \
+Pub/Sub adds publishes and deliveries; loadrig's are the table and overall line):";
 
 /// nats-bench's megabyte.
 const MB: f64 = 1024.0 * 1024.0;
