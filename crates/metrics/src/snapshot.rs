@@ -286,6 +286,35 @@ mod tests {
         *state >> 33
     }
 
+    /// Deliveries are counted apart: one publish to three subscribers is
+    /// one operation and three deliveries (docs/rates.md); send lag
+    /// merges like the other histograms.
+    #[test]
+    fn deliveries_are_not_operations_and_send_lag_merges() {
+        let us = Duration::from_micros;
+        let mut publisher = Snapshot::new(2, 3);
+        publisher.ok(0, us(50), us(40), None);
+        publisher.lagged(0, us(10));
+        let mut subscriber = Snapshot::new(2, 3);
+        for _ in 0..3 {
+            subscriber.delivery(1, us(70), Some(0));
+        }
+        let mut all = Snapshot::new(2, 3);
+        all.merge(&publisher);
+        all.merge(&subscriber);
+        assert_eq!((all.ops(), all.ok_ops(), all.deliveries()), (1, 1, 3));
+        assert_eq!(all.kinds[1].count(), 3);
+        assert_eq!(all.kinds[0].send_lag.len(), 1);
+        assert_eq!(
+            all.kinds[0].send_lag.max(),
+            publisher.kinds[0].send_lag.max()
+        );
+        // The laps' latency is the operations', not the deliveries'.
+        assert_eq!(all.latency_all().len(), 1);
+        all.reset();
+        assert_eq!((all.deliveries(), all.kinds[0].send_lag.len()), (0, 0));
+    }
+
     #[test]
     fn merging_workers_equals_recording_everything_in_one() {
         let mut one = Snapshot::new(2, 3);
