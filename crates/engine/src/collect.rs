@@ -40,6 +40,10 @@ pub struct LapView<'a> {
     pub total: &'a Snapshot,
     /// Measured time so far.
     pub measured: Duration,
+    /// Measured time up to the end of the last lap in which operations
+    /// completed: a total's rate is over this, so laps in which only
+    /// deliveries arrive (a drain) do not dilute it.
+    pub active: Duration,
     pub pending: u64,
 }
 
@@ -61,6 +65,7 @@ pub(crate) async fn collect(
         start,
         measure_start,
         last: start,
+        active: None,
         kept: Vec::new(),
     };
     let mut ticks = tokio::time::interval_at(start + cfg.interval + GRACE, cfg.interval);
@@ -92,7 +97,7 @@ pub(crate) async fn collect(
     // workers noticed (a drain's idle tail is not the run's time).
     let now = Instant::now();
     let end = last_event.map_or(now, |t| t.min(now));
-    if lap.ops() > 0 || laps.kept.is_empty() {
+    if lap.ops() > 0 || lap.deliveries() > 0 || laps.kept.is_empty() {
         laps.close(end.max(laps.last), &mut lap, &measured, 0, &mut on_lap);
     }
     Outcome {
@@ -110,6 +115,8 @@ struct Laps {
     measure_start: Instant,
     /// End of the previous lap.
     last: Instant,
+    /// End of the last measured lap in which operations completed.
+    active: Option<Instant>,
     kept: Vec<Lap>,
 }
 
@@ -123,6 +130,10 @@ impl Laps {
         pending: u64,
         on_lap: &mut impl FnMut(&LapView<'_>),
     ) {
+        if lap.ops() > 0 && end > self.measure_start {
+            self.active = Some(end);
+        }
+        let active = self.active.unwrap_or(end);
         let view = LapView {
             elapsed: end.saturating_duration_since(self.start),
             length: end.saturating_duration_since(self.last),
@@ -130,6 +141,7 @@ impl Laps {
             lap,
             total: measured,
             measured: end.saturating_duration_since(self.measure_start),
+            active: active.saturating_duration_since(self.measure_start),
             pending,
         };
         on_lap(&view);
@@ -140,6 +152,7 @@ impl Laps {
             warmup: view.warmup,
             ok: lap.ok_ops(),
             errors: lap.errors(),
+            delivered: lap.deliveries(),
             pending,
             latency: lap.latency_all().encode(),
         });

@@ -11,6 +11,7 @@ mod collect;
 mod driver;
 mod pace;
 pub mod rng;
+mod timer;
 mod worker;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize};
@@ -22,6 +23,7 @@ use loadrig_spec::LoadSpec;
 pub use collect::LapView;
 pub use driver::{Driver, Event, Tag};
 pub use loadrig_metrics::{Lap, Outcome};
+pub use timer::Timer;
 /// The clock the engine schedules by (a driver's `send_at` is told its time).
 pub use tokio::time::Instant;
 

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use crate::collect::Report;
 use crate::pace::{Indices, Next, Share, Source, Token};
+use crate::timer::Timer;
 use crate::{Driver, EngineConfig, Event, Tag, WARMUP_INDEX_BASE};
 
 /// Housekeeping runs at least this often (stop flag, timeouts) while
@@ -96,6 +97,11 @@ pub(crate) struct Worker<D> {
     down_since: Option<Instant>,
     backoff: Duration,
     since_yield: u32,
+    /// The open loop and bursts: operations have intended starts, so the
+    /// worker wakes for them precisely and records each one's send lag.
+    paced: bool,
+    /// The precise wake-up for the next intended start (see `timer`).
+    timer: Timer,
     tx: UnboundedSender<Report>,
 }
 
@@ -203,6 +209,8 @@ impl<D: Driver> Worker<D> {
             down_since: None,
             backoff: Duration::from_millis(50),
             since_yield: 0,
+            paced: !matches!(load.pacing, loadrig_spec::Pacing::Steady),
+            timer: Timer::new(),
             tx,
         }
     }
@@ -239,6 +247,12 @@ impl<D: Driver> Worker<D> {
                 sleep.as_mut().reset(wake);
                 armed = wake;
             }
+            // tokio's sleep is a millisecond coarse: an intended start
+            // gets the precise timer too, and whichever fires first wins.
+            let precise = self.paced && due == Some(wake);
+            if precise {
+                self.timer.arm(wake);
+            }
             tokio::select! {
                 biased;
                 ev = self.driver.recv(), if self.inflight > 0 || self.listen => {
@@ -260,6 +274,7 @@ impl<D: Driver> Worker<D> {
                         tokio::task::yield_now().await;
                     }
                 }
+                () = self.timer.fired(), if precise => {}
                 () = &mut sleep => {}
             }
         }
@@ -352,6 +367,11 @@ impl<D: Driver> Worker<D> {
             return;
         }
         let kind = self.driver.send_at(tok.index, tag, tok.intended);
+        if self.paced {
+            // The closed loop sends when due: its lag is 0 by
+            // construction and is not recorded (no per-op cost there).
+            self.snaps[phase].lagged(kind, now.saturating_duration_since(tok.intended));
+        }
         self.slots[tag as usize] = Slot {
             intended: tok.intended,
             sent: now,
@@ -369,7 +389,7 @@ impl<D: Driver> Worker<D> {
                 kind,
                 latency,
                 domain,
-            } => self.snaps[self.phase].ok_same(kind, latency, domain),
+            } => self.snaps[self.phase].delivery(kind, latency, domain),
             Event::Done { tag, result } => {
                 let Some(slot) = self.slots.get_mut(tag as usize).filter(|s| s.busy) else {
                     // A driver answered a tag it was not given: count it

@@ -188,6 +188,41 @@ async fn a_stall_shows_in_latency_not_in_service_time() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn send_lag_is_recorded_in_the_open_loop_only() {
+    let rate = Pacing::Rate {
+        rate: 500.0,
+        arrival: Arrival::Regular,
+    };
+    // One connection, 1 ms per request, a 200 ms stall: operations due in
+    // the stall wait for the connection, and that wait is their send lag.
+    let cfg = config(load(rate, 1, Stop::Seconds(2.0)));
+    let stall = (Duration::from_millis(500), Duration::from_millis(700));
+    let (out, _) = drive(cfg, Duration::from_millis(1), Some(stall)).await;
+    let k = &out.measured.kinds[0];
+    assert_eq!(
+        k.send_lag.len(),
+        k.count(),
+        "one send lag per operation sent"
+    );
+    // A free connection sends on time (the paused clock is exact: a
+    // lag of 0, read back as the top of the histogram's lowest bucket).
+    assert!(k.send_lag.percentile(50.0) < Duration::from_micros(1));
+    // Held behind the stall: late by up to its length, and latency is
+    // that lag plus the service time.
+    assert!(
+        k.send_lag.max() >= Duration::from_millis(195),
+        "{:?}",
+        k.send_lag.max()
+    );
+    assert!(k.latency.max() >= k.send_lag.max());
+
+    // The closed loop sends when due: nothing recorded.
+    let cfg = config(load(Pacing::Steady, 2, Stop::Count(500)));
+    let (out, _) = drive(cfg, Duration::from_micros(100), None).await;
+    assert!(out.measured.kinds[0].send_lag.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
 async fn bursts_never_exceed_the_limit() {
     let (size, limit) = (10u32, 5usize);
     let burst = Pacing::Burst {

@@ -30,6 +30,8 @@ pub struct Lap {
     pub warmup: bool,
     pub ok: u64,
     pub errors: u64,
+    /// Messages listeners received in this lap (not operations).
+    pub delivered: u64,
     pub pending: u64,
     /// Latency of all kinds in this lap, HdrHistogram V2 encoding.
     pub latency: Vec<u8>,

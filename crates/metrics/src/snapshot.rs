@@ -61,23 +61,41 @@ pub struct KindStats {
     /// and `merge` fold them into both histograms, so a snapshot that has
     /// been handed over or merged has this empty.
     pub same: Histo,
+    /// Actual send minus intended start, per operation sent, in the open
+    /// loop and bursts: how late the generator itself was (pgbench's
+    /// schedule lag). Empty in the closed loop, where it is 0 by
+    /// construction and not recorded.
+    pub send_lag: Histo,
     pub ok: u64,
+    /// Of `ok`, the deliveries: messages a listener received that no
+    /// operation of its own asked for (docs/rates.md). They are counted
+    /// and rated apart from the operations a run issued.
+    pub delivered: u64,
     pub errors: ErrorCounts,
 }
 
 impl KindStats {
+    /// Everything recorded under this kind: operations settled, or for a
+    /// kind of deliveries, the messages received.
     pub fn count(&self) -> u64 {
         self.ok + self.errors.total()
+    }
+
+    /// Operations of this kind that succeeded, deliveries not included.
+    pub fn ok_ops(&self) -> u64 {
+        self.ok.saturating_sub(self.delivered)
     }
 
     pub fn merge(&mut self, o: &KindStats) {
         self.latency.add(&o.latency);
         self.service.add(&o.service);
+        self.send_lag.add(&o.send_lag);
         if !o.same.is_empty() {
             self.latency.add(&o.same);
             self.service.add(&o.same);
         }
         self.ok += o.ok;
+        self.delivered += o.delivered;
         self.errors.merge(&o.errors);
     }
 
@@ -143,6 +161,26 @@ impl Snapshot {
         }
     }
 
+    /// A delivery of kind `kind` (see [`KindStats::delivered`]), `latency`
+    /// after it was meant to leave its sender: recorded as
+    /// [`Snapshot::ok_same`] does, and counted as a delivery.
+    #[inline]
+    pub fn delivery(&mut self, kind: usize, latency: Duration, domain: Option<u16>) {
+        self.ok_same(kind, latency, domain);
+        if let Some(k) = self.kinds.get_mut(kind) {
+            k.delivered += 1;
+        }
+    }
+
+    /// An operation of kind `kind` handed to its connection `lag` after
+    /// its intended start (the open loop's send lag).
+    #[inline]
+    pub fn lagged(&mut self, kind: usize, lag: Duration) {
+        if let Some(k) = self.kinds.get_mut(kind) {
+            k.send_lag.record(lag);
+        }
+    }
+
     /// Fold what [`Snapshot::ok_same`] recorded into both histograms.
     pub fn settle(&mut self) {
         self.kinds.iter_mut().for_each(KindStats::settle);
@@ -162,22 +200,34 @@ impl Snapshot {
         }
     }
 
+    /// Operations issued and settled (deliveries not included).
     pub fn ops(&self) -> u64 {
-        self.kinds.iter().map(KindStats::count).sum()
+        self.kinds
+            .iter()
+            .map(|k| k.count().saturating_sub(k.delivered))
+            .sum()
     }
 
+    /// Operations that succeeded (deliveries not included).
     pub fn ok_ops(&self) -> u64 {
-        self.kinds.iter().map(|k| k.ok).sum()
+        self.kinds.iter().map(KindStats::ok_ops).sum()
+    }
+
+    /// Messages received by listeners (docs/rates.md).
+    pub fn deliveries(&self) -> u64 {
+        self.kinds.iter().map(|k| k.delivered).sum()
     }
 
     pub fn errors(&self) -> u64 {
         self.kinds.iter().map(|k| k.errors.total()).sum()
     }
 
-    /// Latency of all kinds together.
+    /// Latency of the operations of all kinds together; kinds that are
+    /// deliveries are left out (their latency is another measure: from a
+    /// sender's intended start to a listener's read).
     pub fn latency_all(&self) -> Histo {
         let mut h = Histo::new();
-        for k in &self.kinds {
+        for k in self.kinds.iter().filter(|k| k.delivered == 0) {
             h.add(&k.latency);
         }
         h
@@ -211,7 +261,9 @@ impl Snapshot {
             k.latency.reset();
             k.service.reset();
             k.same.reset();
+            k.send_lag.reset();
             k.ok = 0;
+            k.delivered = 0;
             k.errors = ErrorCounts::default();
         }
         self.domains.iter_mut().for_each(|d| *d = 0);
@@ -232,6 +284,35 @@ mod tests {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         *state >> 33
+    }
+
+    /// Deliveries are counted apart: one publish to three subscribers is
+    /// one operation and three deliveries (docs/rates.md); send lag
+    /// merges like the other histograms.
+    #[test]
+    fn deliveries_are_not_operations_and_send_lag_merges() {
+        let us = Duration::from_micros;
+        let mut publisher = Snapshot::new(2, 3);
+        publisher.ok(0, us(50), us(40), None);
+        publisher.lagged(0, us(10));
+        let mut subscriber = Snapshot::new(2, 3);
+        for _ in 0..3 {
+            subscriber.delivery(1, us(70), Some(0));
+        }
+        let mut all = Snapshot::new(2, 3);
+        all.merge(&publisher);
+        all.merge(&subscriber);
+        assert_eq!((all.ops(), all.ok_ops(), all.deliveries()), (1, 1, 3));
+        assert_eq!(all.kinds[1].count(), 3);
+        assert_eq!(all.kinds[0].send_lag.len(), 1);
+        assert_eq!(
+            all.kinds[0].send_lag.max(),
+            publisher.kinds[0].send_lag.max()
+        );
+        // The laps' latency is the operations', not the deliveries'.
+        assert_eq!(all.latency_all().len(), 1);
+        all.reset();
+        assert_eq!((all.deliveries(), all.kinds[0].send_lag.len()), (0, 0));
     }
 
     #[test]

@@ -171,7 +171,7 @@ fn merge_measured<'a>(
     elapsed_secs: f64,
 ) -> Result<Measured, ReportError> {
     let mut kinds: Vec<KindReport> = Vec::new();
-    let mut hists: Vec<(Histo, Histo)> = Vec::new();
+    let mut hists: Vec<[Histo; 3]> = Vec::new();
     let mut out = Measured {
         elapsed_secs,
         ..Measured::default()
@@ -183,17 +183,20 @@ fn merge_measured<'a>(
                     name: k.name.clone(),
                     count: 0,
                     ok: 0,
+                    delivered: 0,
                     errors: Vec::new(),
                     server_errors: Vec::new(),
                     latency: HistSummary::of(&Histo::new()),
                     service: HistSummary::of(&Histo::new()),
+                    send_lag: HistSummary::of(&Histo::new()),
                     elapsed_secs: None,
                 });
-                hists.push((Histo::new(), Histo::new()));
+                hists.push([Histo::new(), Histo::new(), Histo::new()]);
             }
-            let (into, (lat, svc)) = (&mut kinds[i], &mut hists[i]);
+            let (into, [lat, svc, lag]) = (&mut kinds[i], &mut hists[i]);
             into.count += k.count;
             into.ok += k.ok;
+            into.delivered += k.delivered;
             if let Some(e) = k.elapsed_secs {
                 into.elapsed_secs = Some(into.elapsed_secs.map_or(e, |m| m.max(e)));
             }
@@ -202,26 +205,33 @@ fn merge_measured<'a>(
             let bad = |e: String| ReportError::Merge(format!("{}: {e}", k.name));
             lat.add(&k.latency.histogram().map_err(bad)?);
             svc.add(&k.service.histogram().map_err(bad)?);
+            lag.add(&k.send_lag.histogram().map_err(bad)?);
         }
         out.ops += m.ops;
         out.ok += m.ok;
         out.errors += m.errors;
+        out.delivered += m.delivered;
         add_pairs(&mut out.domains, &m.domains);
         out.bytes_sent += m.bytes_sent;
         out.bytes_received += m.bytes_received;
         out.reconnects += m.reconnects;
         out.connect_failures += m.connect_failures;
     }
-    for (k, (lat, svc)) in kinds.iter_mut().zip(&hists) {
+    for (k, [lat, svc, lag]) in kinds.iter_mut().zip(&hists) {
         k.latency = HistSummary::of(lat);
         k.service = HistSummary::of(svc);
+        k.send_lag = HistSummary::of(lag);
     }
     out.kinds = kinds;
-    out.throughput = if elapsed_secs > 0.0 {
-        out.ok as f64 / elapsed_secs
-    } else {
-        0.0
+    let per_sec = |n: u64| {
+        if elapsed_secs > 0.0 {
+            n as f64 / elapsed_secs
+        } else {
+            0.0
+        }
     };
+    out.throughput = per_sec(out.ok);
+    out.delivery_rate = per_sec(out.delivered);
     Ok(out)
 }
 
@@ -260,6 +270,7 @@ fn merge_laps(
                     acc.warmup &= l.warmup;
                     acc.ok += l.ok;
                     acc.errors += l.errors;
+                    acc.delivered += l.delivered;
                     acc.pending += l.pending;
                     hist.add(&h);
                 }
@@ -340,6 +351,7 @@ mod tests {
             warmup: false,
             ok,
             errors: 0,
+            delivered: 0,
             pending: 1,
             latency: h.encode(),
         }

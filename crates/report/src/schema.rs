@@ -74,11 +74,17 @@ pub struct Environment {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Measured {
     pub elapsed_secs: f64,
-    /// Successful operations per second.
+    /// Successful operations per second (deliveries are not operations:
+    /// docs/rates.md).
     pub throughput: f64,
     pub ops: u64,
     pub ok: u64,
     pub errors: u64,
+    /// Messages received by listeners (pub/sub, chat), over the same time.
+    #[serde(default)]
+    pub delivered: u64,
+    #[serde(default)]
+    pub delivery_rate: f64,
     pub kinds: Vec<KindReport>,
     /// Workload counters by name (voter: accepted.N, invalid, over_limit).
     pub domains: Vec<(String, u64)>,
@@ -91,8 +97,13 @@ pub struct Measured {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KindReport {
     pub name: String,
+    /// Everything recorded under the kind: operations, or for a kind of
+    /// deliveries, messages received.
     pub count: u64,
     pub ok: u64,
+    /// Of `ok`, deliveries (all of them for a kind of deliveries, else 0).
+    #[serde(default)]
+    pub delivered: u64,
     /// Errors by kind name (only kinds that occurred).
     pub errors: Vec<(String, u64)>,
     /// Server errors by class.
@@ -101,6 +112,11 @@ pub struct KindReport {
     pub latency: HistSummary,
     /// Completion minus actual send.
     pub service: HistSummary,
+    /// Actual send minus intended start (open loop and bursts; empty in
+    /// the closed loop, where it is 0 by construction). Absent from
+    /// reports written before it was recorded: read as empty.
+    #[serde(default = "HistSummary::empty")]
+    pub send_lag: HistSummary,
     /// The kind's own measured time, when the kinds ran one after the
     /// other (the redis workload's tests); its rate is `ok` over this, not
     /// over the run's `elapsed_secs`. Absent when the kinds ran together.
@@ -144,6 +160,9 @@ pub struct LapReport {
     pub warmup: bool,
     pub ok: u64,
     pub errors: u64,
+    /// Messages received by listeners in the lap (not operations).
+    #[serde(default)]
+    pub delivered: u64,
     pub pending: u64,
     /// Latency of all kinds in the lap: HdrHistogram V2, base64.
     pub latency_hdr: String,
@@ -187,6 +206,11 @@ impl HistSummary {
         }
     }
 
+    /// The summary of no values.
+    pub fn empty() -> HistSummary {
+        HistSummary::of(&Histo::new())
+    }
+
     /// The histogram back, exactly as recorded.
     pub fn histogram(&self) -> Result<Histo, String> {
         decode_hdr(&self.hdr)
@@ -196,16 +220,15 @@ impl HistSummary {
 impl Measured {
     pub fn of(s: &Snapshot, kinds: &[&str], domains: &[String], elapsed: Duration) -> Measured {
         let secs = elapsed.as_secs_f64();
+        let per_sec = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
         Measured {
             elapsed_secs: secs,
-            throughput: if secs > 0.0 {
-                s.ok_ops() as f64 / secs
-            } else {
-                0.0
-            },
+            throughput: per_sec(s.ok_ops()),
             ops: s.ops(),
             ok: s.ok_ops(),
             errors: s.errors(),
+            delivered: s.deliveries(),
+            delivery_rate: per_sec(s.deliveries()),
             kinds: s
                 .kinds
                 .iter()
@@ -231,7 +254,9 @@ impl Measured {
         for (k, r) in s.kinds.iter_mut().zip(&self.kinds) {
             k.latency = r.latency.histogram()?;
             k.service = r.service.histogram()?;
+            k.send_lag = r.send_lag.histogram()?;
             k.ok = r.ok;
+            k.delivered = r.delivered;
             for (name, n) in &r.errors {
                 if let Some(kind) = ErrorKind::ALL.iter().find(|e| e.name() == name) {
                     k.errors.by_kind[kind.index()] += n;
@@ -255,6 +280,7 @@ impl KindReport {
             name: name.to_string(),
             count: k.count(),
             ok: k.ok,
+            delivered: k.delivered,
             errors: ErrorKind::ALL
                 .iter()
                 .filter(|e| k.errors.get(**e) > 0)
@@ -268,6 +294,7 @@ impl KindReport {
                 .collect(),
             latency: HistSummary::of(&k.latency),
             service: HistSummary::of(&k.service),
+            send_lag: HistSummary::of(&k.send_lag),
             elapsed_secs: None,
         }
     }
@@ -309,6 +336,7 @@ impl LapReport {
             warmup: l.warmup,
             ok: l.ok,
             errors: l.errors,
+            delivered: l.delivered,
             pending: l.pending,
             latency_hdr: b64(&l.latency),
         }

@@ -207,6 +207,7 @@ mod tests {
             mode,
             size: 64,
             drain_secs: 2.0,
+            listener_delay_secs: 0.0,
         });
         spec.load.pacing = pacing;
         spec

@@ -66,6 +66,11 @@ pub struct ChatSpec {
     pub size: usize,
     /// Seconds clients keep listening after the last send.
     pub drain_secs: f64,
+    /// Seconds a client pauses after each delivery before it reads the
+    /// next (Chut's listener delay: a slow reader, asked for). Absent
+    /// from specs written before it existed: 0.
+    #[serde(default)]
+    pub listener_delay_secs: f64,
 }
 
 impl ChatSpec {
@@ -93,6 +98,12 @@ impl ChatSpec {
             if !(think_secs.is_finite() && think_secs > 0.0) {
                 return Err(SpecError::new("--think", "must be a positive time"));
             }
+        }
+        if !(self.listener_delay_secs.is_finite() && self.listener_delay_secs >= 0.0) {
+            return Err(SpecError::new(
+                "--listener-delay",
+                "must be a time, 0 or more",
+            ));
         }
         check_size(self.size)?;
         check_drain(self.drain_secs)
@@ -148,6 +159,7 @@ mod tests {
             mode: ChatMode::Stress,
             size: 64,
             drain_secs: 1.0,
+            listener_delay_secs: 0.0,
         };
         assert_eq!(c.validate().unwrap_err().flag, "--per-group");
         c.per_group = 20;

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use loadrig_engine::rng::Rng;
-use loadrig_engine::Tag;
+use loadrig_engine::{Tag, Timer};
 use loadrig_metrics::OpError;
 use loadrig_spec::{SpecError, CONTESTANT_NAMES};
 use loadrig_workloads::hello::{HelloBackend, HelloConn, HelloOp};
@@ -75,6 +75,7 @@ impl NullTarget {
             delay: self.delay,
             rng: Rng::stream(0, 0x4e55_4c4c),
             queue: VecDeque::new(),
+            timer: Timer::new(),
         }
     }
 }
@@ -86,6 +87,8 @@ pub struct NullConn {
     /// Each completion: its tag, when it is due, and whether it refuses
     /// (a vote for nobody).
     queue: VecDeque<(Tag, Option<Instant>, bool)>,
+    /// tokio's sleep alone would round a 100 us delay up to a millisecond.
+    timer: Timer,
 }
 
 impl NullConn {
@@ -105,7 +108,7 @@ impl NullConn {
         let &(tag, due, refuse) = self.queue.front()?;
         if let Some(due) = due {
             // Cancel safe: the entry leaves the queue only once it is due.
-            tokio::time::sleep_until(due).await;
+            self.timer.sleep_until(due).await;
         }
         self.queue.pop_front();
         Some((tag, refuse))

@@ -48,6 +48,9 @@ pub struct ChatArgs {
     /// After the last send, clients go on listening this long
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "2")]
     pub drain: f64,
+    /// A pause after each message a client receives, before it reads the next (Chut's listener delay: slow readers)
+    #[arg(long = "listener-delay", value_name = "TIME", value_parser = seconds, default_value = "0")]
+    pub listener_delay: f64,
 }
 
 impl ChatArgs {
@@ -63,6 +66,7 @@ impl ChatArgs {
             },
             size: self.size,
             drain_secs: self.drain,
+            listener_delay_secs: self.listener_delay,
         };
         spec.validate()?;
         Ok(spec)

@@ -13,7 +13,11 @@ pub fn rows(r: &Report) -> Vec<String> {
     for k in &r.measured.kinds {
         let errors: u64 = k.errors.iter().map(|(_, n)| n).sum();
         let rate = if secs > 0.0 { k.ok as f64 / secs } else { 0.0 };
-        for (measure, h) in [("latency", &k.latency), ("service", &k.service)] {
+        let lag = (k.send_lag.count > 0).then_some(("send_lag", &k.send_lag));
+        let rows = [("latency", &k.latency), ("service", &k.service)]
+            .into_iter()
+            .chain(lag);
+        for (measure, h) in rows {
             out.push(format!(
                 "{},{measure},{},{},{errors},{rate:.1},{}",
                 k.name,

@@ -14,7 +14,7 @@ use loadrig_metrics::Snapshot;
 use loadrig_report::fmt;
 use loadrig_report::fmt::group;
 use loadrig_report::{Measured, Report};
-use loadrig_spec::{Dispatch, Pacing, RunSpec, Stop};
+use loadrig_spec::{Dispatch, Pacing, RunSpec, Stop, WorkloadSpec};
 use loadrig_workloads::Results;
 
 use fmt::{dur, rate};
@@ -100,7 +100,7 @@ impl Printer {
             "#".repeat(filled),
             ".".repeat(width - filled),
             done * 100.0,
-            group(rate(l.total.ok_ops(), l.measured) as u64)
+            group(rate(l.total.ok_ops(), l.active) as u64)
         );
         let _ = err.flush();
     }
@@ -203,6 +203,24 @@ pub fn header(spec: &RunSpec) -> String {
     if load.connections != load.clients {
         conns = format!(" over {} connections", load.connections);
     }
+    // Who issues and who listens, counted as the workload counts them
+    // (a pubsub run's subscribers are listeners, not clients of the load).
+    let clients = match &spec.workload {
+        WorkloadSpec::Pubsub(p) => format!(
+            "{} {}, {} {}",
+            group(u64::from(p.pubs)),
+            plural(p.pubs, "publisher", "publishers"),
+            group(u64::from(p.subs)),
+            plural(p.subs, "subscriber", "subscribers"),
+        ),
+        WorkloadSpec::Chat(c) => format!(
+            "{} clients ({} groups of {})",
+            group(u64::from(c.clients())),
+            group(u64::from(c.groups)),
+            c.per_group
+        ),
+        _ => format!("{} clients", group(u64::from(load.clients))),
+    };
     let pipeline = if load.pipeline > 1 {
         format!(", pipeline {}", load.pipeline)
     } else {
@@ -232,13 +250,20 @@ pub fn header(spec: &RunSpec) -> String {
         None => String::new(),
     };
     format!(
-        "loadrig {}  {} on {}  {model}, {dispatch}, {} clients{conns}{pipeline}{processes}, {stop}{warmup}, seed {}{shard}{preset}",
+        "loadrig {}  {} on {}  {model}, {dispatch}, {clients}{conns}{pipeline}{processes}, {stop}{warmup}, seed {}{shard}{preset}",
         env!("CARGO_PKG_VERSION"),
         spec.workload.name(),
         spec.target,
-        group(u64::from(load.clients)),
         spec.seed
     )
+}
+
+fn plural<'a>(n: u32, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
 }
 
 pub fn lap_line(l: &LapView<'_>) -> String {
@@ -251,13 +276,21 @@ pub fn lap_line(l: &LapView<'_>) -> String {
     let total = if l.warmup {
         "warm-up".to_string()
     } else {
+        format!("total {}/s", group(rate(l.total.ok_ops(), l.active) as u64))
+    };
+    // Deliveries are not operations (docs/rates.md): their own rate, only
+    // in runs that have listeners.
+    let delivered = if l.total.deliveries() > 0 || l.lap.deliveries() > 0 {
         format!(
-            "total {}/s",
-            group(rate(l.total.ok_ops(), l.measured) as u64)
+            "  delivered lap {}/s total {}",
+            group(rate(l.lap.deliveries(), l.length) as u64),
+            group(l.total.deliveries())
         )
+    } else {
+        String::new()
     };
     format!(
-        "  at {:>7.3}s  lap {}/s  {total}  ok {}  fail {}  pending {}  avg {avg}  p99 {p99}  max {max}",
+        "  at {:>7.3}s  lap {}/s  {total}  ok {}  fail {}  pending {}  avg {avg}  p99 {p99}  max {max}{delivered}",
         l.elapsed.as_secs_f64(),
         group(rate(l.lap.ok_ops(), l.length) as u64),
         group(l.total.ok_ops()),
@@ -270,8 +303,8 @@ const COLUMNS: [&str; 11] = [
     "count", "ok", "errors", "rate/s", "min", "avg", "p50", "p90", "p99", "p99.9", "max",
 ];
 
-/// The final latency table: one row for latency, one for service time, per
-/// kind; each kind's rate is over its own time when it has one (`m`).
+/// The final latency table: one row for latency, one for service time
+/// (and one for send lag in the open loop), per kind; each kind's rate is over its own time when it has one (`m`).
 pub fn table(s: &Snapshot, kinds: &[&str], m: &Measured) -> Vec<String> {
     let name_w = kinds.iter().map(|k| k.len()).max().unwrap_or(4).max(4);
     let mut lines = vec![format!(
@@ -297,7 +330,14 @@ pub fn table(s: &Snapshot, kinds: &[&str], m: &Measured) -> Vec<String> {
             .get(i)
             .map_or(m.elapsed_secs, |r| r.secs(m.elapsed_secs));
         let elapsed = Duration::from_secs_f64(secs.max(0.0));
-        for (measure, h) in [("latency", &k.latency), ("service", &k.service)] {
+        // Send lag (actual send minus intended start) only where there
+        // is an intended start: the open loop and bursts. In the closed
+        // loop it is 0 by construction and not recorded.
+        let lag = (!k.send_lag.is_empty()).then_some(("send lag", &k.send_lag));
+        let rows = [("latency", &k.latency), ("service", &k.service)]
+            .into_iter()
+            .chain(lag);
+        for (measure, h) in rows {
             let cell = |d: Duration| {
                 if h.is_empty() {
                     "-".to_string()
@@ -399,8 +439,17 @@ pub fn overall(r: &Report) -> String {
         100.0 * m.errors as f64 / m.ops as f64
     };
     let interrupted = if r.interrupted { "  INTERRUPTED" } else { "" };
+    let delivered = if m.delivered > 0 {
+        format!(
+            "  delivered {} ({}/s)",
+            group(m.delivered),
+            group(m.delivery_rate as u64)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{label}: {}/s  {fails:.2}% fails  {} ops  {:.3}s  client cpu {:.0}% ({} us/op)  peak mem {}{mem}{interrupted}",
+        "{label}: {}/s  {fails:.2}% fails  {} ops{delivered}  {:.3}s  client cpu {:.0}% ({} us/op)  peak mem {}{mem}{interrupted}",
         group(m.throughput as u64),
         group(m.ops),
         m.elapsed_secs,

@@ -10,7 +10,7 @@ use anyhow::Context;
 use loadrig_metrics::Snapshot;
 use loadrig_report::{Environment, Report, Verification};
 use loadrig_spec::{CsvDialect, RunSpec};
-use loadrig_workloads::{Bench, TargetInfo};
+use loadrig_workloads::{group, Bench, TargetInfo};
 
 use crate::exit;
 use crate::print::{csv, redis, Printer};
@@ -117,6 +117,18 @@ pub async fn conclude<B: Bench>(
             p.phase("verify");
             let v = bench.verify(baseline, &counted).await?;
             p.line(&v.summary);
+            // The warm-up's writes are on the server too: say how much of
+            // what was verified it was, so the measured count beside it
+            // does not read as a discrepancy (docs/rates.md).
+            let (w, m) = (report.warmup.ops, report.measured.ops);
+            if w > 0 {
+                p.line(&format!(
+                    "verified against {} operations = {} warm-up + {} measured",
+                    group(w + m),
+                    group(w),
+                    group(m)
+                ));
+            }
             Some(v)
         } else {
             p.line("verify ... skipped (--no-verify; check later with `loadrig verify REPORT`)");

@@ -488,3 +488,6 @@ impl Drop for OwnServer {
         let _ = self.child.wait();
     }
 }
+
+/// A RESP server whose answers take the delays a test chose.
+pub mod delayed;

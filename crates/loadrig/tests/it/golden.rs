@@ -279,3 +279,30 @@ fn csv_output() {
     let (s, i) = (pair(1000 - inserts), pair(inserts));
     assert_eq!(counts, [s.clone(), s, i.clone(), i], "{}", r.stdout);
 }
+
+/// pubsub's output with one set of rates (docs/rates.md): the header
+/// counts publishers and subscribers, operations (publishes) and
+/// deliveries apart in the lap line, the table and the overall line,
+/// nats-bench's own lines labelled as its, subscribers numbered alike.
+#[test]
+fn pubsub_text_output() {
+    crate::common::need_server("nats", 4222);
+    let r = loadrig(&[
+        "run",
+        "pubsub",
+        "--target",
+        "nats://127.0.0.1:4222",
+        "--pubs",
+        "1",
+        "--subs",
+        "2",
+        "-n",
+        "2000",
+        "--interval",
+        "1h",
+        "--seed",
+        "7",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    golden("pubsub-nats.txt", &mask(&r.stdout));
+}

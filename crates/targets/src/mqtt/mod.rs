@@ -206,6 +206,17 @@ impl PubSubBackend for MqttTarget {
     fn label(&self) -> String {
         format!("MQTT QoS {}", self.qos.level())
     }
+
+    /// Mosquitto does not publish its settings (nor, in 2.0, a count of
+    /// what it dropped) under `$SYS`, so the limit is stated, not read.
+    fn queue_limit(&self) -> Option<String> {
+        Some(
+            "the broker dropped them: Mosquitto queues at most max_queued_messages per client \
+             (1,000 by default; scripts/services sets 10,000) and drops the rest when \
+             publishers outrun its delivery; the deliver row's latency is that queue"
+                .to_string(),
+        )
+    }
 }
 
 /// Why a connection could not be opened.

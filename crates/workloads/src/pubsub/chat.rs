@@ -33,7 +33,9 @@ pub struct ChatBench<B> {
 impl<B: PubSubBackend> ChatBench<B> {
     pub fn new(backend: B, own: &ChatSpec, run: &RunSpec) -> Self {
         let (spec, stop) = (own.clone(), run.load.stop);
-        let client = Arc::new(Client::new(run_prefix(), spec.size, run.seed));
+        let mut client = Client::new(run_prefix(), spec.size, run.seed);
+        client.listener_delay = Duration::from_secs_f64(spec.listener_delay_secs);
+        let client = Arc::new(client);
         ChatBench {
             backend,
             spec,
@@ -106,7 +108,11 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
             group(t.sent),
             group(t.received)
         );
-        Ok(Verdict::from_checks(checks, ok))
+        let mut v = Verdict::from_checks(checks, ok);
+        if let Some(why) = self.backend.queue_limit().filter(|_| t.received < t.sent) {
+            v.summary = format!("{}; {why}", v.summary);
+        }
+        Ok(v)
     }
 
     async fn results(&mut self, _counted: &Snapshot) -> Result<Results, TargetError> {
@@ -116,13 +122,19 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
             Stop::Seconds(s) => s,
             Stop::Count(_) => t.send_span,
         };
-        let mut lines = chut_lines(
+        // Chut's rates are over its T and per group and client
+        // (docs/rates.md): said once, above its lines.
+        let mut lines = vec![
+            "Chut's lines (its rates: over T, per group, per client; loadrig's are the table and overall line):"
+                .to_string(),
+        ];
+        lines.extend(chut_lines(
             self.spec.groups,
             self.spec.per_group,
             secs,
             t.sent,
             t.all_received,
-        );
+        ));
         lines.push(format!(
             "lost {} of {} sent ({} clients short), duplicated {}, out of order {}, in doubt {}",
             group(t.sent.saturating_sub(t.received)),

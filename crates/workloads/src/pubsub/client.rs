@@ -17,6 +17,12 @@
 //! it was new, a duplicate or out of order for its publisher. The
 //! driver's [`ClientTally`] goes to the run's [`Tallies`] when it is
 //! dropped.
+//!
+//! A client reads its socket whenever it waits, sends outstanding or not:
+//! after writing its publishes it takes what has already arrived, without
+//! waiting, so a delivery's latency is the broker's and the network's, not
+//! a backlog of the client's own making. A slow reader is something a user
+//! asks for ([`Client::listener_delay`], Chut's listener delay).
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -25,7 +31,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::stamp::{Stamp, FILL};
 use loadrig_engine::rng::Rng;
-use loadrig_engine::{Driver, Event, Instant, Tag};
+use loadrig_engine::{Driver, Event, Instant, Tag, Timer};
 use loadrig_metrics::OpError;
 
 use super::tally::{ClientTally, Tallies};
@@ -69,6 +75,9 @@ pub struct Client {
     pub size: usize,
     pub seed: u64,
     pub tallies: Arc<Tallies>,
+    /// A receiver's pause after each delivery before it reads the next
+    /// (Chut's listener delay; zero: it reads as fast as it can).
+    pub listener_delay: Duration,
     /// A wall-clock reading and the monotonic instant it was taken at:
     /// intended starts become Unix times without reading the wall clock
     /// per message.
@@ -82,6 +91,7 @@ impl Client {
             size,
             seed,
             tallies: Arc::default(),
+            listener_delay: Duration::ZERO,
             origin: (Instant::now(), unix_now()),
         }
     }
@@ -148,6 +158,9 @@ pub struct ClientDriver<C> {
     seen: Vec<(u32, u64)>,
     /// Wall clock of the latest read or flush, ns since the Unix epoch.
     read_ns: u64,
+    /// With a listener delay: no delivery is read before this instant.
+    listening_from: Option<Instant>,
+    timer: Timer,
     tally: ClientTally,
 }
 
@@ -195,6 +208,8 @@ impl<C: PubSubConn> ClientDriver<C> {
             per_tag: Vec::new(),
             seen: Vec::new(),
             read_ns: unix_now(),
+            listening_from: None,
+            timer: Timer::new(),
             tally,
         }
     }
@@ -227,6 +242,31 @@ impl<C: PubSubConn> ClientDriver<C> {
             .conn
             .publish(&self.answer_to, None, &self.answer, NO_TAG);
         self.answer_to.clear();
+    }
+
+    /// Read what has already arrived, without waiting, until a read would
+    /// wait: receiving goes first, so a client that sends as fast as it
+    /// can still keeps its inbox empty (reading less each turn let the
+    /// broker's queue to it grow, and delivery latency with it). Cancel
+    /// safe, as `fill` is.
+    async fn read_arrived(&mut self) -> Result<(), OpError> {
+        /// A bound, so one turn cannot read forever from a flood.
+        const READS: usize = 256;
+        if self.listening_from.is_some() {
+            return Ok(());
+        }
+        for _ in 0..READS {
+            let fill = self.conn.fill();
+            let mut fill = std::pin::pin!(fill);
+            let polled =
+                std::future::poll_fn(|cx| std::task::Poll::Ready(fill.as_mut().poll(cx))).await;
+            match polled {
+                std::task::Poll::Ready(Ok(())) => self.read_ns = unix_now(),
+                std::task::Poll::Ready(Err(e)) => return Err(e),
+                std::task::Poll::Pending => break,
+            }
+        }
+        Ok(())
     }
 
     /// The connection failed: what was in flight may or may not have
@@ -316,14 +356,25 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
                 return ev;
             }
             if !self.written.is_empty() {
-                match self.conn.flush().await {
-                    Ok(()) => {
-                        self.read_ns = unix_now();
-                        self.ready.extend(self.written.drain(..));
-                        continue;
-                    }
-                    Err(e) => return self.broken(e),
+                if let Err(e) = self.conn.flush().await {
+                    return self.broken(e);
                 }
+                self.read_ns = unix_now();
+                self.ready.extend(self.written.drain(..));
+                // Sends done; the inbox is read too before they are
+                // reported, or a client that always has a send
+                // outstanding would never read.
+                if let Err(e) = self.read_arrived().await {
+                    return self.broken(e);
+                }
+                continue;
+            }
+            if let Some(from) = self.listening_from {
+                // A slow reader by request: nothing is read until then
+                // (acks wait too; they share the socket).
+                self.timer.sleep_until(from).await;
+                self.listening_from = None;
+                continue;
             }
             match self.conn.fill().await {
                 Ok(()) => self.read_ns = unix_now(),
@@ -340,6 +391,9 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
                 tag,
                 result: Ok(None),
             });
+        }
+        if self.listening_from.is_some() {
+            return None;
         }
         loop {
             let now = self.read_ns;
@@ -404,6 +458,10 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
                 }
                 Ok(Got::Delivered(latency, domain)) => {
                     self.answer();
+                    let delay = self.client.listener_delay;
+                    if !delay.is_zero() {
+                        self.listening_from = Some(Instant::now() + delay);
+                    }
                     return Some(Event::Delivered {
                         kind: DELIVER,
                         latency,

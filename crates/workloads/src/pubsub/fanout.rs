@@ -144,8 +144,9 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
             .sum::<u64>()
             .max(send_errors);
         let mut checks = Vec::new();
-        for s in &subs {
-            let who = format!("subscriber {}", s.client);
+        // Numbered as in nats-bench's Sub lines and the table: [1], [2], ...
+        for (i, s) in subs.iter().enumerate() {
+            let who = format!("subscriber [{}]", i + 1);
             checks.push(
                 Check::new(format!("{who} received"), sent as i64, s.received as i64)
                     .in_doubt(in_doubt as i64),
@@ -166,12 +167,20 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
             group(sent),
             subs.len()
         );
-        Ok(Verdict::from_checks(checks, ok))
+        let mut v = Verdict::from_checks(checks, ok);
+        let lost = subs.iter().any(|s| s.received < sent);
+        if let Some(why) = self.backend.queue_limit().filter(|_| lost) {
+            v.summary = format!("{}; {why}", v.summary);
+        }
+        Ok(v)
     }
 
     async fn results(&mut self, _counted: &Snapshot) -> Result<Results, TargetError> {
         let all = self.client.tallies.all();
         let mut r = report(&self.label(), self.spec.size, &all);
+        // nats-bench's rates are not loadrig's (docs/rates.md): said once,
+        // above its lines.
+        r.lines.insert(0, NATS_BENCH_LABEL.to_string());
         r.lines
             .extend(self.backend.delivery().map(|d| format!("delivery: {d}")));
         Ok(r)
@@ -261,19 +270,31 @@ pub(crate) fn report(label: &str, size: usize, all: &[ClientTally]) -> Results {
         ClientTally::receive_rate,
         got,
     );
+    // Subscribers numbered as in the Sub lines above: [1], [2], ...
     let rows = subs
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
             vec![
-                t.client.to_string(),
+                format!("[{}]", i + 1),
                 group(t.received),
                 group(sent.saturating_sub(t.received)),
                 group(t.duplicated),
                 group(t.out_of_order),
-                group(t.foreign),
             ]
         })
         .collect();
+    // Messages on the run's subject without a loadrig stamp are someone
+    // else's: ignored, and said only when there were any.
+    let foreign: u64 = all.iter().map(|t| t.foreign).sum();
+    let footer = if foreign > 0 {
+        vec![format!(
+            "{} messages without this run's stamp (another publisher on the subject) were ignored",
+            group(foreign)
+        )]
+    } else {
+        Vec::new()
+    };
     Results {
         lines,
         header: [
@@ -282,14 +303,17 @@ pub(crate) fn report(label: &str, size: usize, all: &[ClientTally]) -> Results {
             "lost",
             "duplicated",
             "out of order",
-            "foreign",
         ]
         .map(String::from)
         .to_vec(),
         rows,
-        footer: Vec::new(),
+        footer,
     }
 }
+
+/// Above nats-bench's lines: whose definitions they follow.
+const NATS_BENCH_LABEL: &str = "nats-bench's lines (its rates: each side over its own span, \
+Pub/Sub adds publishes and deliveries; loadrig's are the table and overall line):";
 
 /// nats-bench's megabyte.
 const MB: f64 = 1024.0 * 1024.0;
@@ -350,7 +374,7 @@ mod tests {
         assert_eq!(r.lines[4], " Sub stats: 667 msgs/sec ~ 0.08 MB/sec");
         assert_eq!(
             r.rows[0][..5],
-            ["1", "998", "2", "2", "0"].map(String::from)
+            ["[1]", "998", "2", "2", "0"].map(String::from)
         );
     }
 }

@@ -86,6 +86,12 @@ pub trait PubSubBackend: TargetInfo + Send + Sync + 'static {
     fn delivery(&self) -> Option<String> {
         self.durability()
     }
+    /// Where the broker drops messages a subscriber has not taken yet,
+    /// and the setting that says when, for the verify line of a run that
+    /// lost messages. `None`: the broker has no such limit to name.
+    fn queue_limit(&self) -> Option<String> {
+        None
+    }
 }
 
 /// One client's connection to the broker.

@@ -1,0 +1,204 @@
+//! A reference server with known delays: just enough RESP for the redis
+//! workload (`SELECT`, `INFO`, `CONFIG`, `PING`, `GET`, `SET`, ...), and
+//! each data command (`GET`, `SET`) answered after a delay the test
+//! chose, so the latency and service time loadrig reports can be checked
+//! against values computed from the delays themselves. Admin commands
+//! are answered at once and are not counted.
+//!
+//! One thread per connection; a connection answers in order (RESP is
+//! FIFO), each reply at `max(arrival + delay, previous reply)`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long each data command takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Delays {
+    Fixed(Duration),
+    /// Every `every`-th data command (counted across connections) is
+    /// `slow`, the others `fast`.
+    Bimodal {
+        fast: Duration,
+        slow: Duration,
+        every: u64,
+    },
+    /// `base` each; the first data command arriving `after` the first one
+    /// takes `stall` more, once.
+    Stall {
+        base: Duration,
+        after: Duration,
+        stall: Duration,
+    },
+}
+
+struct Shared {
+    delays: Delays,
+    /// Data commands seen so far.
+    count: AtomicU64,
+    first: Mutex<Option<Instant>>,
+    stalled: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    /// The delay of the data command arriving at `at`.
+    fn delay(&self, at: Instant) -> Duration {
+        let n = self.count.fetch_add(1, Ordering::SeqCst);
+        match self.delays {
+            Delays::Fixed(d) => d,
+            Delays::Bimodal { fast, slow, every } => {
+                if n % every == every - 1 {
+                    slow
+                } else {
+                    fast
+                }
+            }
+            Delays::Stall { base, after, stall } => {
+                let first = *self.first.lock().unwrap().get_or_insert(at);
+                if at >= first + after && !self.stalled.swap(true, Ordering::SeqCst) {
+                    base + stall
+                } else {
+                    base
+                }
+            }
+        }
+    }
+}
+
+/// The server; stops (no new connections) when dropped.
+pub struct DelayServer {
+    pub port: u16,
+    shared: Arc<Shared>,
+}
+
+impl DelayServer {
+    pub fn start(delays: Delays) -> DelayServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let shared = Arc::new(Shared {
+            delays,
+            count: AtomicU64::new(0),
+            first: Mutex::new(None),
+            stalled: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(conn) = conn else { continue };
+                let s = s.clone();
+                thread::spawn(move || serve(conn, &s));
+            }
+        });
+        DelayServer { port, shared }
+    }
+
+    /// Data commands answered (or being answered) so far.
+    pub fn data_commands(&self) -> u64 {
+        self.shared.count.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for DelayServer {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn serve(conn: TcpStream, s: &Shared) {
+    let _ = conn.set_nodelay(true);
+    let Ok(mut out) = conn.try_clone() else {
+        return;
+    };
+    let mut r = BufReader::new(conn);
+    let mut last_reply = Instant::now();
+    while let Some(cmd) = read_command(&mut r) {
+        let arrived = Instant::now();
+        let verb = cmd
+            .first()
+            .map(|v| v.to_ascii_uppercase())
+            .unwrap_or_default();
+        let reply: &[u8] = match verb.as_slice() {
+            b"GET" => b"$-1\r\n",
+            b"SET" => b"+OK\r\n",
+            b"PING" => b"+PONG\r\n",
+            b"INFO" => INFO,
+            b"SCAN" => b"*2\r\n$1\r\n0\r\n*0\r\n",
+            b"DEL" | b"EXISTS" | b"DBSIZE" => b":0\r\n",
+            b"CONFIG" => b"-ERR CONFIG is not served here\r\n",
+            _ => b"+OK\r\n",
+        };
+        if matches!(verb.as_slice(), b"GET" | b"SET") {
+            let delay = s.delay(arrived);
+            if !delay.is_zero() {
+                wait_until((arrived + delay).max(last_reply));
+            }
+        }
+        if out.write_all(reply).is_err() {
+            return;
+        }
+        last_reply = Instant::now();
+    }
+}
+
+/// `INFO server`'s answer: a bulk string of 43 bytes.
+const INFO: &[u8] = b"$43\r\n# Server\r\nredis_version:7.0.0-delayserver\r\n\r\n";
+
+/// Sleep until `due`. No spinning: requests of a closed loop fall due
+/// together, and a thread per connection spinning at once would take the
+/// cores the client needs; a sleep's wake-up is tens of microseconds late.
+fn wait_until(due: Instant) {
+    let now = Instant::now();
+    if due > now {
+        thread::sleep(due - now);
+    }
+}
+
+/// One command: a RESP array of bulk strings, or an inline line.
+fn read_command(r: &mut impl BufRead) -> Option<Vec<Vec<u8>>> {
+    let line = read_line(r)?;
+    if let Some(n) = line.strip_prefix(b"*") {
+        let n: usize = std::str::from_utf8(n).ok()?.parse().ok()?;
+        let mut parts = Vec::with_capacity(n);
+        for _ in 0..n {
+            let head = read_line(r)?;
+            let len: usize = std::str::from_utf8(head.strip_prefix(b"$")?)
+                .ok()?
+                .parse()
+                .ok()?;
+            let mut buf = vec![0; len + 2];
+            r.read_exact(&mut buf).ok()?;
+            buf.truncate(len);
+            parts.push(buf);
+        }
+        Some(parts)
+    } else {
+        Some(
+            line.split(|&b| b == b' ')
+                .filter(|w| !w.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect(),
+        )
+    }
+}
+
+/// A line without its `\r\n`; `None` at the end of the stream.
+fn read_line(r: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut line = Vec::new();
+    if r.read_until(b'\n', &mut line).ok()? == 0 {
+        return None;
+    }
+    while line.last().is_some_and(|&b| b == b'\n' || b == b'\r') {
+        line.pop();
+    }
+    Some(line)
+}
