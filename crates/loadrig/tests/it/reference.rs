@@ -72,14 +72,16 @@ fn within(what: &str, got: f64, want: Duration, share: f64) {
     );
 }
 
-/// The maximum: one value, so one late wake-up on a loaded machine moves
-/// it (84 ms once, with the suite's tests and builds on two cores). It is
-/// never below the injected delay (nothing answers faster than the
-/// server) and within 15% above it.
+/// The tail: the server's own threads, woken together on two cores, answer
+/// up to about 1.2% late (202.4 ms for 200 ms seen alone), so 2%.
+const TAIL: f64 = 0.02;
+
+/// The maximum: never below the injected delay (nothing answers faster
+/// than the server), and within [`TAIL`] above it.
 fn near_max(what: &str, got: f64, want: Duration) {
     let want = want.as_secs_f64() * 1e6;
     assert!(
-        got >= want * 0.99 && got <= want * 1.15,
+        got >= want * 0.999 && got <= want * (1.0 + TAIL),
         "{what}: {got} us, injected {want} us"
     );
 }
@@ -98,10 +100,7 @@ fn a_fixed_delay_is_measured_closed_and_open_loop() {
         let k = kind(&r);
         for m in ["latency", "service"] {
             near(&format!("{extra:?} {m} p50"), us(&k[m]["p50_us"]), d);
-            // The tail is the machine's: with builds on two shared cores,
-            // 20 threads woken at one instant wait for a core for up to
-            // 28 ms (p90 205 ms, p99 228 ms seen), so 15% here.
-            within(&format!("{extra:?} {m} p99"), us(&k[m]["p99_us"]), d, 0.15);
+            within(&format!("{extra:?} {m} p99"), us(&k[m]["p99_us"]), d, TAIL);
             near_max(&format!("{extra:?} {m} max"), us(&k[m]["max_us"]), d);
         }
     }
@@ -123,7 +122,7 @@ fn a_bimodal_delay_shows_both_modes_where_they_fall() {
     let k = kind(&r);
     for m in ["latency", "service"] {
         near(&format!("{m} p50"), us(&k[m]["p50_us"]), fast);
-        within(&format!("{m} p99"), us(&k[m]["p99_us"]), slow, 0.15);
+        within(&format!("{m} p99"), us(&k[m]["p99_us"]), slow, TAIL);
         near_max(&format!("{m} max"), us(&k[m]["max_us"]), slow);
     }
     assert_eq!(server.data_commands(), 200);
@@ -173,21 +172,19 @@ fn the_open_loop_sends_on_time_at_ten_thousand_a_second() {
     let lag = &kind(&r)["send_lag"];
     assert!(lag["count"].as_u64().unwrap() >= 19_000, "{lag}");
     let (p50, p99) = (us(&lag["p50_us"]), us(&lag["p99_us"]));
-    // The issue's bound is p99 under 100 us. This suite runs the debug
-    // binary on two cores shared with builds, where 10,000/s alone takes
-    // most of a core and a wake-up may wait milliseconds for one; it can
-    // only assert that the generator keeps its schedule at all (median
-    // under a millisecond, tail under 50 ms). The figures of the release
-    // binary are in ARCHITECTURE.md ("The open loop's timer").
-    assert!(p50 < 1_000.0, "send lag p50 {p50} us at 10,000/s");
-    assert!(p99 < 50_000.0, "send lag p99 {p99} us at 10,000/s");
+    // The median leaves within tens of microseconds of its schedule (24 us
+    // measured, release binary, alone). The tail is not yet what the issue
+    // asks (p99 under 100 us): 115 us to 780 us against a real Redis and
+    // 3 to 5 ms against this in-process server, whose threads share the
+    // two cores with the client's 16 workers. So the bound here is what
+    // holds, and the p99 target stays open.
+    assert!(p50 < 100.0, "send lag p50 {p50} us at 10,000/s");
+    assert!(p99 < 20_000.0, "send lag p99 {p99} us at 10,000/s");
 }
 
 /// An idle real Redis at 2,000/s: latency minus service time at the
-/// median is what the generator adds (its send lag). The issue's bound is
-/// 100 us, met on a quiet machine (README); this suite runs beside builds
-/// on shared cores, so it asserts 300 us, still well under the millisecond
-/// tokio's timer alone would add.
+/// median is what the generator adds (its send lag): under 100 us, where
+/// tokio's timer alone would add up to a millisecond.
 #[test]
 #[ignore = "timing: scripts/test runs these alone, after the suite"]
 fn an_idle_redis_in_the_open_loop_adds_little_to_latency() {
@@ -208,6 +205,6 @@ fn an_idle_redis_in_the_open_loop_adds_little_to_latency() {
     );
     let k = kind(&r);
     let gap = us(&k["latency"]["p50_us"]) - us(&k["service"]["p50_us"]);
-    assert!(gap < 300.0, "latency p50 - service p50 = {gap} us");
+    assert!(gap < 100.0, "latency p50 - service p50 = {gap} us");
     assert!(k["send_lag"]["count"].as_u64().unwrap() > 0);
 }
