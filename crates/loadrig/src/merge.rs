@@ -18,10 +18,6 @@ pub fn run(paths: &[impl AsRef<Path>], out: Option<&Path>) -> anyhow::Result<i32
         .map(|p| Report::read(p.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
     let merged = Report::merge(&reports)?;
-    let measured = merged
-        .measured
-        .snapshot()
-        .map_err(|e| anyhow::anyhow!("merged report: {e}"))?;
     println!("{}", header(&merged.spec));
     for (path, r) in paths.iter().zip(&reports) {
         let shard = r.spec.load.shard;
@@ -34,13 +30,7 @@ pub fn run(paths: &[impl AsRef<Path>], out: Option<&Path>) -> anyhow::Result<i32
             overall(r)
         );
     }
-    let kinds: Vec<&str> = merged
-        .measured
-        .kinds
-        .iter()
-        .map(|k| k.name.as_str())
-        .collect();
-    for l in summary(&merged, &measured, &kinds) {
+    for l in summary(&merged)? {
         println!("{l}");
     }
     if let Some(path) = out {

@@ -158,24 +158,36 @@ impl Printer {
     }
 
     /// The summary of a report (see [`summary`]).
-    pub fn summary(&mut self, report: &Report, measured: &Snapshot, kinds: &[&str]) {
-        for l in summary(report, measured, kinds) {
+    pub fn summary(&mut self, report: &Report) -> anyhow::Result<()> {
+        for l in summary(report)? {
             self.line(&l);
         }
+        Ok(())
     }
 }
 
-/// What every run and every merge ends with: the per-kind table, errors
-/// by kind, the overall line, then what the workload adds to it
-/// ([`loadrig_spec::OutputStyle`]).
-pub fn summary(report: &Report, measured: &Snapshot, kinds: &[&str]) -> Vec<String> {
-    let mut lines = table(measured, kinds, &report.measured);
+/// What every run and every merge ends with, read from the report alone
+/// (one source for a run, `merge` and what reads reports later): the
+/// per-kind table, errors by kind, the overall line, then what the
+/// workload adds to it ([`loadrig_spec::OutputStyle`]).
+pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
+    let measured = report
+        .measured
+        .snapshot()
+        .map_err(|e| anyhow::anyhow!("the report's histograms: {e}"))?;
+    let kinds: Vec<&str> = report
+        .measured
+        .kinds
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    let mut lines = table(&measured, &kinds, &report.measured);
     lines.extend(error_lines(&report.measured));
     lines.push(overall(report));
     if report.spec.workload.output().net_rate {
         lines.push(net_rate(&report.measured));
     }
-    lines
+    Ok(lines)
 }
 
 pub fn header(spec: &RunSpec) -> String {

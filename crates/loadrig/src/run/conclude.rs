@@ -83,7 +83,6 @@ pub fn environment<B: Bench>(
 pub struct End {
     /// Verification, results and exit code still to fill in.
     pub report: Report,
-    pub measured: Snapshot,
     /// Warm-up and measured together: what the server should hold.
     pub counted: Snapshot,
     /// `None`: a child, which neither verifies nor tears down.
@@ -105,7 +104,6 @@ pub async fn conclude<B: Bench>(
 ) -> anyhow::Result<i32> {
     let End {
         mut report,
-        measured,
         counted,
         baseline,
         failed,
@@ -166,13 +164,7 @@ pub async fn conclude<B: Bench>(
     if !reasons.is_empty() {
         report.exit_code = report.exit_code.max(exit::CHECK_FAILED);
     }
-    let kinds: Vec<&str> = report
-        .measured
-        .kinds
-        .iter()
-        .map(|k| k.name.as_str())
-        .collect();
-    p.summary(&report, &measured, &kinds);
+    p.summary(&report)?;
     for l in &after_summary {
         p.line(l);
     }

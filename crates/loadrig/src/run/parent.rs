@@ -124,7 +124,6 @@ pub async fn parent<B: Bench>(
     }
     let end = End {
         report: merged,
-        measured,
         counted,
         baseline: Some(prepared.baseline),
         failed: std::mem::take(&mut failed),

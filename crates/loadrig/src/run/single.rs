@@ -156,7 +156,6 @@ pub(super) async fn single<B: Bench>(
     });
     let end = End {
         report,
-        measured: outcome.measured,
         counted,
         baseline: (!child).then_some(prepared.baseline),
         failed: Vec::new(),
