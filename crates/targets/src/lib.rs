@@ -77,6 +77,11 @@ impl Descriptor {
     }
 }
 
+/// A target type's row of the registry, as a constant.
+trait Described {
+    const DESCRIPTOR: Descriptor;
+}
+
 /// Something to do with whichever target was opened: [`Target::visit`]
 /// calls it with the concrete type, which then offers its capabilities.
 pub trait Visitor {
@@ -107,15 +112,22 @@ macro_rules! registry {
             $($(#[cfg($cfg)])? $variant($ty),)+
         }
 
+        $(
+            $(#[cfg($cfg)])?
+            impl Described for $ty {
+                const DESCRIPTOR: Descriptor = Descriptor {
+                    name: $name,
+                    schemes: &[$($scheme),+],
+                    capabilities: &[$(stringify!($cap)),+],
+                    example: $example,
+                    about: $about,
+                };
+            }
+        )+
+
         /// Every target built into this binary.
         pub const TARGETS: &[Descriptor] = &[
-            $($(#[cfg($cfg)])? Descriptor {
-                name: $name,
-                schemes: &[$($scheme),+],
-                capabilities: &[$(stringify!($cap)),+],
-                example: $example,
-                about: $about,
-            },)+
+            $($(#[cfg($cfg)])? <$ty as Described>::DESCRIPTOR,)+
         ];
 
         impl Target {
@@ -131,13 +143,9 @@ macro_rules! registry {
             }
 
             pub fn descriptor(&self) -> &'static Descriptor {
-                let name = match self {
-                    $($(#[cfg($cfg)])? Target::$variant(_) => $name,)+
-                };
-                TARGETS
-                    .iter()
-                    .find(|d| d.name == name)
-                    .expect("every variant has its row in TARGETS")
+                match self {
+                    $($(#[cfg($cfg)])? Target::$variant(_) => &<$ty as Described>::DESCRIPTOR,)+
+                }
             }
 
             /// What the target says about itself, for resolving the run
