@@ -325,14 +325,7 @@ impl Relay {
     pub fn until_one_carried(&self, bytes: u64, limit: Duration) {
         let t = std::time::Instant::now();
         loop {
-            let most = {
-                let links = self.links.lock().unwrap();
-                links
-                    .iter()
-                    .map(|l| l.down.load(Ordering::Relaxed))
-                    .max()
-                    .unwrap_or(0)
-            };
+            let most = self.most_carried();
             if most >= bytes {
                 return;
             }
@@ -347,16 +340,19 @@ impl Relay {
     /// Close the one link the server sent the most to (a subscriber,
     /// not a publisher); returns the bytes it had carried.
     pub fn cut_busiest(&self) -> u64 {
-        let most = {
-            let links = self.links.lock().unwrap();
-            links
-                .iter()
-                .map(|l| l.down.load(Ordering::Relaxed))
-                .max()
-                .unwrap_or(0)
-        };
+        let most = self.most_carried();
         self.cut_where(|down| down == most);
         most
+    }
+
+    /// The most bytes any one link has carried from the server.
+    fn most_carried(&self) -> u64 {
+        let links = self.links.lock().unwrap();
+        links
+            .iter()
+            .map(|l| l.down.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0)
     }
 
     fn cut_where(&self, cut: impl Fn(u64) -> bool) -> usize {
