@@ -53,39 +53,40 @@ struct Slot {
     busy: bool,
 }
 
-pub(crate) struct Worker<D> {
-    driver: D,
-    id: usize,
-    slots: Vec<Slot>,
-    free: Vec<Tag>,
-    inflight: usize,
+/// Direct mode holds one operation waiting for a slot; managed mode a bounded queue.
+struct Admission {
     /// Managed mode: operations waiting for a slot (bounded).
     queue: VecDeque<(Token, usize)>,
     queue_cap: usize,
     managed: bool,
     /// Direct mode: the one operation waiting for a slot.
     held: Option<(Token, usize)>,
-    source: Source,
-    phase: usize,
-    /// The measured phase's source, made when the warm-up ends.
-    main: Option<Source>,
-    snaps: [Snapshot; 2],
-    shape: (usize, usize),
+}
+
+/// The connection's health: up or down since when, and the backoff between attempts.
+struct LinkState {
+    connected: bool,
+    down_since: Option<Instant>,
+    backoff: Duration,
+}
+
+/// The worker's own times: where it started, its next lap and housekeeping, and the limits it applies.
+struct Clock {
     max_lag: Duration,
     timeout: Duration,
     interval: Duration,
     start: Instant,
     next_lap: Instant,
     next_check: Instant,
+}
+
+/// How a worker comes to an end: the run's stop flag, its own drain, and whether it has gone quiet.
+struct Ending {
     stop: Arc<AtomicBool>,
     stopping: bool,
-    /// Keeps calling `recv` with nothing in flight (see `Driver::listens`).
-    listen: bool,
-    /// Issues nothing (a subscriber of a pub/sub run).
-    listener: bool,
-    talking: Arc<AtomicUsize>,
     /// This worker has issued and settled everything (said once).
     quiet: bool,
+    talking: Arc<AtomicUsize>,
     drain: Duration,
     /// When a listening worker stops receiving.
     drain_until: Option<Instant>,
@@ -93,15 +94,44 @@ pub(crate) struct Worker<D> {
     last_event: Option<Instant>,
     /// `-n`: the run owes an account of every operation, issued or not.
     counted: bool,
-    connected: bool,
-    down_since: Option<Instant>,
-    backoff: Duration,
+}
+
+/// What a worker does: issue operations, listen, or both.
+struct Role {
+    /// Keeps calling `recv` with nothing in flight (see `Driver::listens`).
+    listen: bool,
+    /// Issues nothing (a subscriber of a pub/sub run).
+    listener: bool,
+}
+
+pub(crate) struct Worker<D> {
+    driver: D,
+    id: usize,
+    slots: Vec<Slot>,
+    free: Vec<Tag>,
+    inflight: usize,
+    source: Source,
+    phase: usize,
+    /// The measured phase's source, made when the warm-up ends.
+    main: Option<Source>,
+    snaps: [Snapshot; 2],
+    shape: (usize, usize),
     since_yield: u32,
     /// The open loop and bursts: operations have intended starts, so the
     /// worker wakes for them precisely and records each one's send lag.
     paced: bool,
     /// The precise wake-up for the next intended start (see `timer`).
     timer: Timer,
+    /// Direct or managed: the operation held for a slot, or the queue.
+    admit: Admission,
+    /// Whether the connection is up, and the reconnect backoff.
+    link: LinkState,
+    /// Lap, housekeeping and timeout times.
+    clock: Clock,
+    /// How the worker comes to an end: stop flag, drain, quiet.
+    ending: Ending,
+    /// Whether it issues, listens, or both.
+    role: Role,
     tx: UnboundedSender<Report>,
 }
 
@@ -177,10 +207,12 @@ impl<D: Driver> Worker<D> {
             slots: vec![idle; depth.max(1)],
             free: (0..depth.max(1) as Tag).rev().collect(),
             inflight: 0,
-            queue: VecDeque::with_capacity(queue_cap.min(1 << 16)),
-            queue_cap,
-            managed,
-            held: None,
+            admit: Admission {
+                queue: VecDeque::with_capacity(queue_cap.min(1 << 16)),
+                queue_cap,
+                managed,
+                held: None,
+            },
             source,
             phase,
             main,
@@ -189,25 +221,33 @@ impl<D: Driver> Worker<D> {
                 Snapshot::new(cfg.kinds, cfg.domains),
             ],
             shape: (cfg.kinds, cfg.domains),
-            max_lag: Duration::from_secs_f64(load.max_lag_secs),
-            timeout: cfg.timeout,
-            interval: cfg.interval,
-            start,
-            next_lap: start + cfg.interval,
-            next_check: start,
-            stop: ends.stop,
-            stopping: false,
-            listen,
-            listener: ends.listener,
-            talking: ends.talking,
-            quiet: false,
-            drain: cfg.drain,
-            drain_until: None,
-            last_event: None,
-            counted: matches!(load.stop, Stop::Count(_)),
-            connected: true,
-            down_since: None,
-            backoff: Duration::from_millis(50),
+            clock: Clock {
+                max_lag: Duration::from_secs_f64(load.max_lag_secs),
+                timeout: cfg.timeout,
+                interval: cfg.interval,
+                start,
+                next_lap: start + cfg.interval,
+                next_check: start,
+            },
+            ending: Ending {
+                stop: ends.stop,
+                stopping: false,
+                quiet: false,
+                talking: ends.talking,
+                drain: cfg.drain,
+                drain_until: None,
+                last_event: None,
+                counted: matches!(load.stop, Stop::Count(_)),
+            },
+            role: Role {
+                listen,
+                listener: ends.listener,
+            },
+            link: LinkState {
+                connected: true,
+                down_since: None,
+                backoff: Duration::from_millis(50),
+            },
             since_yield: 0,
             paced: !matches!(load.pacing, loadrig_spec::Pacing::Steady),
             timer: Timer::new(),
@@ -216,18 +256,18 @@ impl<D: Driver> Worker<D> {
     }
 
     pub async fn run(mut self) {
-        let sleep = tokio::time::sleep_until(self.start);
+        let sleep = tokio::time::sleep_until(self.clock.start);
         tokio::pin!(sleep);
         (&mut sleep).await;
-        let mut armed = self.start;
+        let mut armed = self.clock.start;
         // The clock as last read, when nothing can have waited since.
         let mut fresh: Option<Instant> = None;
         loop {
             let now = fresh.take().unwrap_or_else(Instant::now);
-            if now >= self.next_check {
+            if now >= self.clock.next_check {
                 self.housekeeping(now);
             }
-            if !self.connected {
+            if !self.link.connected {
                 self.reconnect().await;
                 continue;
             }
@@ -235,8 +275,8 @@ impl<D: Driver> Worker<D> {
             if self.finished(now) {
                 break;
             }
-            let mut wake = due.map_or(self.next_check, |d| d.min(self.next_check));
-            if let Some(t) = self.drain_until {
+            let mut wake = due.map_or(self.clock.next_check, |d| d.min(self.clock.next_check));
+            if let Some(t) = self.ending.drain_until {
                 wake = wake.min(t);
             }
             if wake <= now {
@@ -255,14 +295,14 @@ impl<D: Driver> Worker<D> {
             }
             tokio::select! {
                 biased;
-                ev = self.driver.recv(), if self.inflight > 0 || self.listen => {
+                ev = self.driver.recv(), if self.inflight > 0 || self.role.listen => {
                     let now = Instant::now();
                     self.complete(ev, now);
                     self.since_yield += 1;
                     // Answers that came in with this one (one read, many
                     // pipelined replies) complete at the same instant:
                     // one clock read per read, not per reply.
-                    while (self.inflight > 0 || self.listen) && self.connected {
+                    while (self.inflight > 0 || self.role.listen) && self.link.connected {
                         let Some(ev) = self.driver.try_recv() else { break };
                         self.complete(ev, now);
                         self.since_yield += 1;
@@ -282,7 +322,7 @@ impl<D: Driver> Worker<D> {
     }
 
     fn outstanding(&self) -> usize {
-        self.inflight + self.queue.len() + usize::from(self.held.is_some())
+        self.inflight + self.admit.queue.len() + usize::from(self.admit.held.is_some())
     }
 
     fn finished(&mut self, now: Instant) -> bool {
@@ -290,21 +330,21 @@ impl<D: Driver> Worker<D> {
         if !settled {
             return false;
         }
-        if !self.quiet {
-            self.quiet = true;
-            if !self.listener {
-                self.talking.fetch_sub(1, Ordering::AcqRel);
+        if !self.ending.quiet {
+            self.ending.quiet = true;
+            if !self.role.listener {
+                self.ending.talking.fetch_sub(1, Ordering::AcqRel);
             }
         }
-        if !self.listen || self.stop.load(Ordering::Relaxed) {
+        if !self.role.listen || self.ending.stop.load(Ordering::Relaxed) {
             return true;
         }
         // Listening: go on until every issuing worker is done and the
         // drain period after that has passed.
-        if self.drain_until.is_none() && self.talking.load(Ordering::Acquire) == 0 {
-            self.drain_until = Some(now + self.drain);
+        if self.ending.drain_until.is_none() && self.ending.talking.load(Ordering::Acquire) == 0 {
+            self.ending.drain_until = Some(now + self.ending.drain);
         }
-        self.drain_until.is_some_and(|t| now >= t)
+        self.ending.drain_until.is_some_and(|t| now >= t)
     }
 
     /// Start what may start now; return when the source next has something.
@@ -312,11 +352,16 @@ impl<D: Driver> Worker<D> {
         let mut budget = ADMIT_BUDGET;
         loop {
             if !self.free.is_empty() {
-                if let Some((tok, phase)) = self.held.take().or_else(|| self.queue.pop_front()) {
+                if let Some((tok, phase)) = self
+                    .admit
+                    .held
+                    .take()
+                    .or_else(|| self.admit.queue.pop_front())
+                {
                     self.start_op(tok, phase, now);
                     continue;
                 }
-            } else if self.held.is_some() {
+            } else if self.admit.held.is_some() {
                 return None;
             }
             if budget == 0 {
@@ -328,7 +373,7 @@ impl<D: Driver> Worker<D> {
                 Next::At(t) => return Some(t),
                 Next::Completion => return None,
                 Next::Done => match self.main.take() {
-                    Some(main) if !self.stopping => {
+                    Some(main) if !self.ending.stopping => {
                         self.driver.take_counts(&mut self.snaps[WARMUP].domains);
                         self.source = main;
                         self.phase = MEASURED;
@@ -348,10 +393,10 @@ impl<D: Driver> Worker<D> {
         let phase = self.phase;
         if !self.free.is_empty() {
             self.start_op(tok, phase, now);
-        } else if !self.managed {
-            self.held = Some((tok, phase));
-        } else if self.queue.len() < self.queue_cap {
-            self.queue.push_back((tok, phase));
+        } else if !self.admit.managed {
+            self.admit.held = Some((tok, phase));
+        } else if self.admit.queue.len() < self.admit.queue_cap {
+            self.admit.queue.push_back((tok, phase));
         } else {
             let kind = self.driver.kind_of(tok.index);
             self.snaps[phase].failed(kind, OpError::new(ErrorKind::QueueFull), None);
@@ -360,7 +405,7 @@ impl<D: Driver> Worker<D> {
 
     fn start_op(&mut self, tok: Token, phase: usize, now: Instant) {
         let Some(tag) = self.free.pop() else { return };
-        if now.saturating_duration_since(tok.intended) > self.max_lag {
+        if now.saturating_duration_since(tok.intended) > self.clock.max_lag {
             self.free.push(tag);
             let kind = self.driver.kind_of(tok.index);
             self.snaps[phase].failed(kind, OpError::new(ErrorKind::Dropped), None);
@@ -383,7 +428,7 @@ impl<D: Driver> Worker<D> {
     }
 
     fn complete(&mut self, ev: Event, now: Instant) {
-        self.last_event = Some(now);
+        self.ending.last_event = Some(now);
         match ev {
             Event::Delivered {
                 kind,
@@ -426,30 +471,30 @@ impl<D: Driver> Worker<D> {
             }
         }
         self.inflight = 0;
-        self.connected = false;
-        self.down_since.get_or_insert(now);
+        self.link.connected = false;
+        self.link.down_since.get_or_insert(now);
     }
 
     async fn reconnect(&mut self) {
         let now = Instant::now();
-        let down_for = now.saturating_duration_since(self.down_since.unwrap_or(now));
-        if self.stopping || down_for > self.timeout {
+        let down_for = now.saturating_duration_since(self.link.down_since.unwrap_or(now));
+        if self.ending.stopping || down_for > self.clock.timeout {
             self.give_up();
             return;
         }
-        match tokio::time::timeout(self.timeout, self.driver.reconnect()).await {
+        match tokio::time::timeout(self.clock.timeout, self.driver.reconnect()).await {
             Ok(Ok(())) => {
-                self.connected = true;
-                self.down_since = None;
-                self.backoff = Duration::from_millis(50);
+                self.link.connected = true;
+                self.link.down_since = None;
+                self.link.backoff = Duration::from_millis(50);
                 self.snaps[self.phase].reconnects += 1;
             }
             _ => {
                 self.snaps[self.phase].connect_failures += 1;
-                tokio::time::sleep(self.backoff).await;
-                self.backoff = (self.backoff * 2).min(Duration::from_secs(1));
+                tokio::time::sleep(self.link.backoff).await;
+                self.link.backoff = (self.link.backoff * 2).min(Duration::from_secs(1));
                 let now = Instant::now();
-                if now >= self.next_check {
+                if now >= self.clock.next_check {
                     self.housekeeping(now);
                 }
             }
@@ -462,16 +507,17 @@ impl<D: Driver> Worker<D> {
     fn give_up(&mut self) {
         let conn = OpError::new(ErrorKind::Connect);
         let waiting: Vec<(Token, usize)> = self
+            .admit
             .held
             .take()
             .into_iter()
-            .chain(self.queue.drain(..))
+            .chain(self.admit.queue.drain(..))
             .collect();
         for (tok, phase) in waiting {
             let kind = self.driver.kind_of(tok.index);
             self.snaps[phase].failed(kind, conn, None);
         }
-        if self.counted && !self.stopping {
+        if self.ending.counted && !self.ending.stopping {
             let left = self.main.as_ref().unwrap_or(&self.source).remaining();
             if let Some(k) = self.snaps[MEASURED].kinds.first_mut() {
                 k.errors.by_kind[ErrorKind::Connect.index()] += left;
@@ -480,18 +526,18 @@ impl<D: Driver> Worker<D> {
         self.source.stop();
         self.main = None;
         self.phase = MEASURED;
-        self.stopping = true;
-        self.connected = true; // nothing is in flight; let the loop finish
+        self.ending.stopping = true;
+        self.link.connected = true; // nothing is in flight; let the loop finish
     }
 
     fn housekeeping(&mut self, now: Instant) {
-        if !self.stopping && self.stop.load(Ordering::Relaxed) {
+        if !self.ending.stopping && self.ending.stop.load(Ordering::Relaxed) {
             // Ctrl-C: start nothing more; what is in flight may finish.
-            self.stopping = true;
+            self.ending.stopping = true;
             self.source.stop();
             self.main = None;
-            self.held = None;
-            self.queue.clear();
+            self.admit.held = None;
+            self.admit.queue.clear();
         }
         if self.inflight > 0 {
             let oldest = self
@@ -501,14 +547,14 @@ impl<D: Driver> Worker<D> {
                 .map(|s| s.sent)
                 .min()
                 .unwrap_or(now);
-            if now.saturating_duration_since(oldest) > self.timeout {
+            if now.saturating_duration_since(oldest) > self.clock.timeout {
                 self.fail_in_flight(OpError::new(ErrorKind::Timeout), now);
             }
         }
-        if now >= self.next_lap {
+        if now >= self.clock.next_lap {
             self.report(false);
-            while self.next_lap <= now {
-                self.next_lap += self.interval;
+            while self.clock.next_lap <= now {
+                self.clock.next_lap += self.clock.interval;
             }
         }
         // Timeouts need a close watch only while something is in flight;
@@ -520,7 +566,7 @@ impl<D: Driver> Worker<D> {
         } else {
             IDLE_CHECK_EVERY
         };
-        self.next_check = (now + every).min(self.next_lap);
+        self.clock.next_check = (now + every).min(self.clock.next_lap);
     }
 
     fn report(&mut self, last: bool) {
@@ -542,7 +588,7 @@ impl<D: Driver> Worker<D> {
             snaps,
             pending: self.outstanding() as u64,
             last,
-            last_event: self.last_event,
+            last_event: self.ending.last_event,
         });
     }
 }
