@@ -1,7 +1,7 @@
 //! memcached, hand written on tokio sockets: one byte stream per engine
 //! connection, dealt over the servers of the URL round robin. The
 //! workload encodes and parses (text or binary protocol, with
-//! `loadrig-kvwire`); this module connects, moves bytes ([`McConn`] on the
+//! `loadrig-kvwire`); this module connects, moves bytes (a `ByteStream` on the
 //! shared buffered [`Socket`], so a dropped `fill` loses nothing) and asks
 //! the first server its version.
 

@@ -2,14 +2,12 @@
 //! one pipelined FIFO connection per engine connection, dealt over the
 //! servers of the URL round robin.
 //!
-//! [`RedisConn`] keeps its write buffer, its read buffer and the tags in
-//! flight in send order. `out` + `queued` append a command; `next` hands
-//! back the reply at the front of the read buffer (whole, or not at all)
-//! with the oldest tag; `fill` flushes and waits for bytes with `ready` +
-//! `try_read`/`try_write`, so a dropped `fill` loses nothing (the VoltDB
-//! connection's model). Bytes that are not RESP, or a reply nobody asked
-//! for, break the connection (a protocol error; the engine reconnects),
-//! never the process.
+//! [`RedisConn`] is the shared byte stream (`socket::Stream`): it moves
+//! bytes, and reconnects by logging in and selecting the database again.
+//! The workload parses the replies where they lie and keeps the tags in
+//! flight (`loadrig_workloads::redis::RespConn`): bytes that are not RESP,
+//! or a reply nobody asked for, break the connection (a protocol error;
+//! the engine reconnects), never the process.
 //!
 //! Logging in (`AUTH`, with `redis://[USER]:PASSWORD@...`) and `SELECT db`
 //! are pipelined at connect time, and their replies checked.
