@@ -4,7 +4,7 @@
 //! text or the binary protocol.
 //!
 //! It speaks to a [`MemcacheBackend`]: servers reached over plain byte
-//! streams ([`ByteStream`](crate::stream::ByteStream)). The workload encodes every request and parses
+//! streams (a `crate::stream::ByteStream`). The workload encodes every request and parses
 //! every response itself with `loadrig-kvwire` ([`driver`]), reading each
 //! response where it lies in the connection's read buffer; the target
 //! only connects and moves bytes. What an operation does is a pure
