@@ -169,38 +169,29 @@ pub(crate) fn positive(flag: &'static str, v: f64) -> Result<(), SpecError> {
 mod tests {
     use super::*;
 
+    /// A spec as written before presets and processes existed.
+    const OLD: &str = r#"{
+        "workload": {"name": "hello", "insert_ratio": 0.0},
+        "target": "null",
+        "load": {"clients": 2, "connections": 2, "pipeline": 1,
+                 "pacing": {"model": "steady"}, "dispatch": {"mode": "direct"},
+                 "stop": {"count": 10}, "max_lag_secs": 10.0,
+                 "shard": {"index": 0, "count": 1}},
+        "seed": 42, "warmup_secs": 0.0, "interval_secs": 1.0, "threads": 2,
+        "timeout_secs": 10.0, "max_error_rate": null, "verify": true, "keep": false
+    }"#;
+
     #[test]
     fn specs_written_before_presets_and_processes_still_read() {
-        let old = r#"{
-            "workload": {"name": "hello", "insert_ratio": 0.0},
-            "target": "null",
-            "load": {"clients": 2, "connections": 2, "pipeline": 1,
-                     "pacing": {"model": "steady"}, "dispatch": {"mode": "direct"},
-                     "stop": {"count": 10}, "max_lag_secs": 10.0,
-                     "shard": {"index": 0, "count": 1}},
-            "seed": 42, "warmup_secs": 0.0, "interval_secs": 1.0, "threads": 2,
-            "timeout_secs": 10.0, "max_error_rate": null, "verify": true, "keep": false
-        }"#;
-        let spec: RunSpec = serde_json::from_str(old).unwrap();
+        let spec: RunSpec = serde_json::from_str(OLD).unwrap();
         assert_eq!(spec.preset, None);
         assert_eq!(spec.processes, 1);
         assert!(spec.validate().is_ok());
     }
 
     fn chat(mode: ChatMode, pacing: Pacing) -> RunSpec {
-        let mut spec: RunSpec = serde_json::from_str(
-            r#"{
-            "workload": {"name": "hello", "insert_ratio": 0.0},
-            "target": "nats://127.0.0.1:4222",
-            "load": {"clients": 50, "connections": 50, "pipeline": 1,
-                     "pacing": {"model": "steady"}, "dispatch": {"mode": "direct"},
-                     "stop": {"seconds": 10.0}, "max_lag_secs": 10.0,
-                     "shard": {"index": 0, "count": 1}},
-            "seed": 42, "warmup_secs": 0.0, "interval_secs": 1.0, "threads": 2,
-            "timeout_secs": 10.0, "max_error_rate": null, "verify": true, "keep": false
-        }"#,
-        )
-        .unwrap();
+        let mut spec: RunSpec = serde_json::from_str(OLD).unwrap();
+        (spec.load.clients, spec.load.connections) = (50, 50);
         spec.workload = WorkloadSpec::Chat(ChatSpec {
             groups: 10,
             per_group: 5,
