@@ -1,6 +1,6 @@
 //! A TCP socket with its write and read buffers, shared by the
 //! hand-written pipelined clients (VoltDB, Redis, memcached, NATS, MQTT),
-//! and the one [`ByteStream`] over it (Redis, memcached). Requests are encoded
+//! and the one [`ByteStream`] over it (all of them but VoltDB). Requests are encoded
 //! into `wbuf`; `fill` writes what is queued and waits until more bytes
 //! are in `rbuf`. Only `try_*` calls touch the socket, after readiness, and
 //! both buffers live here, so dropping `fill` (the engine serves a timer)
@@ -76,10 +76,6 @@ impl Socket {
 
     /// Write everything queued, waiting for the socket to take it. Cancel
     /// safe: what is not written yet stays in `wbuf`.
-    #[cfg_attr(
-        not(any(feature = "nats", feature = "mqtt", feature = "redis")),
-        allow(dead_code)
-    )]
     pub async fn flush_all(&mut self) -> io::Result<()> {
         loop {
             self.flush()?;
@@ -106,24 +102,6 @@ impl Socket {
         Ok(())
     }
 
-    /// Remove `n` bytes at offset `at` of the read buffer: a cold-path wait
-    /// for one answer (a subscription confirmed) takes it out from among
-    /// the messages that came before it, which stay for the hot path.
-    #[cfg_attr(
-        not(any(feature = "nats", feature = "mqtt", feature = "redis")),
-        allow(dead_code)
-    )]
-    pub fn cut(&mut self, at: usize, n: usize) {
-        let len = self.rbuf.len();
-        let end = at.saturating_add(n).min(len);
-        if at == 0 {
-            self.rbuf.advance(end);
-        } else if at < end {
-            self.rbuf.copy_within(end.., at);
-            self.rbuf.truncate(len - (end - at));
-        }
-    }
-
     /// Bytes sent and received since the last call.
     pub fn take_bytes(&mut self) -> (u64, u64) {
         let out = (self.sent, self.received);
@@ -135,17 +113,34 @@ impl Socket {
 
 /// How a [`Stream`] opens its socket to server `i` of its target (TCP,
 /// then whatever login the protocol needs).
-#[cfg_attr(not(any(feature = "redis", feature = "memcache")), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        feature = "redis",
+        feature = "memcache",
+        feature = "nats",
+        feature = "mqtt"
+    )),
+    allow(dead_code)
+)]
 pub trait Dial: Send + Sync + 'static {
     /// How many servers there are to turn to.
     fn servers(&self) -> usize;
     fn dial(&self, server: usize) -> impl Future<Output = Option<Socket>> + Send;
 }
 
-/// The one byte stream of the pipelined FIFO clients (Redis, memcached):
+/// The one byte stream of the pipelined clients (Redis, memcached, the
+/// pub/sub links):
 /// a socket that moves bytes and reconnects, to the same server first,
 /// then the next ones. It parses nothing; the workload does.
-#[cfg_attr(not(any(feature = "redis", feature = "memcache")), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        feature = "redis",
+        feature = "memcache",
+        feature = "nats",
+        feature = "mqtt"
+    )),
+    allow(dead_code)
+)]
 pub struct Stream<D> {
     sock: Socket,
     dial: Arc<D>,
@@ -154,7 +149,15 @@ pub struct Stream<D> {
     carried: (u64, u64),
 }
 
-#[cfg_attr(not(any(feature = "redis", feature = "memcache")), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        feature = "redis",
+        feature = "memcache",
+        feature = "nats",
+        feature = "mqtt"
+    )),
+    allow(dead_code)
+)]
 impl<D: Dial> Stream<D> {
     pub(crate) fn new(sock: Socket, dial: Arc<D>, server: usize) -> Self {
         Stream {
@@ -178,10 +181,23 @@ impl<D: Dial> ByteStream for Stream<D> {
     }
 
     async fn fill(&mut self) -> Result<(), OpError> {
-        self.sock.fill().await.map_err(|e| match e.kind() {
-            io::ErrorKind::InvalidData => OpError::new(ErrorKind::Protocol),
-            _ => OpError::new(ErrorKind::Io),
-        })
+        self.sock.fill().await.map_err(op_error)
+    }
+
+    #[inline]
+    fn unwritten(&self) -> usize {
+        self.sock.wbuf.len()
+    }
+
+    async fn flush(&mut self) -> Result<(), OpError> {
+        self.sock.flush_all().await.map_err(op_error)
+    }
+
+    async fn sibling(&self) -> Result<Self, OpError> {
+        match self.dial.dial(self.server).await {
+            Some(sock) => Ok(Stream::new(sock, self.dial.clone(), self.server)),
+            None => Err(OpError::new(ErrorKind::Connect)),
+        }
     }
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
@@ -204,6 +220,15 @@ impl<D: Dial> ByteStream for Stream<D> {
         let (sent, received) = self.sock.take_bytes();
         let (s, r) = std::mem::take(&mut self.carried);
         (sent + s, received + r)
+    }
+}
+
+/// A failed link is an I/O error; bytes that cannot be the protocol, a
+/// protocol error.
+fn op_error(e: io::Error) -> OpError {
+    match e.kind() {
+        io::ErrorKind::InvalidData => OpError::new(ErrorKind::Protocol),
+        _ => OpError::new(ErrorKind::Io),
     }
 }
 

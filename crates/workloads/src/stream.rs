@@ -1,5 +1,6 @@
-//! The one contract of a pipelined byte-stream client (Redis, memcached;
-//! HTTP/1.1 next): the target owns the socket and moves bytes, the
+//! The one contract of a pipelined byte-stream client (Redis, memcached,
+//! the pub/sub links of NATS, MQTT and Redis; HTTP/1.1 next): the target
+//! owns the socket, dials and logs in, and moves bytes; the
 //! workload encodes requests into [`ByteStream::out`], parses responses
 //! where they lie at the front of [`ByteStream::input`], and keeps the
 //! requests in flight in a [`Fifo`] (these protocols answer in order).
@@ -8,7 +9,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use loadrig_engine::{Driver, Event};
 use loadrig_metrics::OpError;
 
@@ -24,6 +25,16 @@ pub trait ByteStream: Send + 'static {
     /// safe. Bytes the server sends that cannot be its protocol are a
     /// protocol error, a failed link an I/O error.
     fn fill(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
+    /// Bytes queued in [`out`](ByteStream::out) and not yet written.
+    fn unwritten(&self) -> usize;
+    /// Write everything queued, waiting for the socket to take it. Cancel
+    /// safe: what is not written yet stays in [`out`](ByteStream::out).
+    fn flush(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
+    /// A second connection to the server this one is on now (Redis
+    /// pub/sub: a link in subscribe mode beside the publishing one).
+    fn sibling(&self) -> impl Future<Output = Result<Self, OpError>> + Send
+    where
+        Self: Sized;
     /// A fresh connection to the same server (else the next one), with
     /// empty buffers.
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
@@ -97,6 +108,67 @@ impl<T> Fifo<T> {
     }
 }
 
+/// What a cold-path scan made of one whole frame at the front of what is
+/// left to look at.
+pub enum Scan<T> {
+    /// Not the answer waited for: it stays in the read buffer, for the hot
+    /// path (a message that came before a confirmation).
+    Keep,
+    /// Protocol chatter that answers nothing the hot path waits for: it
+    /// leaves the read buffer.
+    Drop,
+    /// The answer: it leaves the read buffer and the wait ends.
+    Take(T),
+    /// The server's refusal: it leaves the read buffer and the wait ends
+    /// with this error.
+    Fail(OpError),
+}
+
+/// Wait for one answer on the cold path (a subscription confirmed), leaving
+/// the frames before it in the read buffer. `scan` sees what follows the
+/// frames kept so far and says how long the whole frame at its front is
+/// and what it is; `Ok(None)`: no whole frame yet. Cancel safe: what it
+/// takes out of the read buffer it has handled.
+pub async fn await_in_place<S: ByteStream, T>(
+    stream: &mut S,
+    mut scan: impl FnMut(&[u8]) -> Result<Option<(usize, Scan<T>)>, OpError>,
+) -> Result<T, OpError> {
+    loop {
+        let mut pos = 0;
+        loop {
+            let rest = stream.input().get(pos..).unwrap_or_default();
+            let Some((n, what)) = scan(rest)? else {
+                break;
+            };
+            match what {
+                Scan::Keep => pos += n,
+                Scan::Drop => cut(stream.input(), pos, n),
+                Scan::Take(t) => {
+                    cut(stream.input(), pos, n);
+                    return Ok(t);
+                }
+                Scan::Fail(e) => {
+                    cut(stream.input(), pos, n);
+                    return Err(e);
+                }
+            }
+        }
+        stream.fill().await?;
+    }
+}
+
+/// Remove `n` bytes at offset `at` of `buf`.
+fn cut(buf: &mut BytesMut, at: usize, n: usize) {
+    let len = buf.len();
+    let end = at.saturating_add(n).min(len);
+    if at == 0 {
+        buf.advance(end);
+    } else if at < end {
+        buf.copy_within(end.., at);
+        buf.truncate(len - (end - at));
+    }
+}
+
 /// A driver over a [`ByteStream`].
 pub trait StreamDriver: Driver {
     type Stream: ByteStream;
@@ -121,6 +193,17 @@ pub async fn recv<D: StreamDriver>(d: &mut D) -> Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_takes_a_frame_from_among_the_others() {
+        let mut b = BytesMut::from(&b"aaBBBcc"[..]);
+        cut(&mut b, 2, 3);
+        assert_eq!(&b[..], b"aacc");
+        cut(&mut b, 0, 2);
+        assert_eq!(&b[..], b"cc");
+        cut(&mut b, 1, 9);
+        assert_eq!(&b[..], b"c");
+    }
 
     #[test]
     fn a_byte_with_nothing_in_flight_puts_the_stream_out_of_step() {

@@ -1,16 +1,12 @@
-//! NATS core over its text client protocol, hand written on
-//! `loadrig-mqwire` and the shared buffered [`Socket`]: one connection per
-//! client, dealt over the servers of the URL round robin.
+//! NATS core: its URL, and dialing on the shared byte [`Stream`]: one
+//! connection per client, dealt over the servers of the URL round robin.
+//! What a connection says after the handshake is the workload's
+//! [`NatsLink`].
 //!
 //! Connecting reads the server's `INFO` (its version), sends `CONNECT`
 //! (not verbose, not pedantic, echo on, named `loadrig`) and a `PING`, and
 //! waits for the `PONG`: an `-ERR` before it (a refused login) makes the
-//! target unreachable, in the server's words. Publishes are pipelined
-//! into the write buffer and confirmed by nothing (core NATS keeps no
-//! messages). A subscription is confirmed by a `PING` answered after the
-//! `SUB`; messages that come meanwhile stay in the read buffer for
-//! [`PubSubConn::next`]. The server's `PING`s are answered with a `PONG`
-//! queued inside `next`.
+//! target unreachable, in the server's words.
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,14 +14,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Buf;
-use loadrig_engine::Tag;
-use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_mqwire::nats::{self, Auth, Connect, ServerOp};
 use loadrig_spec::SpecError;
-use loadrig_workloads::pubsub::{Confirm, Incoming, PubSubBackend, PubSubConn};
+use loadrig_workloads::pubsub::nats::NatsLink;
+use loadrig_workloads::pubsub::PubSubBackend;
 use loadrig_workloads::{TargetError, TargetInfo};
 
-use crate::socket::{said, Socket};
+use crate::socket::{said, Dial, Socket, Stream};
 use crate::url::TargetUrl;
 
 const DEFAULT_PORT: u16 = 4222;
@@ -39,9 +34,6 @@ const MAX_DEPTH: usize = 65_536;
 /// How long connecting (up to the handshake's `PONG`) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long a subscription's confirmation may take.
-const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// How long asking the server's version may take.
 const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -50,15 +42,6 @@ const READ_CHUNK: usize = 64 * 1024;
 
 const DURABILITY: &str =
     "at most once: core NATS keeps no messages; a subscriber that is slow or away loses them";
-
-const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
-
-/// A publish or subscription the codec refused: a subject that is empty or
-/// holds whitespace, a payload over the protocol's bound.
-const REFUSED: OpError = OpError {
-    kind: ErrorKind::Protocol,
-    class: "subject or payload refused by the codec",
-};
 
 /// Parse what follows `nats://`. A lone user (`TOKEN@`) is a token.
 pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
@@ -129,14 +112,10 @@ impl PubSubBackend for NatsTarget {
             .await
             .map_err(|e| self.unreachable(e))?;
         self.remember(version);
-        Ok(NatsConn {
+        let dial = Arc::new(NatsDial {
             at: self.at.clone(),
-            server,
-            sock,
-            subs: Vec::new(),
-            pongs_owed: 0,
-            refused: None,
-        })
+        });
+        Ok(NatsLink::new(Stream::new(sock, dial, server)))
     }
 
     fn request_reply(&self) -> bool {
@@ -252,202 +231,21 @@ async fn handshake(sock: &mut Socket, at: &TargetUrl) -> Result<Option<String>, 
     }
 }
 
-/// The static class of an `-ERR`, from its message: the server's words,
-/// lower case, for the error counts.
-fn error_class(message: &[u8]) -> &'static str {
-    const KNOWN: &[(&[u8], &str)] = &[
-        (
-            b"slow consumer",
-            "slow consumer: the server dropped messages this connection did not read in time",
-        ),
-        (b"maximum payload", "maximum payload violation"),
-        (b"permissions violation", "permissions violation"),
-        (b"authorization violation", "authorization violation"),
-        (b"authentication timeout", "authentication timeout"),
-        (b"stale connection", "stale connection"),
-        (b"maximum connections", "maximum connections exceeded"),
-        (b"maximum subscriptions", "maximum subscriptions exceeded"),
-        (b"invalid subject", "invalid subject"),
-        (b"unknown protocol", "unknown protocol operation"),
-        (b"parser error", "parser error"),
-    ];
-    KNOWN
-        .iter()
-        .find(|(needle, _)| {
-            message
-                .windows(needle.len())
-                .any(|w| w.eq_ignore_ascii_case(needle))
-        })
-        .map_or("other", |(_, class)| class)
-}
+/// One client's connection: the workload's NATS link on the shared stream.
+pub type NatsConn = NatsLink<Stream<NatsDial>>;
 
-fn op_error(e: io::Error) -> OpError {
-    match e.kind() {
-        io::ErrorKind::InvalidData => PROTOCOL,
-        _ => OpError::new(ErrorKind::Io),
-    }
-}
-
-/// One client's connection.
-pub struct NatsConn {
+/// How a connection (re)opens its socket: TCP, then the handshake.
+pub struct NatsDial {
     at: Arc<TargetUrl>,
-    server: usize,
-    sock: Socket,
-    /// Subjects subscribed; the sid of `subs[i]` is `i + 1`.
-    subs: Vec<Vec<u8>>,
-    /// `PING`s sent whose `PONG` has not been read: a subscription is
-    /// confirmed when none is owed (a `PONG` left by a dropped `subscribe`
-    /// is counted, not taken for the next one's).
-    pongs_owed: usize,
-    /// A publish the codec refused, reported by the next `next`.
-    refused: Option<OpError>,
 }
 
-impl NatsConn {
-    /// Send a `PING` and wait until every `PING` owed is answered, leaving
-    /// messages in the read buffer.
-    async fn confirm(&mut self) -> Result<(), OpError> {
-        nats::encode_ping(&mut self.sock.wbuf);
-        self.pongs_owed += 1;
-        tokio::time::timeout(SUBSCRIBE_TIMEOUT, self.await_pongs())
-            .await
-            .unwrap_or(Err(OpError::new(ErrorKind::Timeout)))
+impl Dial for NatsDial {
+    fn servers(&self) -> usize {
+        self.at.servers.len()
     }
 
-    /// Cancel safe: what it takes out of the read buffer it has handled.
-    async fn await_pongs(&mut self) -> Result<(), OpError> {
-        loop {
-            // Bytes before `pos` are messages and chatter kept for `next`.
-            let mut pos = 0;
-            loop {
-                let rest = self.sock.rbuf.get(pos..).unwrap_or_default();
-                let Some((op, n)) = nats::parse_server_op(rest).map_err(|_| PROTOCOL)? else {
-                    break;
-                };
-                match op {
-                    ServerOp::Pong => {
-                        self.sock.cut(pos, n);
-                        self.pongs_owed = self.pongs_owed.saturating_sub(1);
-                        if self.pongs_owed == 0 {
-                            return Ok(());
-                        }
-                    }
-                    ServerOp::Err(why) => {
-                        let class = error_class(why);
-                        self.sock.cut(pos, n);
-                        return Err(OpError::server(class));
-                    }
-                    ServerOp::Msg(_) | ServerOp::Ping | ServerOp::Info(_) | ServerOp::Ok => {
-                        pos += n
-                    }
-                }
-            }
-            self.sock.fill().await.map_err(op_error)?;
-        }
-    }
-}
-
-impl PubSubConn for NatsConn {
-    async fn subscribe(&mut self, subject: &[u8]) -> Result<(), OpError> {
-        let sid = self.subs.len() as u64 + 1;
-        nats::encode_sub(&mut self.sock.wbuf, subject, None, sid).map_err(|_| REFUSED)?;
-        self.subs.push(subject.to_vec());
-        self.confirm().await
-    }
-
-    #[inline]
-    fn publish(
-        &mut self,
-        subject: &[u8],
-        reply: Option<&[u8]>,
-        payload: &[u8],
-        _tag: Tag,
-    ) -> Confirm {
-        if nats::encode_pub(&mut self.sock.wbuf, subject, reply, payload).is_err() {
-            self.refused = Some(REFUSED);
-        }
-        Confirm::Written
-    }
-
-    #[inline]
-    fn next<R>(&mut self, f: impl FnOnce(Incoming<'_>) -> R) -> Option<Result<R, OpError>> {
-        if let Some(e) = self.refused.take() {
-            return Some(Err(e));
-        }
-        loop {
-            let (op, n) = match nats::parse_server_op(&self.sock.rbuf) {
-                Ok(Some(x)) => x,
-                Ok(None) => return None,
-                Err(_) => return Some(Err(PROTOCOL)),
-            };
-            match op {
-                ServerOp::Msg(m) => {
-                    let out = f(Incoming::Message {
-                        subject: m.subject,
-                        reply: m.reply_to,
-                        payload: m.payload,
-                    });
-                    self.sock.rbuf.advance(n);
-                    return Some(Ok(out));
-                }
-                ServerOp::Ping => nats::encode_pong(&mut self.sock.wbuf),
-                ServerOp::Pong => self.pongs_owed = self.pongs_owed.saturating_sub(1),
-                ServerOp::Ok | ServerOp::Info(_) => {}
-                ServerOp::Err(why) => {
-                    let class = error_class(why);
-                    self.sock.rbuf.advance(n);
-                    return Some(Err(OpError::server(class)));
-                }
-            }
-            self.sock.rbuf.advance(n);
-        }
-    }
-
-    fn unwritten(&self) -> usize {
-        self.sock.wbuf.len()
-    }
-
-    async fn flush(&mut self) -> Result<(), OpError> {
-        self.sock.flush_all().await.map_err(op_error)
-    }
-
-    async fn fill(&mut self) -> Result<(), OpError> {
-        self.sock.fill().await.map_err(op_error)
-    }
-
-    /// A fresh connection, to the same server first, then the others, with
-    /// every subscription made again (and confirmed).
-    async fn reconnect(&mut self) -> Result<(), OpError> {
-        self.pongs_owed = 0;
-        self.refused = None;
-        let n = self.at.servers.len();
-        for k in 0..n {
-            let i = (self.server + k) % n;
-            let Ok((sock, _)) = open(&self.at, i).await else {
-                continue;
-            };
-            self.sock = sock;
-            self.server = i;
-            if self.subs.is_empty() {
-                return Ok(());
-            }
-            for (sid, subject) in self.subs.iter().enumerate() {
-                // Each was encoded once already, so none is refused now.
-                let _ = nats::encode_sub(&mut self.sock.wbuf, subject, None, sid as u64 + 1);
-            }
-            return self.confirm().await;
-        }
-        Err(OpError::new(ErrorKind::Connect))
-    }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.sock.take_bytes()
-    }
-
-    /// Core NATS has no goodbye; what is queued goes out if the socket
-    /// takes it now.
-    async fn close(&mut self) {
-        let _ = self.sock.flush();
+    async fn dial(&self, server: usize) -> Option<Socket> {
+        open(&self.at, server).await.ok().map(|(sock, _)| sock)
     }
 }
 
@@ -476,19 +274,5 @@ mod tests {
             assert_eq!(e.flag, "--target");
             assert!(!e.to_string().contains("secret"), "{e}");
         }
-    }
-
-    #[test]
-    fn server_errors_have_plain_classes() {
-        assert!(error_class(b"Slow Consumer Detected").starts_with("slow consumer: "));
-        assert_eq!(
-            error_class(b"Permissions Violation for Publish to foo"),
-            "permissions violation"
-        );
-        assert_eq!(
-            error_class(b"Authorization Violation"),
-            "authorization violation"
-        );
-        assert_eq!(error_class(b""), "other");
     }
 }

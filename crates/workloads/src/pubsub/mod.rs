@@ -3,21 +3,27 @@
 //! publishers to whoever subscribed, with no answer to the publisher
 //! beyond an optional acknowledgement.
 //!
-//! A [`PubSubBackend`] opens [`PubSubConn`]s. A connection queues
+//! A [`PubSubBackend`] opens [`PubSubConn`]s: a target dials and logs in,
+//! and hands a [`ByteStream`](crate::stream::ByteStream) to the link of
+//! its protocol, here ([`nats::NatsLink`], [`mqtt::MqttLink`],
+//! [`resp::RespPubSub`]). A connection queues
 //! publishes into its write buffer (never blocking), subscribes on the
 //! cold path, and hands back what arrived — messages and
 //! acknowledgements — where it lies in its read buffer. Protocol chatter
 //! (NATS `PING`, MQTT `PUBACK` owed for a QoS 1 message received) is
 //! answered inside the connection and never reaches the workload.
 //!
-//! Every message carries the 24-byte stamp of `loadrig-mqwire`
-//! (publisher, sequence, intended send time), so a subscriber measures
+//! Every message carries the 24-byte [`stamp`] (publisher, sequence,
+//! intended send time), so a subscriber measures
 //! end-to-end latency and counts losses, duplicates and reorders without
 //! asking anyone.
 
 pub mod chat;
 mod client;
 pub mod fanout;
+pub mod mqtt;
+pub mod nats;
+pub mod resp;
 pub mod stamp;
 mod tally;
 

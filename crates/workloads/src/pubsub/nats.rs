@@ -1,0 +1,238 @@
+//! NATS core's client protocol over a [`ByteStream`]: what a pub/sub link
+//! says once the target has dialed and shaken hands (`INFO`, `CONNECT`,
+//! `PING`/`PONG`).
+//!
+//! Publishes are pipelined into the write buffer and confirmed by nothing
+//! (core NATS keeps no messages). A subscription is confirmed by a `PING`
+//! answered after the `SUB`; messages that come meanwhile stay in the read
+//! buffer for [`PubSubConn::next`]. The server's `PING`s are answered with
+//! a `PONG` queued inside `next`.
+
+use std::time::Duration;
+
+use bytes::Buf;
+use loadrig_engine::Tag;
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_mqwire::nats::{self, ServerOp};
+
+use super::{Confirm, Incoming, PubSubConn};
+use crate::stream::{await_in_place, ByteStream, Scan};
+
+/// How long a subscription's confirmation may take.
+const SUBSCRIBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
+
+/// A publish or subscription the codec refused: a subject that is empty or
+/// holds whitespace, a payload over the protocol's bound.
+const REFUSED: OpError = OpError {
+    kind: ErrorKind::Protocol,
+    class: "subject or payload refused by the codec",
+};
+
+/// The static class of an `-ERR`, from its message: the server's words,
+/// lower case, for the error counts.
+pub fn error_class(message: &[u8]) -> &'static str {
+    const KNOWN: &[(&[u8], &str)] = &[
+        (
+            b"slow consumer",
+            "slow consumer: the server dropped messages this connection did not read in time",
+        ),
+        (b"maximum payload", "maximum payload violation"),
+        (b"permissions violation", "permissions violation"),
+        (b"authorization violation", "authorization violation"),
+        (b"authentication timeout", "authentication timeout"),
+        (b"stale connection", "stale connection"),
+        (b"maximum connections", "maximum connections exceeded"),
+        (b"maximum subscriptions", "maximum subscriptions exceeded"),
+        (b"invalid subject", "invalid subject"),
+        (b"unknown protocol", "unknown protocol operation"),
+        (b"parser error", "parser error"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(needle, _)| {
+            message
+                .windows(needle.len())
+                .any(|w| w.eq_ignore_ascii_case(needle))
+        })
+        .map_or("other", |(_, class)| class)
+}
+
+/// One client's link to a NATS server.
+pub struct NatsLink<S> {
+    stream: S,
+    /// Subjects subscribed; the sid of `subs[i]` is `i + 1`.
+    subs: Vec<Vec<u8>>,
+    /// `PING`s sent whose `PONG` has not been read: a subscription is
+    /// confirmed when none is owed (a `PONG` left by a dropped `subscribe`
+    /// is counted, not taken for the next one's).
+    pongs_owed: usize,
+    /// A publish the codec refused, reported by the next `next`.
+    refused: Option<OpError>,
+}
+
+impl<S: ByteStream> NatsLink<S> {
+    /// A link on a stream that has shaken hands.
+    pub fn new(stream: S) -> Self {
+        NatsLink {
+            stream,
+            subs: Vec::new(),
+            pongs_owed: 0,
+            refused: None,
+        }
+    }
+
+    /// Send a `PING` and wait until every `PING` owed is answered, leaving
+    /// messages in the read buffer.
+    async fn confirm(&mut self) -> Result<(), OpError> {
+        nats::encode_ping(self.stream.out());
+        self.pongs_owed += 1;
+        tokio::time::timeout(SUBSCRIBE_TIMEOUT, self.await_pongs())
+            .await
+            .unwrap_or(Err(OpError::new(ErrorKind::Timeout)))
+    }
+
+    /// Cancel safe: what it takes out of the read buffer it has handled.
+    async fn await_pongs(&mut self) -> Result<(), OpError> {
+        let owed = &mut self.pongs_owed;
+        await_in_place(&mut self.stream, |rest| {
+            let Some((op, n)) = nats::parse_server_op(rest).map_err(|_| PROTOCOL)? else {
+                return Ok(None);
+            };
+            let what = match op {
+                ServerOp::Pong => {
+                    *owed = owed.saturating_sub(1);
+                    match *owed {
+                        0 => Scan::Take(()),
+                        _ => Scan::Drop,
+                    }
+                }
+                ServerOp::Err(why) => Scan::Fail(OpError::server(error_class(why))),
+                ServerOp::Msg(_) | ServerOp::Ping | ServerOp::Info(_) | ServerOp::Ok => Scan::Keep,
+            };
+            Ok(Some((n, what)))
+        })
+        .await
+    }
+}
+
+impl<S: ByteStream> PubSubConn for NatsLink<S> {
+    async fn subscribe(&mut self, subject: &[u8]) -> Result<(), OpError> {
+        let sid = self.subs.len() as u64 + 1;
+        nats::encode_sub(self.stream.out(), subject, None, sid).map_err(|_| REFUSED)?;
+        self.subs.push(subject.to_vec());
+        self.confirm().await
+    }
+
+    #[inline]
+    fn publish(
+        &mut self,
+        subject: &[u8],
+        reply: Option<&[u8]>,
+        payload: &[u8],
+        _tag: Tag,
+    ) -> Confirm {
+        if nats::encode_pub(self.stream.out(), subject, reply, payload).is_err() {
+            self.refused = Some(REFUSED);
+        }
+        Confirm::Written
+    }
+
+    #[inline]
+    fn next<R>(&mut self, f: impl FnOnce(Incoming<'_>) -> R) -> Option<Result<R, OpError>> {
+        if let Some(e) = self.refused.take() {
+            return Some(Err(e));
+        }
+        loop {
+            let input = self.stream.input();
+            let (op, n) = match nats::parse_server_op(input) {
+                Ok(Some(x)) => x,
+                Ok(None) => return None,
+                Err(_) => return Some(Err(PROTOCOL)),
+            };
+            match op {
+                ServerOp::Msg(m) => {
+                    let out = f(Incoming::Message {
+                        subject: m.subject,
+                        reply: m.reply_to,
+                        payload: m.payload,
+                    });
+                    self.stream.input().advance(n);
+                    return Some(Ok(out));
+                }
+                ServerOp::Err(why) => {
+                    let class = error_class(why);
+                    self.stream.input().advance(n);
+                    return Some(Err(OpError::server(class)));
+                }
+                ServerOp::Ping => {
+                    self.stream.input().advance(n);
+                    nats::encode_pong(self.stream.out());
+                }
+                ServerOp::Pong => {
+                    self.stream.input().advance(n);
+                    self.pongs_owed = self.pongs_owed.saturating_sub(1);
+                }
+                ServerOp::Ok | ServerOp::Info(_) => self.stream.input().advance(n),
+            }
+        }
+    }
+
+    fn unwritten(&self) -> usize {
+        self.stream.unwritten()
+    }
+
+    async fn flush(&mut self) -> Result<(), OpError> {
+        self.stream.flush().await
+    }
+
+    async fn fill(&mut self) -> Result<(), OpError> {
+        self.stream.fill().await
+    }
+
+    /// A fresh connection, to the same server first, then the others, with
+    /// every subscription made again (and confirmed).
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        self.pongs_owed = 0;
+        self.refused = None;
+        self.stream.reconnect().await?;
+        if self.subs.is_empty() {
+            return Ok(());
+        }
+        for (sid, subject) in self.subs.iter().enumerate() {
+            // Each was encoded once already, so none is refused now.
+            let _ = nats::encode_sub(self.stream.out(), subject, None, sid as u64 + 1);
+        }
+        self.confirm().await
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.stream.take_bytes()
+    }
+
+    /// Core NATS has no goodbye; what is queued goes out if the socket
+    /// takes it now.
+    async fn close(&mut self) {
+        let _ = tokio::time::timeout(Duration::ZERO, self.stream.flush()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_errors_have_plain_classes() {
+        assert!(error_class(b"Slow Consumer Detected").starts_with("slow consumer: "));
+        assert_eq!(
+            error_class(b"Permissions Violation for Publish to foo"),
+            "permissions violation"
+        );
+        assert_eq!(
+            error_class(b"Authorization Violation"),
+            "authorization violation"
+        );
+        assert_eq!(error_class(b""), "other");
+    }
+}
