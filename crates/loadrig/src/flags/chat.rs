@@ -6,11 +6,8 @@ use loadrig_spec::{ChatMode, ChatSpec, SpecError};
 use super::seconds;
 
 pub(super) const CHAT_HELP: &str =
-    "As Chut's benchmark: every client listens on its own inbox and sends to a random other member \
-of its group. --mode stress sends as fast as the broker takes it; --mode realistic sends one \
-message per --think (default 5 s) per client. After --duration (Chut's T), clients listen for \
---drain more, so every message is counted as received or lost. Prints Chut's lines, then losses; \
-the deliver row of the latency table is delivery latency. One connection per client.";
+    "As Chut's stress test: every client sends to a random other member of its group \
+and reads its own inbox. What a run does: docs/workloads.md, section chat.";
 
 /// Chut's T: 10 seconds.
 pub(super) const CHAT_SECONDS: f64 = 10.0;

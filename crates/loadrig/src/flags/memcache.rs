@@ -6,13 +6,8 @@ use loadrig_spec::{MemcacheSpec, MemtierSpec, SpecError, WorkloadSpec};
 use super::Defaults;
 
 pub(super) const MEMCACHE_HELP: &str =
-    "As memaslap: 16 clients (its concurrency), keys of 64 bytes, values of 1024, get:set 9:1, \
-a window of 10k keys per client, one thread. Each client works on its own window: its sets fill \
-the window in turn, its gets read keys its earlier sets wrote (--multiget N keys at a time). A \
-value is a function of its key, so every value read is checked (its length always, its bytes for \
---verify-gets of them). After the run memcached's counters (cmd_set, get_hits, get_misses) are \
-compared with the client's, which assumes no other client uses the servers meanwhile, and a \
-sample of the keys written is read back; the run's keys are then deleted unless --keep.";
+    "As memaslap: clients on windows of keys, every value read checked, the server's \
+counters compared afterwards. What a run does: docs/workloads.md, section memcache.";
 
 /// memaslap's: 16 concurrencies, one thread, the local server.
 pub(super) const MEMCACHE_DEFAULTS: Defaults = Defaults {

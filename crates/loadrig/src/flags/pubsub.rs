@@ -6,13 +6,8 @@ use loadrig_spec::{PubSubSpec, SpecError, WorkloadSpec};
 use super::{seconds, Defaults, RunArgs};
 
 pub(super) const PUBSUB_HELP: &str =
-    "As nats-bench: --pubs (-np) publishers send -n messages of --size (-ms) bytes to one subject \
-and each of --subs (-ns) subscribers should receive them all. Every message carries a 24-byte stamp \
-(publisher, sequence, intended send time), so each subscriber measures end-to-end latency and \
-counts losses, duplicates and reorders; the run fails (exit 1) if one subscriber missed a message. \
---rate paces the publishers (open loop, latency from the intended start). --request (NATS): \
-request-reply, an operation is one round trip. One connection per client; subscribers go on \
-receiving for --drain after the last publish.";
+    "As nats-bench: publishers to one subject, every subscriber should receive every \
+message. What a run does: docs/workloads.md, section pubsub.";
 
 /// The message brokers' (pubsub, chat): the local NATS server.
 pub(super) const BROKER_DEFAULTS: Defaults = Defaults {

@@ -8,12 +8,8 @@ use loadrig_spec::{
 use super::Defaults;
 
 pub(super) const REDIS_HELP: &str =
-    "As redis-benchmark: -t picks tests, -c clients (50), -n requests per test (100000), \
--P requests in flight per client, -d value size, -r random keys, -q one line per test, --csv \
-redis-benchmark's CSV on standard output; one runtime thread unless --threads. Here -t is not \
---target and -d is not --duration (give them long). Default target redis://127.0.0.1:6379; keys \
-go to database --dbnum (9). Each test runs as its own phase over fresh connections; the report \
-(--out) is one document with one operation kind per test, each with its own measured time.";
+    "As redis-benchmark; here -t is --tests and -d is --data-size (give --target and \
+--duration long). What a run does: docs/workloads.md, section redis.";
 
 /// redis-benchmark's: 50 clients, one thread, the local server.
 pub(super) const REDIS_DEFAULTS: Defaults = Defaults {

@@ -6,13 +6,8 @@ use loadrig_spec::{Preset, VoterGenerator, VoterSpec, WorkloadSpec};
 use super::{with_default, Defaults, DEFAULT_CLIENTS};
 
 pub(super) const PRESETS_HELP: &str =
-    "Presets (--preset) are the Erlvolt bench's setups, from etc/bench/Makefile of \
-voltdb-client-erlang: all -n 100000; the voter ones with --generator erlvolt. \
-vsd: steady, direct, 200 clients. vsm: steady, managed, 200 clients, --queue 100000 --slots 200. \
-vbm: bursts, managed, 100 clients, --burst 1 --burst-delay 1 --limit 1 --queue 10000 --slots 100. \
-vbd: bursts, direct, 100 clients, --burst 1 --burst-delay 5 --limit 1. \
-hsd (hello): steady, direct, 200 clients. --burst and --limit count per client, so 100 clients \
-with --burst 1 issue Erlvolt's bursts of 100. Flags given explicitly win over the preset.";
+    "--preset is one of the Erlvolt bench's setups; flags given explicitly win over \
+it. The presets' values: docs/workloads.md, section voter and hello.";
 
 pub(super) const DB_DEFAULTS: Defaults = Defaults {
     clients: DEFAULT_CLIENTS,
