@@ -211,5 +211,5 @@ pub trait Bench {
 /// hot path).
 #[inline]
 pub(crate) fn push_decimal(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(loadrig_wirestep::Decimal::new(v).as_bytes());
+    out.extend_from_slice(loadrig_wire::step::Decimal::new(v).as_bytes());
 }

@@ -1,7 +1,7 @@
 //! memcached, hand written on tokio sockets: one byte stream per engine
 //! connection, dealt over the servers of the URL round robin. The
 //! workload encodes and parses (text or binary protocol, with
-//! `loadrig-kvwire`); this module connects, moves bytes (a `ByteStream` on the
+//! `loadrig_wire::kv`); this module connects, moves bytes (a `ByteStream` on the
 //! shared buffered [`Socket`], so a dropped `fill` loses nothing) and asks
 //! the first server its version.
 
@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use loadrig_kvwire::memcache::text;
 use loadrig_spec::SpecError;
+use loadrig_wire::kv::memcache::text;
 
 use crate::url::{hostport, TargetUrl};
 use loadrig_workloads::memcache::MemcacheBackend;

@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Buf;
-use loadrig_mqwire::mqtt::{self, ConnectReturnCode, Packet, Qos};
 use loadrig_spec::SpecError;
+use loadrig_wire::mq::mqtt::{self, ConnectReturnCode, Packet, Qos};
 use loadrig_workloads::pubsub::mqtt::{MqttLink, KEEP_ALIVE, MAX_DEPTH};
 use loadrig_workloads::pubsub::PubSubBackend;
 use loadrig_workloads::{TargetError, TargetInfo};

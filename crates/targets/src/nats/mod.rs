@@ -14,8 +14,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Buf;
-use loadrig_mqwire::nats::{self, Auth, Connect, ServerOp};
 use loadrig_spec::SpecError;
+use loadrig_wire::mq::nats::{self, Auth, Connect, ServerOp};
 use loadrig_workloads::pubsub::nats::NatsLink;
 use loadrig_workloads::pubsub::PubSubBackend;
 use loadrig_workloads::{TargetError, TargetInfo};

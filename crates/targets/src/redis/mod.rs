@@ -1,4 +1,4 @@
-//! Redis over RESP2, hand written on `loadrig-kvwire` and tokio sockets:
+//! Redis over RESP2, hand written on `loadrig_wire::kv` and tokio sockets:
 //! one pipelined FIFO connection per engine connection, dealt over the
 //! servers of the URL round robin.
 //!
@@ -22,8 +22,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Buf;
-use loadrig_kvwire::resp::{self};
 use loadrig_spec::SpecError;
+use loadrig_wire::kv::resp::{self};
 
 use crate::url::{hostport, TargetUrl};
 use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};

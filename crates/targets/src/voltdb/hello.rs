@@ -4,8 +4,8 @@
 
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
-use loadrig_voltwire as vw;
-use loadrig_voltwire::Value;
+use loadrig_wire::volt as vw;
+use loadrig_wire::volt::Value;
 use loadrig_workloads::hello::{
     HelloBackend, HelloConn, HelloOp, DIALECTS, INSERTED_HELLO, INSERTED_WORLD,
 };

@@ -1,4 +1,4 @@
-//! VoltDB over its native client wire protocol (`loadrig-voltwire` for the
+//! VoltDB over its native client wire protocol (`loadrig_wire::volt` for the
 //! bytes, tokio for the sockets): logins, many invocations in flight on
 //! one connection matched by client handle, several hosts.
 //!
@@ -27,7 +27,7 @@ use bytes::Buf;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::SpecError;
-use loadrig_voltwire as vw;
+use loadrig_wire::volt as vw;
 use loadrig_workloads::{Reply, TargetError, TargetInfo};
 
 use crate::socket::{said, Socket};

@@ -8,7 +8,7 @@
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::CONTESTANT_NAMES;
-use loadrig_voltwire::Value;
+use loadrig_wire::volt::Value;
 use loadrig_workloads::voter::{
     Vote, VoteResult, VoterBackend, VoterConn, VoterCounts, AREA_CODES,
 };

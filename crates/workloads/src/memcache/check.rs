@@ -20,10 +20,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Buf;
-use loadrig_kvwire::memcache::text::{self, Response};
-use loadrig_kvwire::memcache::McError;
 use loadrig_metrics::{ErrorKind, Snapshot};
 use loadrig_spec::Stop;
+use loadrig_wire::kv::memcache::text::{self, Response};
+use loadrig_wire::kv::memcache::McError;
 use serde::{Deserialize, Serialize};
 
 use super::driver::MemcacheBench;

@@ -1,5 +1,5 @@
 //! The memcache workload's run: one driver per connection, encoding each
-//! operation with `loadrig-kvwire` into the connection's write buffer and
+//! operation with `loadrig_wire::kv` into the connection's write buffer and
 //! parsing each response where it lies in the read buffer, and the
 //! [`Bench`] around them.
 //!
@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 use bytes::Buf;
 use loadrig_engine::{Driver, Event, Tag};
-use loadrig_kvwire::memcache::binary::{self, GetKind, Opcode, SetOpts, Status};
-use loadrig_kvwire::memcache::text::{self, Response, StoreCmd, StoreOpts};
 use loadrig_metrics::{ErrorKind, OpError, Snapshot};
 use loadrig_spec::{MemcacheSpec, RunSpec, Stop, MAX_MULTIGET};
+use loadrig_wire::kv::memcache::binary::{self, GetKind, Opcode, SetOpts, Status};
+use loadrig_wire::kv::memcache::text::{self, Response, StoreCmd, StoreOpts};
 
 use super::check;
 use super::load::{Load, Op, DOMAINS, GET, GET_HITS, GET_MISSES, KINDS, SET};

@@ -5,7 +5,7 @@
 //!
 //! It speaks to a [`MemcacheBackend`]: servers reached over plain byte
 //! streams (a `crate::stream::ByteStream`). The workload encodes every request and parses
-//! every response itself with `loadrig-kvwire` ([`driver`]), reading each
+//! every response itself with `loadrig_wire::kv` ([`driver`]), reading each
 //! response where it lies in the connection's read buffer; the target
 //! only connects and moves bytes. What an operation does is a pure
 //! function of (seed, index) ([`load`]), and a value is a function of its

@@ -23,8 +23,8 @@ use std::time::Duration;
 use bytes::Buf;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
-pub use loadrig_mqwire::mqtt::Qos;
-use loadrig_mqwire::mqtt::{self, Packet, Publish, QosPid, SubAckCode};
+pub use loadrig_wire::mq::mqtt::Qos;
+use loadrig_wire::mq::mqtt::{self, Packet, Publish, QosPid, SubAckCode};
 use tokio::time::{Instant, Sleep};
 
 use super::{Confirm, Incoming, PubSubConn};

@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::Buf;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
-use loadrig_mqwire::nats::{self, ServerOp};
+use loadrig_wire::mq::nats::{self, ServerOp};
 
 use super::{Confirm, Incoming, PubSubConn};
 use crate::stream::{await_in_place, ByteStream, Scan};

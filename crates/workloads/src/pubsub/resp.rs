@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use bytes::Buf;
 use loadrig_engine::Tag;
-use loadrig_kvwire::resp::{self, Reply};
 use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_wire::kv::resp::{self, Reply};
 
 use super::{Confirm, Incoming, PubSubConn};
 use crate::redis::command::error_class;

@@ -8,9 +8,9 @@
 //! allocating: ok, a domain count (hit, miss, added), or an error.
 
 use bytes::BytesMut;
-use loadrig_kvwire::resp::{self, Reply};
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::RedisTest;
+use loadrig_wire::kv::resp::{self, Reply};
 
 /// The placeholder redis-benchmark replaces with a random 12-digit number.
 pub const RAND: &[u8] = b"__rand_int__";

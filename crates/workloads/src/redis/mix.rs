@@ -15,9 +15,9 @@ use std::collections::HashSet;
 
 use bytes::BytesMut;
 use loadrig_engine::rng::Rng;
-use loadrig_kvwire::resp::{self, Reply};
 use loadrig_metrics::{ErrorKind, OpError, Snapshot};
 use loadrig_spec::{KeyPattern, MemtierSpec, Stop, ValueSizes};
+use loadrig_wire::kv::resp::{self, Reply};
 
 use super::command::{self, error_class, GET_HITS, GET_MISSES};
 use super::{Command, RedisBackend, RespAdmin, Value};

@@ -5,7 +5,7 @@
 //! It speaks to a [`RedisBackend`]: anything that carries RESP2 commands
 //! over pipelined FIFO connections ([`RespConn`]) and answers cold-path
 //! commands ([`RespAdmin`]). The workload encodes the commands itself
-//! ([`command::Template`], with `loadrig-kvwire`) and reads each reply
+//! ([`command::Template`], with `loadrig_wire::kv`) and reads each reply
 //! where it lies in the connection's read buffer; the target moves bytes,
 //! logs in and selects the database.
 //!
@@ -21,8 +21,8 @@ use std::future::Future;
 
 use bytes::{Buf, BytesMut};
 use loadrig_engine::Tag;
-use loadrig_kvwire::resp::{self, Reply};
 use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_wire::kv::resp::{self, Reply};
 
 use crate::stream::{ByteStream, Fifo};
 use crate::{TargetError, TargetInfo};

@@ -1,0 +1,27 @@
+//! loadrig's codecs: pure and synchronous, no sockets, no async runtime,
+//! just bytes in and bytes out, on the hot path of a load generator. One
+//! module per family of protocols, and what they share:
+//!
+//! - [`volt`]: VoltDB's client wire protocol;
+//! - [`kv`]: RESP2 (Redis) and memcached's text and binary protocols;
+//! - [`mq`]: the NATS client protocol and MQTT 3.1.1;
+//! - [`step`]: the parse step (done, incomplete, bad), the line-end scan,
+//!   decimals read and written.
+//!
+//! Every codec keeps one promise, held by the lints below (the one place
+//! they are written): no input from the wire makes it panic, index out of
+//! bounds, overflow or allocate without bound.
+#![forbid(unsafe_code)]
+#![deny(
+    missing_docs,
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+
+pub mod kv;
+pub mod mq;
+pub mod step;
+pub mod volt;
