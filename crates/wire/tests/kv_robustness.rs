@@ -7,7 +7,7 @@
 mod common;
 
 use bytes::BytesMut;
-use common::{cat, hex, XorShift};
+use common::{hex, mutate, noise, Dict, XorShift};
 use loadrig_wire::kv::memcache::{binary, text};
 use loadrig_wire::kv::resp::{self, Reply};
 
@@ -83,56 +83,10 @@ const TOKENS: &[&[u8]] = &[
     b"\xff",
 ];
 
-const INTERESTING: &[u8] = b"\r\n$*:+-0919 \x00\x80\x81\xff";
-
-fn mutate(rng: &mut XorShift, seeds: &[Vec<u8>]) -> Vec<u8> {
-    let mut b = seeds[rng.below(seeds.len())].clone();
-    if rng.below(4) == 0 {
-        // Pipelined: two frames back to back.
-        b.extend_from_slice(&seeds[rng.below(seeds.len())]);
-    }
-    for _ in 0..=rng.below(4) {
-        let len = b.len();
-        match rng.below(7) {
-            0 if len > 0 => b[rng.below(len)] = rng.next() as u8,
-            1 if len > 0 => b[rng.below(len)] = INTERESTING[rng.below(INTERESTING.len())],
-            2 => b.truncate(rng.below(len + 1)),
-            3 => b.insert(
-                rng.below(len + 1),
-                INTERESTING[rng.below(INTERESTING.len())],
-            ),
-            4 if len > 0 => {
-                b.remove(rng.below(len));
-            }
-            5 if len > 0 => {
-                // Duplicate a slice in place.
-                let from = rng.below(len);
-                let to = from + rng.below(len - from + 1);
-                let piece = b[from..to].to_vec();
-                let at = rng.below(len + 1);
-                b.splice(at..at, piece);
-            }
-            _ => {
-                let t = TOKENS[rng.below(TOKENS.len())];
-                let at = rng.below(len + 1);
-                b.splice(at..at, t.iter().copied());
-            }
-        }
-    }
-    b
-}
-
-fn noise(rng: &mut XorShift) -> Vec<u8> {
-    if rng.below(2) == 0 {
-        let cap = if rng.below(8) == 0 { 512 } else { 40 };
-        (0..rng.below(cap)).map(|_| rng.next() as u8).collect()
-    } else {
-        let parts: Vec<&[u8]> = (0..rng.below(24))
-            .map(|_| TOKENS[rng.below(TOKENS.len())])
-            .collect();
-        cat(&parts)
-    }
-}
+const DICT: Dict = Dict {
+    interesting: b"\r\n$*:+-0919 \x00\x80\x81\xff",
+    tokens: TOKENS,
+};
 
 /// Walks a reply completely, nested arrays included; returns how many
 /// values it holds.
@@ -227,9 +181,9 @@ fn fuzz_random_and_mutated_buffers() {
     let mut acc = Accepted::default();
     for i in 0..100_000 {
         let buf = if i % 4 == 0 {
-            noise(&mut rng)
+            noise(&mut rng, &DICT)
         } else {
-            mutate(&mut rng, &seeds)
+            mutate(&mut rng, &seeds, &DICT)
         };
         exercise(&buf, &mut rng, &mut acc);
     }

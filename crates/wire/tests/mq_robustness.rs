@@ -15,7 +15,7 @@ mod common;
 use std::fmt::Debug;
 
 use bytes::BytesMut;
-use common::{hex, XorShift};
+use common::{hex, mutate, noise, Dict, XorShift};
 use loadrig_wire::mq::mqtt::{self, Packet, Qos, QosPid};
 use loadrig_wire::mq::nats::{self, ClientOp, Limits, ServerOp};
 
@@ -136,62 +136,10 @@ const TOKENS: &[&[u8]] = &[
     b"LR\x01\x00",
 ];
 
-const INTERESTING: &[u8] = b"\r\n \t0159'\"{}+#/\x00\x01\x02\x03\x7f\x80\xc0\xff";
-
-fn mutate(rng: &mut XorShift, seeds: &[Vec<u8>]) -> Vec<u8> {
-    let mut b = seeds[rng.below(seeds.len())].clone();
-    if rng.below(4) == 0 {
-        // Pipelined: two frames back to back.
-        b.extend_from_slice(&seeds[rng.below(seeds.len())]);
-    }
-    for _ in 0..=rng.below(4) {
-        let len = b.len();
-        match rng.below(8) {
-            0 if len > 0 => b[rng.below(len)] = rng.next() as u8,
-            1 if len > 0 => b[rng.below(len)] = INTERESTING[rng.below(INTERESTING.len())],
-            2 => b.truncate(rng.below(len + 1)),
-            3 => b.insert(
-                rng.below(len + 1),
-                INTERESTING[rng.below(INTERESTING.len())],
-            ),
-            4 if len > 0 => {
-                b.remove(rng.below(len));
-            }
-            5 if len > 0 => {
-                // Duplicate a slice in place.
-                let from = rng.below(len);
-                let to = from + rng.below(len - from + 1);
-                let piece = b[from..to].to_vec();
-                let at = rng.below(len + 1);
-                b.splice(at..at, piece);
-            }
-            6 if len > 1 => {
-                // Nudge a byte up or down by one: half the time byte 1 (an
-                // MQTT remaining length), else anywhere (a NATS digit...).
-                let at = if rng.below(2) == 0 { 1 } else { rng.below(len) };
-                b[at] = b[at].wrapping_add(if rng.below(2) == 0 { 1 } else { 0xff });
-            }
-            _ => {
-                let t = TOKENS[rng.below(TOKENS.len())];
-                let at = rng.below(len + 1);
-                b.splice(at..at, t.iter().copied());
-            }
-        }
-    }
-    b
-}
-
-fn noise(rng: &mut XorShift) -> Vec<u8> {
-    if rng.below(2) == 0 {
-        let cap = if rng.below(8) == 0 { 512 } else { 40 };
-        (0..rng.below(cap)).map(|_| rng.next() as u8).collect()
-    } else {
-        let parts: Vec<&[u8]> = (0..rng.below(24))
-            .map(|_| TOKENS[rng.below(TOKENS.len())])
-            .collect();
-        parts.concat()
-    }
-}
+const DICT: Dict = Dict {
+    interesting: b"\r\n \t0159'\"{}+#/\x00\x01\x02\x03\x7f\x80\xc0\xff",
+    tokens: TOKENS,
+};
 
 /// What every parser must satisfy on an accepted frame of `n` bytes.
 fn check_frame<'a, T: Debug + PartialEq, E: Debug + PartialEq>(
@@ -365,9 +313,9 @@ fn fuzz_random_and_mutated_buffers() {
     let mut acc = Accepted::default();
     for i in 0..100_000 {
         let buf = if i % 4 == 0 {
-            noise(&mut rng)
+            noise(&mut rng, &DICT)
         } else {
-            mutate(&mut rng, &seeds)
+            mutate(&mut rng, &seeds, &DICT)
         };
         exercise_nats(&buf, &mut rng, &mut acc);
         exercise_mqtt(&buf, &mut rng, &mut acc);

@@ -102,3 +102,67 @@ impl XorShift {
         (self.next() % n.max(1) as u64) as usize
     }
 }
+
+/// What a protocol's fuzz loop mixes in: single bytes that matter to its
+/// parsers, and whole tokens of its grammar.
+pub struct Dict {
+    pub interesting: &'static [u8],
+    pub tokens: &'static [&'static [u8]],
+}
+
+/// One of `seeds` (sometimes two back to back, as pipelined), changed a
+/// few times: bytes replaced, cut, inserted, removed, a slice repeated, a
+/// byte nudged by one (byte 1 half the time: MQTT's remaining length), a
+/// token of the grammar put in.
+pub fn mutate(rng: &mut XorShift, seeds: &[Vec<u8>], dict: &Dict) -> Vec<u8> {
+    let interesting = dict.interesting;
+    let mut b = seeds[rng.below(seeds.len())].clone();
+    if rng.below(4) == 0 {
+        b.extend_from_slice(&seeds[rng.below(seeds.len())]);
+    }
+    for _ in 0..=rng.below(4) {
+        let len = b.len();
+        match rng.below(8) {
+            0 if len > 0 => b[rng.below(len)] = rng.next() as u8,
+            1 if len > 0 => b[rng.below(len)] = interesting[rng.below(interesting.len())],
+            2 => b.truncate(rng.below(len + 1)),
+            3 => b.insert(
+                rng.below(len + 1),
+                interesting[rng.below(interesting.len())],
+            ),
+            4 if len > 0 => {
+                b.remove(rng.below(len));
+            }
+            5 if len > 0 => {
+                let from = rng.below(len);
+                let to = from + rng.below(len - from + 1);
+                let piece = b[from..to].to_vec();
+                let at = rng.below(len + 1);
+                b.splice(at..at, piece);
+            }
+            6 if len > 1 => {
+                let at = if rng.below(2) == 0 { 1 } else { rng.below(len) };
+                b[at] = b[at].wrapping_add(if rng.below(2) == 0 { 1 } else { 0xff });
+            }
+            _ => {
+                let t = dict.tokens[rng.below(dict.tokens.len())];
+                let at = rng.below(len + 1);
+                b.splice(at..at, t.iter().copied());
+            }
+        }
+    }
+    b
+}
+
+/// Random bytes, or a run of the grammar's tokens in random order.
+pub fn noise(rng: &mut XorShift, dict: &Dict) -> Vec<u8> {
+    if rng.below(2) == 0 {
+        let cap = if rng.below(8) == 0 { 512 } else { 40 };
+        (0..rng.below(cap)).map(|_| rng.next() as u8).collect()
+    } else {
+        let parts: Vec<&[u8]> = (0..rng.below(24))
+            .map(|_| dict.tokens[rng.below(dict.tokens.len())])
+            .collect();
+        parts.concat()
+    }
+}
