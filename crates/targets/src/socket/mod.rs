@@ -1,0 +1,125 @@
+//! A TCP socket with its write and read buffers, shared by the
+//! hand-written pipelined clients (VoltDB, Redis, memcached, NATS, MQTT),
+//! and the one byte stream over it ([`stream`]: all of them but VoltDB). Requests are encoded
+//! into `wbuf`; `fill` writes what is queued and waits until more bytes
+//! are in `rbuf`. Only `try_*` calls touch the socket, after readiness, and
+//! both buffers live here, so dropping `fill` (the engine serves a timer)
+//! loses nothing.
+
+use std::io;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+#[cfg(any(
+    feature = "redis",
+    feature = "memcache",
+    feature = "nats",
+    feature = "mqtt"
+))]
+mod stream;
+#[cfg(any(
+    feature = "redis",
+    feature = "memcache",
+    feature = "nats",
+    feature = "mqtt"
+))]
+pub use stream::{Dial, Stream};
+
+pub struct Socket {
+    stream: TcpStream,
+    pub wbuf: BytesMut,
+    pub rbuf: BytesMut,
+    /// Read buffer growth step.
+    chunk: usize,
+    sent: u64,
+    received: u64,
+}
+
+impl Socket {
+    /// Connect within `timeout`, Nagle off.
+    pub async fn connect(
+        host: &str,
+        port: u16,
+        timeout: Duration,
+        chunk: usize,
+    ) -> io::Result<Socket> {
+        let stream = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connection timed out"))??;
+        stream.set_nodelay(true)?;
+        Ok(Socket {
+            stream,
+            wbuf: BytesMut::with_capacity(chunk),
+            rbuf: BytesMut::with_capacity(chunk),
+            chunk,
+            sent: 0,
+            received: 0,
+        })
+    }
+
+    /// Write what is queued and wait until more bytes arrived. Cancel safe.
+    pub async fn fill(&mut self) -> io::Result<()> {
+        loop {
+            self.flush()?;
+            let interest = if self.wbuf.is_empty() {
+                Interest::READABLE
+            } else {
+                Interest::READABLE | Interest::WRITABLE
+            };
+            let ready = self.stream.ready(interest).await?;
+            if ready.is_readable() {
+                self.rbuf.reserve(self.chunk);
+                match self.stream.try_read_buf(&mut self.rbuf) {
+                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                    Ok(n) => {
+                        self.received += n as u64;
+                        return Ok(());
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+
+    /// Write what the socket takes now.
+    pub fn flush(&mut self) -> io::Result<()> {
+        while !self.wbuf.is_empty() {
+            match self.stream.try_write(&self.wbuf) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.wbuf.advance(n);
+                    self.sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes sent and received since the last call.
+    pub fn take_bytes(&mut self) -> (u64, u64) {
+        let out = (self.sent, self.received);
+        self.sent = 0;
+        self.received = 0;
+        out
+    }
+}
+
+/// An I/O error in the words a user needs; malformed bytes mean the other
+/// end is not `product`.
+pub(crate) fn said(e: &io::Error, product: &str) -> String {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+        io::ErrorKind::TimedOut => "timed out".to_string(),
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => {
+            "the server closed the connection".to_string()
+        }
+        io::ErrorKind::InvalidData => format!("not a {product} server ({e})"),
+        _ => e.to_string(),
+    }
+}

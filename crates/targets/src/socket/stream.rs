@@ -1,0 +1,119 @@
+//! The one [`ByteStream`] over a [`Socket`], for every hand-written client
+//! but VoltDB's (Redis, memcached, the pub/sub links): a target says only
+//! how it dials and logs in ([`Dial`]).
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_workloads::stream::ByteStream;
+
+use super::Socket;
+
+/// How a [`Stream`] opens its socket to server `i` of its target (TCP,
+/// then whatever login the protocol needs).
+pub trait Dial: Send + Sync + 'static {
+    /// How many servers there are to turn to.
+    fn servers(&self) -> usize;
+    fn dial(&self, server: usize) -> impl Future<Output = Option<Socket>> + Send;
+}
+
+/// The one byte stream of the pipelined clients: a socket that moves bytes and reconnects, to the same server first,
+/// then the next ones. It parses nothing; the workload does.
+pub struct Stream<D> {
+    sock: Socket,
+    dial: Arc<D>,
+    server: usize,
+    /// Bytes of sockets replaced since the last `take_bytes`.
+    carried: (u64, u64),
+}
+
+impl<D: Dial> Stream<D> {
+    pub(crate) fn new(sock: Socket, dial: Arc<D>, server: usize) -> Self {
+        Stream {
+            sock,
+            dial,
+            server,
+            carried: (0, 0),
+        }
+    }
+}
+
+impl<D: Dial> ByteStream for Stream<D> {
+    #[inline]
+    fn out(&mut self) -> &mut BytesMut {
+        &mut self.sock.wbuf
+    }
+
+    #[inline]
+    fn input(&mut self) -> &mut BytesMut {
+        &mut self.sock.rbuf
+    }
+
+    async fn fill(&mut self) -> Result<(), OpError> {
+        self.sock.fill().await.map_err(op_error)
+    }
+
+    #[inline]
+    fn unwritten(&self) -> usize {
+        self.sock.wbuf.len()
+    }
+
+    async fn flush(&mut self) -> Result<(), OpError> {
+        self.sock.flush_all().await.map_err(op_error)
+    }
+
+    async fn sibling(&self) -> Result<Self, OpError> {
+        match self.dial.dial(self.server).await {
+            Some(sock) => Ok(Stream::new(sock, self.dial.clone(), self.server)),
+            None => Err(OpError::new(ErrorKind::Connect)),
+        }
+    }
+
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        let n = self.dial.servers();
+        for k in 0..n {
+            let i = (self.server + k) % n;
+            if let Some(sock) = self.dial.dial(i).await {
+                // The old socket's bytes still count, in the next lap.
+                let (sent, received) = self.sock.take_bytes();
+                self.carried = (self.carried.0 + sent, self.carried.1 + received);
+                self.sock = sock;
+                self.server = i;
+                return Ok(());
+            }
+        }
+        Err(OpError::new(ErrorKind::Connect))
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        let (sent, received) = self.sock.take_bytes();
+        let (s, r) = std::mem::take(&mut self.carried);
+        (sent + s, received + r)
+    }
+}
+
+impl Socket {
+    /// Write everything queued, waiting for the socket to take it. Cancel
+    /// safe: what is not written yet stays in `wbuf`.
+    async fn flush_all(&mut self) -> io::Result<()> {
+        loop {
+            self.flush()?;
+            if self.wbuf.is_empty() {
+                return Ok(());
+            }
+            self.stream.writable().await?;
+        }
+    }
+}
+
+/// A failed link is an I/O error; bytes that cannot be the protocol, a
+/// protocol error.
+fn op_error(e: io::Error) -> OpError {
+    match e.kind() {
+        io::ErrorKind::InvalidData => OpError::new(ErrorKind::Protocol),
+        _ => OpError::new(ErrorKind::Io),
+    }
+}
