@@ -4,6 +4,7 @@
 
 mod exit;
 mod flags;
+mod machine;
 mod merge;
 mod plan;
 mod print;
@@ -77,6 +78,10 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             // the spec is resolved against, before anything connects.
             let target = plan::open(parts.workload.name(), Some(parts.target()))?;
             let spec = parts.spec(&target.facts(parts.target()))?;
+            machine::admit(&spec)?;
+            if let Some(start) = args.start() {
+                start.check(std::time::SystemTime::now())?;
+            }
             let role = if args.child {
                 run::Role::Child
             } else if spec.processes > 1 {

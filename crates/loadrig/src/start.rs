@@ -7,6 +7,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use loadrig_spec::bounds::{self, MAX_SECS};
+use loadrig_spec::SpecError;
 use tokio::time::Instant;
 
 /// How the start time is chosen.
@@ -19,6 +21,22 @@ pub enum StartRule {
 }
 
 impl StartRule {
+    /// A start further away than the longest time any flag takes
+    /// ([`MAX_SECS`]) is a mistake, not a plan.
+    pub fn check(self, now: SystemTime) -> Result<(), SpecError> {
+        match self {
+            StartRule::At(t) if t - unix_secs(now) > MAX_SECS => Err(SpecError::new(
+                "--start-at",
+                format!(
+                    "is more than 30 days away ({})",
+                    utc_text(self.resolve(now))
+                ),
+            )),
+            StartRule::Delay(s) => bounds::seconds("--start-delay", s, false),
+            StartRule::At(_) => Ok(()),
+        }
+    }
+
     /// The start, in milliseconds since the epoch, given the time now.
     pub fn resolve(self, now: SystemTime) -> u64 {
         let secs = match self {
@@ -141,6 +159,16 @@ pub async fn wait_for(ms: u64, stop: &AtomicBool) -> Begin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_start_past_30_days_is_refused() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert!(StartRule::At(1_795_000_100.0).check(now).is_ok());
+        assert!(StartRule::At(1.0).check(now).is_ok(), "the past: at once");
+        let e = StartRule::At(1e300).check(now).unwrap_err();
+        assert_eq!(e.flag, "--start-at");
+        assert!(StartRule::Delay(1.8e19).check(now).is_err());
+    }
 
     #[test]
     fn start_delay_is_the_next_multiple_after_now_plus_s() {

@@ -3,6 +3,7 @@
 //! turns it into connections; every report stores it, so a report says
 //! exactly what produced it.
 
+pub mod bounds;
 mod facts;
 mod load;
 mod memcache;
@@ -106,14 +107,18 @@ impl RunSpec {
     pub fn validate(&self) -> Result<(), SpecError> {
         self.load.validate()?;
         self.workload.validate()?;
-        positive("--interval", self.interval_secs)?;
-        positive("--timeout", self.timeout_secs)?;
-        if !(self.warmup_secs >= 0.0 && self.warmup_secs.is_finite()) {
-            return Err(SpecError::new("--warmup", "must be zero or more seconds"));
+        bounds::seconds("--interval", self.interval_secs, false)?;
+        if self.interval_secs < bounds::MIN_INTERVAL_SECS {
+            return Err(SpecError::new("--interval", "must be at least 1ms"));
         }
-        if self.processes == 0 {
-            return Err(SpecError::new("--processes", "must be at least 1"));
-        }
+        bounds::seconds("--timeout", self.timeout_secs, false)?;
+        bounds::seconds("--warmup", self.warmup_secs, true)?;
+        bounds::count(
+            "--processes",
+            self.processes.into(),
+            1,
+            bounds::MAX_PROCESSES.into(),
+        )?;
         if self.processes > 1 && self.load.shard.count > 1 {
             return Err(SpecError::new(
                 "--processes",
@@ -142,8 +147,11 @@ impl RunSpec {
                 ));
             }
         }
-        if self.threads == 0 {
-            return Err(SpecError::new("--threads", "must be at least 1"));
+        if self.threads == 0 || self.threads > bounds::MAX_THREADS {
+            return Err(SpecError::new(
+                "--threads",
+                format!("must be from 1 to {}", bounds::MAX_THREADS),
+            ));
         }
         if let Some(r) = self.max_error_rate {
             if !(0.0..=1.0).contains(&r) {
@@ -154,14 +162,6 @@ impl RunSpec {
             }
         }
         Ok(())
-    }
-}
-
-pub(crate) fn positive(flag: &'static str, v: f64) -> Result<(), SpecError> {
-    if v > 0.0 && v.is_finite() {
-        Ok(())
-    } else {
-        Err(SpecError::new(flag, "must be greater than 0"))
     }
 }
 

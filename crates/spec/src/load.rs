@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{positive, SpecError};
+use crate::bounds::{self, MAX_BURST, MAX_CLIENTS, MAX_DEPTH, MAX_QUEUE, MAX_RATE, MIN_RATE};
+use crate::SpecError;
 
 /// How operations get their start times.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -123,12 +124,13 @@ impl LoadSpec {
     }
 
     pub fn validate(&self) -> Result<(), SpecError> {
-        if self.clients == 0 {
-            return Err(SpecError::new("--clients", "must be at least 1"));
-        }
-        if self.connections == 0 {
-            return Err(SpecError::new("--connections", "must be at least 1"));
-        }
+        bounds::count("--clients", self.clients.into(), 1, MAX_CLIENTS.into())?;
+        bounds::count(
+            "--connections",
+            self.connections.into(),
+            1,
+            MAX_CLIENTS.into(),
+        )?;
         if self.connections > self.clients {
             return Err(SpecError::new(
                 "--connections",
@@ -138,39 +140,52 @@ impl LoadSpec {
                 ),
             ));
         }
-        if self.pipeline == 0 {
-            return Err(SpecError::new("--pipeline", "must be at least 1"));
-        }
+        bounds::count("--pipeline", self.pipeline.into(), 1, MAX_DEPTH.into())?;
         match self.pacing {
             Pacing::Steady => {}
-            Pacing::Rate { rate, .. } => positive("--rate", rate)?,
+            Pacing::Rate { rate, .. } => {
+                if !(MIN_RATE..=MAX_RATE).contains(&rate) {
+                    return Err(SpecError::new(
+                        "--rate",
+                        format!("must be from one an hour to {MAX_RATE:e} operations a second"),
+                    ));
+                }
+            }
             Pacing::Burst {
                 size,
                 delay_ms,
                 limit,
             } => {
-                if size == 0 {
-                    return Err(SpecError::new("--burst", "must be at least 1"));
-                }
-                if !(delay_ms >= 0.0 && delay_ms.is_finite()) {
-                    return Err(SpecError::new("--burst-delay", "must be zero or more ms"));
-                }
-                let _ = limit;
+                bounds::count("--burst", size.into(), 1, MAX_BURST.into())?;
+                bounds::count("--limit", limit.into(), 0, MAX_BURST.into())?;
+                bounds::seconds("--burst-delay", delay_ms / 1e3, true)?;
             }
         }
         if let Dispatch::Managed { queue, slots } = self.dispatch {
-            if slots == 0 {
-                return Err(SpecError::new("--slots", "must be at least 1"));
-            }
-            let _ = queue;
+            bounds::count("--slots", slots.into(), 1, MAX_DEPTH.into())?;
+            bounds::count("--queue", queue.into(), 0, MAX_QUEUE)?;
         }
         match self.stop {
             Stop::Count(0) => return Err(SpecError::new("-n", "must be at least 1")),
             Stop::Count(_) => {}
-            Stop::Seconds(s) => positive("--duration", s)?,
+            Stop::Seconds(s) => bounds::seconds("--duration", s, false)?,
         }
-        positive("--max-lag", self.max_lag_secs)?;
+        bounds::seconds("--max-lag", self.max_lag_secs, false)?;
         Ok(())
+    }
+
+    /// The memory this process's part of the load holds at once, by
+    /// [`bounds::planned_bytes`].
+    pub fn planned_bytes(&self, processes: u32) -> u64 {
+        let slots = match self.dispatch {
+            Dispatch::Direct => u64::from(self.clients) * u64::from(self.pipeline),
+            Dispatch::Managed { slots, .. } => u64::from(self.connections) * u64::from(slots),
+        };
+        let queue = match self.dispatch {
+            Dispatch::Direct => 0,
+            Dispatch::Managed { queue, .. } => queue.into(),
+        };
+        bounds::planned_bytes(self.connections.into(), slots, queue, processes.into())
     }
 
     /// Callers served by connection `k` (callers are dealt round robin).

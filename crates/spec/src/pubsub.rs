@@ -95,16 +95,9 @@ impl ChatSpec {
             ));
         }
         if let ChatMode::Realistic { think_secs } = self.mode {
-            if !(think_secs.is_finite() && think_secs > 0.0) {
-                return Err(SpecError::new("--think", "must be a positive time"));
-            }
+            crate::bounds::seconds("--think", think_secs, false)?;
         }
-        if !(self.listener_delay_secs.is_finite() && self.listener_delay_secs >= 0.0) {
-            return Err(SpecError::new(
-                "--listener-delay",
-                "must be a time, 0 or more",
-            ));
-        }
+        crate::bounds::seconds("--listener-delay", self.listener_delay_secs, true)?;
         check_size(self.size)?;
         check_drain(self.drain_secs)
     }
@@ -123,10 +116,7 @@ fn check_size(size: usize) -> Result<(), SpecError> {
 }
 
 fn check_drain(secs: f64) -> Result<(), SpecError> {
-    if !(secs.is_finite() && secs >= 0.0) {
-        return Err(SpecError::new("--drain", "must be a time of 0 or more"));
-    }
-    Ok(())
+    crate::bounds::seconds("--drain", secs, true)
 }
 
 #[cfg(test)]

@@ -314,7 +314,8 @@ pub(crate) fn query_pairs(q: &str) -> impl Iterator<Item = (&str, &str)> {
         .map(|p| p.split_once('=').unwrap_or((p, "")))
 }
 
-/// Parse a duration like `250us`, `2ms`, `1s` or a bare number of microseconds.
+/// Parse a duration like `250us`, `2ms`, `1s` or a bare number of
+/// microseconds, at most [`loadrig_spec::bounds::MAX_SECS`].
 pub(crate) fn parse_duration(s: &str) -> Option<std::time::Duration> {
     use std::time::Duration;
     let s = s.trim();
@@ -333,6 +334,9 @@ pub(crate) fn parse_duration(s: &str) -> Option<std::time::Duration> {
         "s" => v,
         _ => return None,
     };
+    if secs > loadrig_spec::bounds::MAX_SECS {
+        return None;
+    }
     Some(Duration::from_secs_f64(secs))
 }
 

@@ -358,11 +358,13 @@ fn unix_time(s: &str) -> Result<f64, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use loadrig_spec::{Dispatch, Pacing, Stop, VoterGenerator};
 
-    fn parse(args: &[&str]) -> Result<RunSpec, String> {
+    /// `loadrig run voter ARGS` as the spec it makes (other modules'
+    /// tests use it too).
+    pub(crate) fn parse(args: &[&str]) -> Result<RunSpec, String> {
         let mut all = vec!["loadrig", "run", "voter"];
         all.extend_from_slice(args);
         parse_all(&all)
