@@ -86,7 +86,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 run::Role::Child
             } else if spec.processes > 1 {
                 run::Role::Parent {
-                    child_args: flags::child_args(matches),
+                    child: flags::child_line(matches),
                 }
             } else {
                 run::Role::Single

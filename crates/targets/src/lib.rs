@@ -302,7 +302,7 @@ pub enum OpenError {
 /// reports: the same masking rule as every server URL's errors.
 pub fn mask_password(url: &str) -> String {
     match url.split_once("://") {
-        Some((scheme, rest)) => format!("{scheme}://{}", url::masked(rest, false)),
+        Some((scheme, rest)) => format!("{scheme}://{}", url::masked(rest)),
         None => url.to_string(),
     }
 }

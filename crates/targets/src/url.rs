@@ -32,8 +32,6 @@ pub(crate) struct TargetUrl {
     pub password: Option<String>,
     /// What follows the servers' `/`, %-decoded; empty when none.
     pub path: String,
-    /// A user with no password is itself a secret (NATS's `token@host`).
-    secret_user: bool,
     /// The syntax shown in errors.
     expected: &'static str,
 }
@@ -46,14 +44,13 @@ impl TargetUrl {
         rest: &'a str,
         default_port: u16,
         expected: &'static str,
-        secret_user: bool,
     ) -> Result<(TargetUrl, Option<&'a str>), SpecError> {
         let bad = |why: &str| {
             SpecError::new(
                 "--target",
                 format!(
                     "{why} in '{scheme}://{}' (expected {expected})",
-                    masked(rest, secret_user)
+                    masked(rest)
                 ),
             )
         };
@@ -95,7 +92,6 @@ impl TargetUrl {
             user,
             password,
             path,
-            secret_user,
             expected,
         };
         Ok((url, options))
@@ -139,8 +135,7 @@ impl TargetUrl {
     pub fn label(&self) -> String {
         let who = match (&self.user, &self.password) {
             (None, None) => String::new(),
-            (Some(_), None) if self.secret_user => "***@".to_string(),
-            (Some(u), None) => format!("{u}@"),
+            (Some(_), None) => "***@".to_string(),
             (None, Some(_)) => ":***@".to_string(),
             (Some(u), Some(_)) => format!("{u}:***@"),
         };
@@ -161,17 +156,43 @@ impl TargetUrl {
     }
 }
 
-/// What follows `scheme://`, with the password (or a lone secret user)
-/// masked, for errors raised before the URL is parsed.
-pub(crate) fn masked(rest: &str, secret_user: bool) -> String {
-    match rest.rsplit_once('@') {
+/// What follows `scheme://`, with its secrets masked, for errors raised
+/// before the URL is parsed and for labels. The one rule: a password is
+/// masked, and so is a user name without one (it may be a token: NATS's
+/// `token@host`); a query parameter whose name says secret (`password`,
+/// `pass`, `pwd`, `token`, `secret`, `auth`, `key`) has its value masked.
+pub(crate) fn masked(rest: &str) -> String {
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
+    };
+    let mut out = match rest.rsplit_once('@') {
         Some((userinfo, hosts)) => match userinfo.split_once(':') {
             Some((user, _)) => format!("{user}:***@{hosts}"),
-            None if secret_user => format!("***@{hosts}"),
-            None => rest.to_string(),
+            None => format!("***@{hosts}"),
         },
         None => rest.to_string(),
+    };
+    if let Some(q) = query {
+        let pairs: Vec<String> = q
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if secret_key(k) => format!("{k}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
     }
+    out
+}
+
+/// A query parameter that carries a credential, by its name.
+fn secret_key(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    ["pass", "pwd", "token", "secret", "auth", "key"]
+        .iter()
+        .any(|s| k.contains(s))
 }
 
 pub(crate) fn hostport(h: &str, p: u16) -> String {
@@ -249,7 +270,7 @@ mod tests {
     use super::*;
 
     fn parse(rest: &str) -> Result<(TargetUrl, Option<&str>), SpecError> {
-        let (url, options) = TargetUrl::parse("nats", rest, 4222, "nats://HOST", true)?;
+        let (url, options) = TargetUrl::parse("nats", rest, 4222, "nats://HOST")?;
         url.no_path("no path is taken")?;
         Ok((url, options))
     }
@@ -276,8 +297,20 @@ mod tests {
         assert_eq!(u.label(), "nats://a:***@h1:1,h1:2,[::1]:4222");
         let (u, _) = parse("s3cret@h").unwrap();
         assert_eq!(u.label(), "nats://***@h:4222");
-        let (u, _) = TargetUrl::parse("mqtt", "bob@h", 1883, "", false).unwrap();
-        assert_eq!(u.label(), "mqtt://bob@h:1883");
+        // A user with no password may be a token: masked too.
+        let (u, _) = TargetUrl::parse("mqtt", "bob@h", 1883, "").unwrap();
+        assert_eq!(u.label(), "mqtt://***@h:1883");
+    }
+
+    #[test]
+    fn one_masking_rule_for_every_credential() {
+        assert_eq!(masked("u:p/w@h/db"), "u:***@h/db");
+        assert_eq!(masked("t0ken@h"), "***@h");
+        assert_eq!(
+            masked("h:1883?qos=1&password=x&authToken=y&api_key=z"),
+            "h:1883?qos=1&password=***&authToken=***&api_key=***"
+        );
+        assert_eq!(masked("h?sync=full"), "h?sync=full");
     }
 
     #[test]

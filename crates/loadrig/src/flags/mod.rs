@@ -288,24 +288,44 @@ const PARENT_ONLY: [&str; 8] = [
     "child",
 ];
 
-/// The command line of one child of `--processes`, less what the parent
-/// adds per child (`--shard`, `--start-at`, `--out`): `run WORKLOAD` and
-/// every flag the user gave, as given, except the parent's own.
-pub fn child_args(matches: &ArgMatches) -> Vec<OsString> {
-    let mut out: Vec<OsString> = vec!["run".into()];
+/// Flags a child of `--processes` receives in its environment, never on
+/// its command line (where `ps` shows them to every user): the target URL
+/// may hold a password.
+const BY_ENV: [(&str, &str); 1] = [("target", TARGET_ENV)];
+
+/// The environment variable `--target` is also read from.
+pub const TARGET_ENV: &str = "LOADRIG_TARGET";
+
+/// How the parent of `--processes` starts each child, less what it adds per
+/// child (`--shard`, `--start-at`, `--out`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChildLine {
+    /// `run WORKLOAD` and every flag the user gave, as given, except the
+    /// parent's own and those in `env`.
+    pub args: Vec<OsString>,
+    /// Flags passed as environment variables (secrets).
+    pub env: Vec<(&'static str, OsString)>,
+}
+
+/// The child's command line and environment from the parent's matches.
+pub fn child_line(matches: &ArgMatches) -> ChildLine {
+    let mut line = ChildLine {
+        args: vec!["run".into()],
+        env: Vec::new(),
+    };
     let Some(("run", run)) = matches.subcommand() else {
-        return out;
+        return line;
     };
     let Some((name, given)) = run.subcommand() else {
-        return out;
+        return line;
     };
-    out.push(name.into());
+    line.args.push(name.into());
     let cli = Cli::command();
     let Some(cmd) = cli
         .find_subcommand("run")
         .and_then(|r| r.find_subcommand(name))
     else {
-        return out;
+        return line;
     };
     for arg in cmd.get_arguments() {
         let id = arg.get_id().as_str();
@@ -313,17 +333,23 @@ pub fn child_args(matches: &ArgMatches) -> Vec<OsString> {
         if PARENT_ONLY.contains(&id) || given.value_source(id) != Some(ValueSource::CommandLine) {
             continue;
         }
+        if let Some((_, var)) = BY_ENV.iter().find(|(flag, _)| *flag == id) {
+            if let Some(v) = given.get_raw(id).into_iter().flatten().next() {
+                line.env.push((var, v.to_owned()));
+            }
+            continue;
+        }
         if arg.get_action().takes_values() {
             for v in given.get_raw(id).into_iter().flatten() {
                 let mut word = OsString::from(format!("--{long}="));
                 word.push(v);
-                out.push(word);
+                line.args.push(word);
             }
         } else {
-            out.push(format!("--{long}").into());
+            line.args.push(format!("--{long}").into());
         }
     }
-    out
+    line
 }
 
 /// Parse a time: a number of seconds, or with a unit (ms, s, m, h).
@@ -476,21 +502,17 @@ pub(crate) mod tests {
             "--csv",
         ];
         let m = Cli::command().try_get_matches_from(words).unwrap();
-        let args: Vec<String> = child_args(&m)
-            .into_iter()
+        let line = child_line(&m);
+        let args: Vec<String> = line
+            .args
+            .iter()
             .map(|w| w.to_string_lossy().into_owned())
             .collect();
         assert_eq!(
             args,
-            [
-                "run",
-                "voter",
-                "--target=null://?delay=1ms",
-                "--requests=3000",
-                "--keep",
-                "--preset=vsd"
-            ]
+            ["run", "voter", "--requests=3000", "--keep", "--preset=vsd"]
         );
+        assert_eq!(line.env, [(TARGET_ENV, "null://?delay=1ms".into())]);
     }
 
     #[test]

@@ -23,8 +23,8 @@ pub enum ArrivalArg {
 /// Flags every workload shares.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Target URL; without one, a fresh embedded SQLite database
-    #[arg(long, short = 't', value_name = "URL")]
+    /// Target URL (or $LOADRIG_TARGET); without one, a fresh embedded SQLite database
+    #[arg(long, short = 't', value_name = "URL", env = super::TARGET_ENV, hide_env_values = true)]
     pub target: Option<String>,
     #[arg(
         help = with_default("Operations in total, over all clients", DEFAULT_REQUESTS),

@@ -10,12 +10,12 @@ mod conclude;
 mod parent;
 mod single;
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use loadrig_spec::RunSpec;
 use loadrig_workloads::Bench;
 
+use crate::flags::ChildLine;
 use crate::start::StartRule;
 
 /// Output choices and the process's part, none of them in the run spec.
@@ -36,14 +36,14 @@ pub enum Role {
     /// The parent of `--processes`: it prepares, starts the children with
     /// these arguments (plus each one's shard, start and report file),
     /// merges, verifies and tears down.
-    Parent { child_args: Vec<OsString> },
+    Parent { child: ChildLine },
     /// One of the parent's children: connect, run, write the report.
     Child,
 }
 
 pub async fn drive<B: Bench>(bench: B, spec: &RunSpec, opts: &Options) -> anyhow::Result<i32> {
     match &opts.role {
-        Role::Parent { child_args } => parent::parent(bench, spec, opts, child_args).await,
+        Role::Parent { child } => parent::parent(bench, spec, opts, child).await,
         Role::Single | Role::Child => single::single(bench, spec, opts).await,
     }
 }

@@ -20,6 +20,7 @@ use loadrig_workloads::{Bench, TargetInfo};
 use super::conclude::{self, End};
 use super::Options;
 use crate::exit;
+use crate::flags::ChildLine;
 use crate::print::{overall, Printer};
 use crate::start::{self, StartRule};
 
@@ -40,7 +41,7 @@ pub async fn parent<B: Bench>(
     mut bench: B,
     spec: &RunSpec,
     opts: &Options,
-    child_args: &[OsString],
+    child: &ChildLine,
 ) -> anyhow::Result<i32> {
     let k = spec.processes;
     let mut p = Printer::new(spec, opts.quiet, opts.csv);
@@ -59,7 +60,8 @@ pub async fn parent<B: Bench>(
     for i in 0..k {
         let path = dir.child(i);
         let mut cmd = Command::new(std::env::current_exe().context("finding this executable")?);
-        cmd.args(child_args)
+        cmd.args(&child.args)
+            .envs(child.env.iter().map(|(k, v)| (k, v)))
             .arg(format!("--shard={i}/{k}"))
             .arg(format!("--start-at={}", start::unix_text(at)))
             .arg("-q")

@@ -35,7 +35,7 @@ const EXPECTED: &str = "mysql://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
 /// Parse what follows `mysql://`: a user, one server and the database
 /// the run creates its tables in.
 pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
-    let (url, options) = TargetUrl::parse("mysql", rest, 3306, EXPECTED, false)?;
+    let (url, options) = TargetUrl::parse("mysql", rest, 3306, EXPECTED)?;
     url.no_options(options)?;
     url.one_server()?;
     if url.user.is_none() || url.path.is_empty() {

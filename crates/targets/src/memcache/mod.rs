@@ -37,7 +37,7 @@ const EXPECTED: &str = "memcache://HOST[:PORT][,PORT|,HOST[:PORT]...]";
 
 /// Parse what follows `memcache://`: the servers, nothing else.
 pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
-    let (url, options) = TargetUrl::parse("memcache", rest, DEFAULT_PORT, EXPECTED, false)?;
+    let (url, options) = TargetUrl::parse("memcache", rest, DEFAULT_PORT, EXPECTED)?;
     url.no_path("no path is taken")?;
     url.no_options(options)?;
     if url.user.is_some() || url.password.is_some() {

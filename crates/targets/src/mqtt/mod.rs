@@ -40,7 +40,7 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// Parse what follows `mqtt://`: the servers and the QoS (`?qos=0|1`).
 pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, Qos), SpecError> {
-    let (url, options) = TargetUrl::parse("mqtt", rest, DEFAULT_PORT, EXPECTED, false)?;
+    let (url, options) = TargetUrl::parse("mqtt", rest, DEFAULT_PORT, EXPECTED)?;
     url.no_path("no path is taken")?;
     let bad = |why: String| {
         SpecError::new(

@@ -45,7 +45,7 @@ const DURABILITY: &str =
 
 /// Parse what follows `nats://`. A lone user (`TOKEN@`) is a token.
 pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
-    let (url, options) = TargetUrl::parse("nats", rest, DEFAULT_PORT, EXPECTED, true)?;
+    let (url, options) = TargetUrl::parse("nats", rest, DEFAULT_PORT, EXPECTED)?;
     url.no_path("no path is taken")?;
     url.no_options(options)?;
     Ok(url)

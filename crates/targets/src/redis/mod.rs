@@ -56,7 +56,7 @@ const EXPECTED: &str = "redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]
 /// database is `--dbnum`, not a path.
 pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
     // A lone `SECRET@` is a password without its colon: masked as one.
-    let (url, options) = TargetUrl::parse("redis", rest, DEFAULT_PORT, EXPECTED, true)?;
+    let (url, options) = TargetUrl::parse("redis", rest, DEFAULT_PORT, EXPECTED)?;
     url.no_path("no database is taken (the database is --dbnum)")?;
     url.no_options(options)?;
     if url.user.is_some() && url.password.is_none() {

@@ -52,7 +52,7 @@ const EXPECTED: &str = "voltdb://[USER:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT].
 
 /// Parse what follows `voltdb://`: the hosts and an optional login.
 pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
-    let (url, options) = TargetUrl::parse("voltdb", rest, DEFAULT_PORT, EXPECTED, false)?;
+    let (url, options) = TargetUrl::parse("voltdb", rest, DEFAULT_PORT, EXPECTED)?;
     url.no_path("no database is taken")?;
     url.no_options(options)?;
     Ok(url)
