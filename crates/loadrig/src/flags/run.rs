@@ -115,9 +115,9 @@ pub struct RunArgs {
     /// An operation unanswered this long fails as a timeout
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]
     pub timeout: f64,
-    /// Exit 1 when errors exceed this fraction of operations
-    #[arg(long, value_name = "FRACTION")]
-    pub max_error_rate: Option<f64>,
+    /// Exit 1 when failed or dropped operations exceed this fraction of all (1 turns the gate off)
+    #[arg(long, value_name = "FRACTION", default_value_t = DEFAULT_MAX_ERROR_RATE)]
+    pub max_error_rate: f64,
     /// Write the report (JSON, schema loadrig.report/1) to this file
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -136,6 +136,10 @@ pub struct RunArgs {
 pub(super) const DEFAULT_QUEUE: u32 = 1_000;
 pub(super) const DEFAULT_SLOTS: u32 = 100;
 pub const DEFAULT_REQUESTS: u64 = 100_000;
+
+/// The failure gate by default: a run where more than 1% of the operations
+/// failed or were dropped exits 1, with its report (docs/limits.md).
+pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.01;
 pub(super) const DEFAULT_CLIENTS: u32 = 32;
 pub(super) const DEFAULT_BURST_DELAY_MS: f64 = 1.0;
 pub(super) const DEFAULT_BURST_LIMIT: u32 = 0;
@@ -221,7 +225,7 @@ impl RunArgs {
                 .or(workload_defaults.threads)
                 .unwrap_or_else(cores),
             timeout_secs: self.timeout,
-            max_error_rate: self.max_error_rate,
+            max_error_rate: Some(self.max_error_rate),
             verify: !self.no_verify,
             keep: self.keep,
             preset,

@@ -153,8 +153,8 @@ pub async fn conclude<B: Bench>(
         };
         if rate > max {
             reasons.push(format!(
-                "error rate {:.4} above --max-error-rate {max}",
-                rate
+                "{:.2}% of the operations failed, more than --max-error-rate {max} allows",
+                rate * 100.0
             ));
         }
     }

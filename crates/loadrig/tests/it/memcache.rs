@@ -396,7 +396,13 @@ fn garbage_from_the_server_is_counted_not_a_panic() {
         let _ = TcpStream::connect(("127.0.0.1", port));
         let what = String::from_utf8_lossy(garbage);
         assert!(!r.stderr.contains("panicked"), "{what}: {}", r.dump());
-        assert_eq!(r.code, 0, "{what}: {}", r.dump());
+        // Reported; more than 1% failed, so the default gate exits 1.
+        assert_eq!(r.code, 1, "{what}: {}", r.dump());
+        assert!(
+            r.stdout.contains("of the operations failed"),
+            "{what}: {}",
+            r.dump()
+        );
         let report = json(&out);
         assert!(errors(&report, "protocol") > 0, "{what}: {}", r.dump());
         assert_eq!(report["measured"]["ops"], 300, "{what}: {}", r.dump());
