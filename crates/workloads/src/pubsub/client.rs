@@ -506,6 +506,10 @@ impl<C> Drop for ClientDriver<C> {
 }
 
 /// A message from `publisher` numbered `seq`: new, repeated or late.
+/// "Late" is counted once per break in the order: a message numbered below
+/// the one before it is out of order, and the order then goes on from it,
+/// so one stray number (a corrupted stamp, a reordered message) counts
+/// once, not against every message after it.
 #[inline]
 fn order(seen: &mut Vec<(u32, u64)>, t: &mut ClientTally, publisher: u32, seq: u64) -> u16 {
     match seen.iter_mut().find(|s| s.0 == publisher) {
@@ -523,7 +527,8 @@ fn order(seen: &mut Vec<(u32, u64)>, t: &mut ClientTally, publisher: u32, seq: u
             t.duplicated += 1;
             DUPLICATED
         }
-        Some(_) => {
+        Some(s) => {
+            s.1 = seq;
             t.out_of_order += 1;
             t.received += 1;
             OUT_OF_ORDER
@@ -544,4 +549,18 @@ fn parse_tag(s: &[u8]) -> Option<Tag> {
         v = v * 10 + u64::from(b - b'0');
     }
     Tag::try_from(v).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_stray_number_breaks_the_order_once() {
+        let (mut seen, mut t) = (Vec::new(), ClientTally::default());
+        for seq in [0, 1, 2, u64::MAX / 2, 3, 4, 5, 5, 7, 6] {
+            order(&mut seen, &mut t, 9, seq);
+        }
+        assert_eq!((t.received, t.duplicated, t.out_of_order), (9, 1, 2));
+    }
 }
