@@ -744,3 +744,38 @@ fn memtier_mix() {
     let r = loadrig(&["run", "redis", "--key-pattern", "Z"]);
     assert_eq!(r.code, 2, "{}", r.dump());
 }
+
+/// A server that acknowledges every SET and keeps nothing. Even in a run
+/// by time with random keys, where which keys were written is not known,
+/// verification finds no key:* at all and fails the run.
+#[test]
+fn a_server_that_keeps_nothing_fails_a_run_by_time() {
+    use crate::common::delayed::{DelayServer, Delays};
+    let server = DelayServer::start(Delays::Fixed(Duration::ZERO));
+    let target = format!("redis://127.0.0.1:{}", server.port);
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        &target,
+        "--dbnum",
+        "0",
+        "-t",
+        "set",
+        "-r",
+        "1000",
+        "--duration",
+        "0.5",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... FAILED"), "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("key:* present after acknowledged SET/MSET"),
+        "{}",
+        r.dump()
+    );
+    assert!(server.data_commands() > 0, "no SET reached the server");
+}
