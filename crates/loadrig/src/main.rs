@@ -50,7 +50,7 @@ fn main() {
 }
 
 /// The error and its causes on one line.
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in e.chain() {
         let s = cause.to_string();

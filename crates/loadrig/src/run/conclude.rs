@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Context;
-use loadrig_metrics::Snapshot;
+use loadrig_metrics::{Snapshot, Verdict};
 use loadrig_report::{Environment, Report, Verification};
 use loadrig_spec::{CsvDialect, RunSpec};
 use loadrig_workloads::{group, Bench, TargetInfo};
@@ -113,7 +113,21 @@ pub async fn conclude<B: Bench>(
     if let Some(baseline) = &baseline {
         let verdict = if spec.verify {
             p.phase("verify");
-            let v = bench.verify(baseline, &counted).await?;
+            let v = match bench.verify(baseline, &counted).await {
+                Ok(v) => v,
+                // The load ran and was measured: its report is written
+                // all the same, with the target's exit code and why.
+                Err(e) => {
+                    let e = anyhow::Error::from(e);
+                    report.exit_code = report.exit_code.max(exit::code_of(&e));
+                    reasons.push(format!("could not verify: {}", crate::one_line(&e)));
+                    Verdict {
+                        passed: None,
+                        summary: format!("not done (the target failed: {})", crate::one_line(&e)),
+                        checks: Vec::new(),
+                    }
+                }
+            };
             p.line(&v.summary);
             // The warm-up's writes are on the server too: say how much of
             // what was verified it was, so the measured count beside it
@@ -135,7 +149,15 @@ pub async fn conclude<B: Bench>(
         if verdict.as_ref().and_then(|v| v.passed) == Some(false) {
             reasons.push("verification failed".to_string());
         }
-        report.results = bench.results(&counted).await?;
+        report.results = match bench.results(&counted).await {
+            Ok(r) => r,
+            Err(e) => {
+                let e = anyhow::Error::from(e);
+                report.exit_code = report.exit_code.max(exit::code_of(&e));
+                reasons.push(format!("no results: {}", crate::one_line(&e)));
+                Default::default()
+            }
+        };
         p.results(&report.results);
         report.verification = Some(Verification {
             baseline: baseline.clone(),

@@ -62,15 +62,38 @@ pub(super) async fn single<B: Bench>(
     let mut kind_elapsed: Vec<Option<Duration>> = Vec::new();
     let mut db_cpu_before = Vec::new();
     let mut usage_before = None;
+    // A later phase that cannot connect ends the run with what was
+    // measured, and says why.
+    let mut failed = Vec::new();
+    let mut code = exit::OK;
     for phase in phases {
         if let Some(k) = phase {
             bench.enter(k);
         }
         let conns = spec.load.connections as usize + cfg.listeners;
         let mut drivers = Vec::with_capacity(conns);
+        let mut lost = None;
         for worker in 0..conns {
             let worker = u32::try_from(worker).unwrap_or(u32::MAX);
-            drivers.push(bench.connect(worker).await?);
+            match bench.connect(worker).await {
+                Ok(d) => drivers.push(d),
+                // Before any load, nothing was measured: the error is the
+                // run's. After a phase ran, its measurements are kept.
+                Err(e) if total.is_none() => return Err(e.into()),
+                Err(e) => {
+                    lost = Some(anyhow::Error::from(e));
+                    break;
+                }
+            }
+        }
+        if let Some(e) = lost {
+            let test = phase.and_then(|k| kinds.get(k)).copied().unwrap_or("next");
+            failed.push(format!(
+                "the {test} test could not connect: {}",
+                crate::one_line(&e)
+            ));
+            code = code.max(exit::code_of(&e));
+            break;
         }
         let at = match &begin {
             Some(_) => start::now(),
@@ -139,7 +162,7 @@ pub(super) async fn single<B: Bench>(
         usage,
         verification: None,
         results: Results::default(),
-        exit_code: exit::OK,
+        exit_code: code,
     });
     let mut counted = outcome.warmup.clone();
     counted.merge(&outcome.measured);
@@ -158,7 +181,7 @@ pub(super) async fn single<B: Bench>(
         report,
         counted,
         baseline: (!child).then_some(prepared.baseline),
-        failed: Vec::new(),
+        failed,
         after_summary: after.into_iter().collect(),
     };
     conclude(&mut bench, spec, opts, &mut p, end).await

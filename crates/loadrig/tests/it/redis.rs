@@ -779,3 +779,46 @@ fn a_server_that_keeps_nothing_fails_a_run_by_time() {
     );
     assert!(server.data_commands() > 0, "no SET reached the server");
 }
+
+/// The load ran, then the target failed the verification (a server that
+/// answers MGET with +OK): the run still writes its report, with the
+/// target's exit code and what failed.
+#[test]
+fn a_failed_verification_keeps_the_report() {
+    use crate::common::delayed::{DelayServer, Delays};
+    let server = DelayServer::start(Delays::Fixed(Duration::ZERO));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.json");
+    let target = format!("redis://127.0.0.1:{}", server.port);
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        &target,
+        "--dbnum",
+        "0",
+        "-t",
+        "set",
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 3, "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("verify ... not done (the target failed: "),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stdout.contains("check failed: could not verify: "),
+        "{}",
+        r.dump()
+    );
+    let report = json(&out);
+    assert_eq!(report["exit_code"], 3);
+    assert_eq!(report["measured"]["ok"], 300);
+}
