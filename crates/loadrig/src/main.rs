@@ -9,6 +9,7 @@ mod merge;
 mod plan;
 mod print;
 mod run;
+mod signals;
 mod start;
 mod verify;
 
@@ -81,6 +82,9 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             machine::admit(&spec)?;
             if let Some(start) = args.start() {
                 start.check(std::time::SystemTime::now())?;
+            }
+            if args.child && !signals::die_with_parent() {
+                anyhow::bail!("the parent of this --child process is gone");
             }
             let role = if args.child {
                 run::Role::Child

@@ -2,8 +2,6 @@
 //! prepare before the load, and after it verify, show the results, pick
 //! the exit code, print the summary, write the report, tear down.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Context;
@@ -36,18 +34,6 @@ pub async fn prepare<B: Bench>(bench: &mut B, p: &mut Printer) -> anyhow::Result
         server_version,
         baseline,
     })
-}
-
-/// Set when Ctrl-C is pressed.
-pub fn ctrl_c_flag() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let on_signal = stop.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_signal.store(true, Ordering::Relaxed);
-        }
-    });
-    stop
 }
 
 /// `start at ...`, and how late it is if that time has passed.

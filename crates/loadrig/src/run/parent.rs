@@ -7,6 +7,7 @@
 //! clock), verifies with the merged counts, prints, writes, tears down.
 
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::Ordering;
@@ -44,12 +45,14 @@ pub async fn parent<B: Bench>(
     child: &ChildLine,
 ) -> anyhow::Result<i32> {
     let k = spec.processes;
+    // Every signal stops the children too (they are also told by the
+    // kernel if this process dies: signals::die_with_parent).
+    let signals = crate::signals::watch();
+    let stop = signals.stop.clone();
     let mut p = Printer::new(spec, opts.quiet, opts.csv);
     p.header(spec, bench.target().durability().as_deref());
     let prepared = conclude::prepare(&mut bench, &mut p).await?;
-    // Ctrl-C reaches the children too (one process group); the parent
-    // waits for their reports instead of dying.
-    let stop = conclude::ctrl_c_flag();
+    // The parent waits for the children's reports instead of dying.
 
     let now = SystemTime::now();
     let at = opts.start.unwrap_or(DEFAULT_START).resolve(now);
@@ -69,10 +72,14 @@ pub async fn parent<B: Bench>(
             .arg(with_value("--out=", &path))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            // A group of its own: a Ctrl-C at the terminal reaches the
+            // parent alone, which passes it on once (twice would be "now").
+            .process_group(0);
         let child = cmd
             .spawn()
             .with_context(|| format!("starting process {i}"))?;
+        signals.adopt(child.id());
         // Reading both pipes to the end while it runs, off the runtime.
         running.push((
             path,

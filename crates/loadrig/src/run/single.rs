@@ -16,13 +16,15 @@ use crate::start;
 
 use super::{Options, Role};
 
-use super::conclude::{conclude, ctrl_c_flag, environment, prepare, start_line, End, Prepared};
+use super::conclude::{conclude, environment, prepare, start_line, End, Prepared};
 
 pub(super) async fn single<B: Bench>(
     mut bench: B,
     spec: &RunSpec,
     opts: &Options,
 ) -> anyhow::Result<i32> {
+    // From here on a signal stops the run and still gets its report.
+    let stop = crate::signals::watch().stop;
     let child = opts.role == Role::Child;
     let kinds = bench.kinds();
     let domains = bench.domains();
@@ -56,7 +58,6 @@ pub(super) async fn single<B: Bench>(
     } else {
         vec![None]
     };
-    let stop = ctrl_c_flag();
     let mut begin: Option<start::Begin> = None;
     let mut total: Option<Outcome> = None;
     let mut kind_elapsed: Vec<Option<Duration>> = Vec::new();

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use loadrig_report::fmt::dur;
 use loadrig_report::Report;
@@ -280,8 +281,73 @@ fn bursts_and_managed_mode_run_end_to_end() {
     );
 }
 
+/// SIGINT (Ctrl-C), SIGTERM and SIGHUP each stop the load; the report
+/// is still written, marked interrupted, and the exit code is 1.
 #[test]
-fn ctrl_c_still_writes_the_report() {
+fn every_stopping_signal_still_writes_the_report() {
+    for sig in ["-INT", "-TERM", "-HUP"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("r.json");
+        let mut run = Running::start(&[
+            "run",
+            "voter",
+            "--target",
+            "null://?delay=1ms",
+            "--duration",
+            "60",
+            "--interval",
+            "0.2",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        // Interrupt once the load runs: at its first lap line, not after a
+        // guessed sleep.
+        run.until_first_lap();
+        kill(sig, run.id());
+        let r = run.finish();
+        assert_eq!(r.code, 1, "{sig}: {}", r.dump());
+        assert!(r.stdout.contains("INTERRUPTED"), "{sig}: {}", r.dump());
+        let j = json(&out);
+        assert_eq!(j["interrupted"], true, "{sig}");
+        assert!(j["measured"]["ops"].as_u64().unwrap() > 100, "{sig}");
+    }
+}
+
+/// A run stuck on its operations in flight (each takes 30 s) ends at
+/// once on a second signal, with 128 + its number.
+#[test]
+fn a_second_signal_ends_the_run_at_once() {
+    let mut run = Running::start(&[
+        "run",
+        "voter",
+        "--target",
+        "null://?delay=30s",
+        "-n",
+        "4",
+        "-c",
+        "2",
+        "--timeout",
+        "60",
+        "--interval",
+        "0.2",
+    ]);
+    run.until_first_lap();
+    kill("-TERM", run.id());
+    // The first is being handled (the load stops, the calls in flight
+    // are waited for) before the second comes.
+    std::thread::sleep(Duration::from_millis(300));
+    kill("-TERM", run.id());
+    let t = Instant::now();
+    let r = run.finish();
+    assert_eq!(r.code, 128 + 15, "{}", r.dump());
+    assert!(t.elapsed() < Duration::from_secs(10), "{}", r.dump());
+}
+
+/// SIGTERM to the parent of --processes reaches every child: each stops
+/// and reports, the parent merges what they measured, and no child is
+/// left running.
+#[test]
+fn a_signal_to_the_parent_stops_every_child() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let mut run = Running::start(&[
@@ -291,23 +357,65 @@ fn ctrl_c_still_writes_the_report() {
         "null://?delay=1ms",
         "--duration",
         "60",
-        "--interval",
-        "0.2",
+        "--processes",
+        "2",
+        "--start-delay",
+        "0.5",
         "--out",
         out.to_str().unwrap(),
     ]);
-    // Interrupt once the load runs: at its first lap line, not after a
-    // guessed sleep.
-    run.until_first_lap();
-    let status = Command::new("kill")
-        .args(["-INT", &run.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    run.until(|l| l.starts_with("start at "));
+    let parent = run.id();
+    let t = Instant::now();
+    while children_of(parent).len() < 2 {
+        assert!(t.elapsed() < Duration::from_secs(20), "no children started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The children start their load at the common start, within a second.
+    std::thread::sleep(Duration::from_secs(2));
+    let children = children_of(parent);
+    assert_eq!(children.len(), 2, "children of {parent}: {children:?}");
+    kill("-TERM", parent);
     let r = run.finish();
     assert_eq!(r.code, 1, "{}", r.dump());
-    assert!(r.stdout.contains("INTERRUPTED"), "{}", r.dump());
+    for c in children {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{c}")).exists(),
+            "child {c} still running: {}",
+            r.dump()
+        );
+    }
     let j = json(&out);
     assert_eq!(j["interrupted"], true);
     assert!(j["measured"]["ops"].as_u64().unwrap() > 100);
+}
+
+fn kill(sig: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+/// The process ids whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: the comm may hold spaces, so after ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|s| s.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
 }
