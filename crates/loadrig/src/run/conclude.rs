@@ -14,6 +14,7 @@ use crate::exit;
 use crate::print::{csv, redis, Printer};
 use crate::start;
 
+use super::deadline::Deadlines;
 use super::Options;
 
 /// What was there before the load.
@@ -24,12 +25,16 @@ pub struct Prepared {
 
 /// Connect, prepare and record the baseline (recorded even with
 /// --no-verify, so `loadrig verify REPORT` can check later).
-pub async fn prepare<B: Bench>(bench: &mut B, p: &mut Printer) -> anyhow::Result<Prepared> {
+pub async fn prepare<B: Bench>(
+    bench: &mut B,
+    p: &mut Printer,
+    d: &Deadlines,
+) -> anyhow::Result<Prepared> {
     p.phase("connect");
-    let server_version = bench.target().server_version().await;
+    let server_version = d.ask(bench.target().server_version()).await;
     p.phase("prepare");
-    bench.prepare().await?;
-    let baseline = bench.baseline().await?;
+    d.cold("prepare", bench.prepare()).await?;
+    let baseline = d.cold("the baseline", bench.baseline()).await?;
     Ok(Prepared {
         server_version,
         baseline,
@@ -88,6 +93,7 @@ pub async fn conclude<B: Bench>(
     p: &mut Printer,
     end: End,
 ) -> anyhow::Result<i32> {
+    let d = Deadlines::of(spec);
     let End {
         mut report,
         counted,
@@ -99,7 +105,7 @@ pub async fn conclude<B: Bench>(
     if let Some(baseline) = &baseline {
         let verdict = if spec.verify {
             p.phase("verify");
-            let v = match bench.verify(baseline, &counted).await {
+            let v = match d.cold("verify", bench.verify(baseline, &counted)).await {
                 Ok(v) => v,
                 // The load ran and was measured: its report is written
                 // all the same, with the target's exit code and why.
@@ -135,7 +141,7 @@ pub async fn conclude<B: Bench>(
         if verdict.as_ref().and_then(|v| v.passed) == Some(false) {
             reasons.push("verification failed".to_string());
         }
-        report.results = match bench.results(&counted).await {
+        report.results = match d.cold("the results", bench.results(&counted)).await {
             Ok(r) => r,
             Err(e) => {
                 let e = anyhow::Error::from(e);
@@ -189,7 +195,7 @@ pub async fn conclude<B: Bench>(
         report.write(path).with_context(|| "writing the report")?;
     }
     if baseline.is_some() {
-        bench.finish(spec.keep).await?;
+        d.cold("clean-up", bench.finish(spec.keep)).await?;
     }
     for r in reasons {
         p.line(&format!("check failed: {r}"));

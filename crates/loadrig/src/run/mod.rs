@@ -7,6 +7,8 @@
 //! rest once. Both end through [`conclude`]; neither calls the other.
 
 mod conclude;
+mod deadline;
+pub use deadline::Deadlines;
 mod parent;
 mod single;
 

@@ -19,6 +19,7 @@ use loadrig_spec::RunSpec;
 use loadrig_workloads::{Bench, TargetInfo};
 
 use super::conclude::{self, End};
+use super::deadline::Deadlines;
 use super::Options;
 use crate::exit;
 use crate::flags::ChildLine;
@@ -51,7 +52,8 @@ pub async fn parent<B: Bench>(
     let stop = signals.stop.clone();
     let mut p = Printer::new(spec, opts.quiet, opts.csv);
     p.header(spec, bench.target().durability().as_deref());
-    let prepared = conclude::prepare(&mut bench, &mut p).await?;
+    let d = Deadlines::of(spec);
+    let prepared = conclude::prepare(&mut bench, &mut p, &d).await?;
     // The parent waits for the children's reports instead of dying.
 
     let now = SystemTime::now();
@@ -106,7 +108,7 @@ pub async fn parent<B: Bench>(
     if reports.is_empty() {
         p.line("");
         p.line("no process left a report: nothing to merge");
-        bench.finish(spec.keep).await?;
+        d.cold("clean-up", bench.finish(spec.keep)).await?;
         for r in failed {
             p.line(&format!("check failed: {r}"));
         }

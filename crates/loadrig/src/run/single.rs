@@ -14,6 +14,7 @@ use crate::exit;
 use crate::print::Printer;
 use crate::start;
 
+use super::deadline::Deadlines;
 use super::{Options, Role};
 
 use super::conclude::{conclude, environment, prepare, start_line, End, Prepared};
@@ -25,6 +26,7 @@ pub(super) async fn single<B: Bench>(
 ) -> anyhow::Result<i32> {
     // From here on a signal stops the run and still gets its report.
     let stop = crate::signals::watch().stop;
+    let d = Deadlines::of(spec);
     let child = opts.role == Role::Child;
     let kinds = bench.kinds();
     let domains = bench.domains();
@@ -34,11 +36,11 @@ pub(super) async fn single<B: Bench>(
     let prepared = if child {
         p.phase("connect");
         Prepared {
-            server_version: bench.target().server_version().await,
+            server_version: d.ask(bench.target().server_version()).await,
             baseline: serde_json::Value::Null,
         }
     } else {
-        prepare(&mut bench, &mut p).await?
+        prepare(&mut bench, &mut p, &d).await?
     };
     let cfg = EngineConfig {
         load: spec.load.clone(),
@@ -76,7 +78,7 @@ pub(super) async fn single<B: Bench>(
         let mut lost = None;
         for worker in 0..conns {
             let worker = u32::try_from(worker).unwrap_or(u32::MAX);
-            match bench.connect(worker).await {
+            match d.connect("a connection", bench.connect(worker)).await {
                 Ok(d) => drivers.push(d),
                 // Before any load, nothing was measured: the error is the
                 // run's. After a phase ran, its measurements are kept.

@@ -62,7 +62,7 @@ impl PostgresTarget {
             .user(at.user.as_deref().unwrap_or_default())
             .dbname(&at.path)
             .application_name("loadrig")
-            .connect_timeout(Duration::from_secs(10));
+            .connect_timeout(OPEN_TIMEOUT);
         if let Some(p) = &at.password {
             config.password(p);
         }
@@ -80,7 +80,7 @@ impl PostgresTarget {
             .await
             .map_err(|e| TargetError::Unreachable {
                 target: self.at.label(),
-                reason: reason(&e),
+                reason: e.reason(),
             })?;
         if self.durability.get().is_none() {
             if let Ok(d) = durability(&client).await {
@@ -104,7 +104,7 @@ impl PostgresTarget {
                 .await
                 .map_err(|e| TargetError::Unreachable {
                     target: self.at.label(),
-                    reason: reason(&e),
+                    reason: e.reason(),
                 })?;
         Ok(PgConn {
             config: self.config.clone(),
@@ -167,9 +167,43 @@ impl SqlAdmin for PostgresTarget {
     }
 }
 
+/// How long opening a connection may take, the startup and login
+/// exchange included: tokio-postgres's own connect timeout bounds only the
+/// TCP connect, and a server that accepts and then says nothing would hold
+/// the caller for ever.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a connection did not open.
+#[derive(Debug)]
+enum Unopened {
+    Pg(tokio_postgres::Error),
+    /// Connected, and the server did not finish the startup in time.
+    Silent,
+}
+
+impl From<tokio_postgres::Error> for Unopened {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Unopened::Pg(e)
+    }
+}
+
+impl Unopened {
+    fn reason(&self) -> String {
+        match self {
+            Unopened::Pg(e) => reason(e),
+            Unopened::Silent => format!(
+                "connected, but no startup answer within {}s",
+                OPEN_TIMEOUT.as_secs()
+            ),
+        }
+    }
+}
+
 /// Connect and let a task drive the socket until the client is dropped.
-async fn open(config: &Config) -> Result<Client, tokio_postgres::Error> {
-    let (client, connection) = config.connect(NoTls).await?;
+async fn open(config: &Config) -> Result<Client, Unopened> {
+    let (client, connection) = tokio::time::timeout(OPEN_TIMEOUT, config.connect(NoTls))
+        .await
+        .map_err(|_| Unopened::Silent)??;
     tokio::spawn(async move {
         // The error, if any, reaches the calls in flight as a closed client.
         let _ = connection.await;
@@ -180,7 +214,7 @@ async fn open(config: &Config) -> Result<Client, tokio_postgres::Error> {
 async fn open_prepared(
     config: &Config,
     sql: &[&str],
-) -> Result<(Client, Vec<Statement>), tokio_postgres::Error> {
+) -> Result<(Client, Vec<Statement>), Unopened> {
     let client = open(config).await?;
     let mut statements = Vec::with_capacity(sql.len());
     for s in sql {
