@@ -58,15 +58,14 @@ impl Deadlines {
         what: &str,
         f: impl Future<Output = Result<T, TargetError>>,
     ) -> Result<T, TargetError> {
-        tokio::time::timeout(self.cold, f).await.unwrap_or_else(|_| {
-            Err(TargetError::Prepare {
-                target: self.target.clone(),
-                reason: format!(
-                    "{what} took more than {} (12 x --timeout)",
-                    secs(self.cold)
-                ),
+        tokio::time::timeout(self.cold, f)
+            .await
+            .unwrap_or_else(|_| {
+                Err(TargetError::Prepare {
+                    target: self.target.clone(),
+                    reason: format!("{what} took more than {} (12 x --timeout)", secs(self.cold)),
+                })
             })
-        })
     }
 
     /// A question whose answer may be missing (the server's version):

@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod expect;
 mod golden;
+mod hostile;
 mod memcache;
 mod multi;
 mod percentiles;

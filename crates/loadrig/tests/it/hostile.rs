@@ -1,0 +1,156 @@
+//! Hostile servers, one per protocol and behaviour: a server that says
+//! nothing, one that sends garbage, one that closes at once, one that
+//! trickles bytes. Whatever the server does, the run ends within a bound,
+//! never panics, and exits 1 (measured, failed) or 3 (unreachable) with
+//! one line saying why.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::common::loadrig;
+
+#[derive(Debug, Clone, Copy)]
+enum Behaviour {
+    /// Accepts and never writes.
+    Silent,
+    /// Answers every read with bytes no protocol here parses.
+    Garbage,
+    /// Accepts and closes at once.
+    Close,
+    /// Writes one byte every 100 ms.
+    Trickle,
+}
+
+const BEHAVIOURS: [Behaviour; 4] = [
+    Behaviour::Silent,
+    Behaviour::Garbage,
+    Behaviour::Close,
+    Behaviour::Trickle,
+];
+
+/// A scheme and the run that uses it.
+const TARGETS: [(&str, &[&str]); 7] = [
+    ("redis", &["run", "redis", "-t", "get"]),
+    ("memcache", &["run", "memcache"]),
+    ("nats", &["run", "pubsub"]),
+    ("mqtt", &["run", "pubsub"]),
+    ("postgres", &["run", "voter"]),
+    ("mysql", &["run", "voter"]),
+    ("voltdb", &["run", "voter"]),
+];
+
+/// The longest any run here may take: the connect deadline of the targets
+/// (10 s) and a few `--timeout`s of 1 s, with room for a busy machine.
+const BOUND: Duration = Duration::from_secs(45);
+
+struct Hostile {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl Hostile {
+    fn start(b: Behaviour) -> Hostile {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(conn) = conn else { continue };
+                let s = s.clone();
+                thread::spawn(move || serve(conn, b, &s));
+            }
+        });
+        Hostile { port, stop }
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn serve(mut c: TcpStream, b: Behaviour, stop: &AtomicBool) {
+    let _ = c.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut buf = [0u8; 4096];
+    let mut n: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        match b {
+            Behaviour::Close => return,
+            Behaviour::Silent => {
+                if matches!(c.read(&mut buf), Ok(0)) {
+                    return;
+                }
+            }
+            Behaviour::Garbage => {
+                match c.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(_) => {}
+                    Err(_) => continue,
+                }
+                if c.write_all(b"\xff\x00?garbage\r\n\x81\x7f*-1\r\n$99999999999\r\n")
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Behaviour::Trickle => {
+                let _ = c.read(&mut buf);
+                n += 1;
+                if c.write_all(&[b"ab\r\n"[(n % 4) as usize]]).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hostile_servers_end_in_bounded_time_with_one_line() {
+    let mut cases = Vec::new();
+    for (scheme, run) in TARGETS {
+        for b in BEHAVIOURS {
+            cases.push(thread::spawn(move || {
+                let server = Hostile::start(b);
+                let target = match scheme {
+                    "postgres" | "mysql" => {
+                        format!("{scheme}://u:p@127.0.0.1:{}/db", server.port)
+                    }
+                    _ => format!("{scheme}://127.0.0.1:{}", server.port),
+                };
+                let mut args: Vec<&str> = run.to_vec();
+                args.extend(["--target", &target, "-n", "10", "--timeout", "1"]);
+                let t = Instant::now();
+                let r = loadrig(&args);
+                (scheme, b, t.elapsed(), r)
+            }));
+        }
+    }
+    let mut bad = Vec::new();
+    for case in cases {
+        let (scheme, b, took, r) = case.join().unwrap();
+        let what = format!("{scheme} {b:?}");
+        let errors: Vec<&str> = r
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error"))
+            .collect();
+        if r.stderr.contains("panicked") || ![1, 3].contains(&r.code) {
+            bad.push(format!("{what}: exit {}: {}", r.code, r.dump()));
+        } else if took > BOUND {
+            bad.push(format!("{what}: took {took:?}: {}", r.dump()));
+        } else if r.code == 3 && errors.len() != 1 {
+            bad.push(format!("{what}: not one error line: {}", r.dump()));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+}
