@@ -80,6 +80,9 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             let target = plan::open(parts.workload.name(), Some(parts.target()))?;
             let spec = parts.spec(&target.facts(parts.target()))?;
             machine::admit(&spec)?;
+            if let Some(out) = &args.out {
+                check_out(out)?;
+            }
             if let Some(start) = args.start() {
                 start.check(std::time::SystemTime::now())?;
             }
@@ -115,6 +118,28 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             runtime(&report.spec)?.block_on(plan::verify(&report, target))
         }
     }
+}
+
+/// `--out` must name a file that can be written, checked before the run
+/// rather than found out after it: not a folder, in a folder that exists
+/// and takes new files (the report is written there atomically).
+fn check_out(out: &std::path::Path) -> Result<(), loadrig_spec::SpecError> {
+    let bad = |why: String| loadrig_spec::SpecError::new("--out", why);
+    if out.is_dir() {
+        return Err(bad(format!("{} is a folder, not a file", out.display())));
+    }
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(bad(format!("the folder {} does not exist", dir.display())));
+    }
+    tempfile::Builder::new()
+        .prefix(".loadrig-out-check")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| bad(format!("cannot write in {}: {e}", dir.display())))
 }
 
 /// One thread: tokio's current-thread scheduler, everything on the thread
