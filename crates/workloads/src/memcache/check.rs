@@ -71,10 +71,10 @@ async fn exchange<C: ByteStream, R>(
                     c.input().advance(n);
                     return Ok(r);
                 }
-                Ok(None) => c
-                    .fill()
-                    .await
-                    .map_err(|e| format!("{} error", e.kind.name()))?,
+                Ok(None) => c.fill().await.map_err(|e| match e.kind {
+                    ErrorKind::Io => "the server closed the connection".to_string(),
+                    k => format!("{} error", k.name()),
+                })?,
                 Err(e) => return Err(format!("not a memcached answer ({e})")),
             }
         }
