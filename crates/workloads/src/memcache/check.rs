@@ -119,10 +119,14 @@ pub(super) async fn stats<B: MemcacheBackend>(backend: &B) -> Result<Stats, Targ
 }
 
 /// Slots of window `w` the run stored, when that is known: `Some(n)`
-/// means slots `0..n`.
-fn stored(load: &Load, stop: Stop, whole: bool, w: u64) -> Option<u64> {
+/// means slots `0..n`. Known for a run by count over the whole index
+/// space that issued every operation it planned (`issued`: not one
+/// interrupted by a signal, which verifies what it issued, not its plan).
+fn stored(load: &Load, stop: Stop, whole: bool, issued: u64, w: u64) -> Option<u64> {
     match stop {
-        Stop::Count(n) if whole => Some(load.sets_before(load.ops_in(w, n)).min(load.spec.window)),
+        Stop::Count(n) if whole && issued >= n => {
+            Some(load.sets_before(load.ops_in(w, n)).min(load.spec.window))
+        }
         _ => None,
     }
 }
@@ -233,9 +237,10 @@ pub(super) async fn verify<B: MemcacheBackend>(
         .in_doubt(get_doubt),
     ];
     let evicted = delta(after.evictions, before.evictions).max(0);
-    let exact = stored(load, bench.stop, bench.whole, 0).is_some();
+    let issued: u64 = counted.kinds.iter().map(|k| k.count()).sum();
+    let exact = stored(load, bench.stop, bench.whole, issued, 0).is_some();
     let keys = sample(load, |w| {
-        stored(load, bench.stop, bench.whole, w).unwrap_or(load.spec.window)
+        stored(load, bench.stop, bench.whole, issued, w).unwrap_or(load.spec.window)
     });
     let index: HashMap<(u64, u64), usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let mut present = vec![false; keys.len()];
@@ -271,7 +276,7 @@ pub(super) async fn verify<B: MemcacheBackend>(
     } else {
         said.push(format!(
             "{} keys found of {} sampled, all with their values (which keys were stored is \
-             known only for a run by count with no warm-up)",
+             known only for a complete run by count with no warm-up)",
             group(there as u64),
             group(keys.len() as u64)
         ));
@@ -307,7 +312,8 @@ pub(super) async fn clean<B: MemcacheBackend>(bench: &MemcacheBench<B>) -> Resul
         let mut c = bench.backend.connect_to(s).await?;
         let mut queued = 0;
         for w in 0..load.windows {
-            let n = stored(load, bench.stop, bench.whole, w).unwrap_or(load.spec.window);
+            // Every key planned: a superset of what an interrupted run stored.
+            let n = stored(load, bench.stop, bench.whole, u64::MAX, w).unwrap_or(load.spec.window);
             for slot in 0..n {
                 load.key(w, slot, &mut key);
                 text::encode_delete(c.out(), &key, true)
@@ -355,10 +361,16 @@ mod tests {
         let load = Load::new(spec, 4, 1);
         // 100,000 operations over 4 windows: 2,500 sets each, the window
         // of 1,000 wrapped.
-        assert_eq!(stored(&load, Stop::Count(100_000), true, 3), Some(1000));
-        assert_eq!(stored(&load, Stop::Count(400), true, 0), Some(10));
-        assert_eq!(stored(&load, Stop::Count(400), false, 0), None);
-        assert_eq!(stored(&load, Stop::Seconds(1.0), true, 0), None);
+        let all = u64::MAX;
+        assert_eq!(
+            stored(&load, Stop::Count(100_000), true, all, 3),
+            Some(1000)
+        );
+        assert_eq!(stored(&load, Stop::Count(400), true, 400, 0), Some(10));
+        assert_eq!(stored(&load, Stop::Count(400), false, all, 0), None);
+        assert_eq!(stored(&load, Stop::Seconds(1.0), true, all, 0), None);
+        // Interrupted: fewer issued than planned, so which keys is unknown.
+        assert_eq!(stored(&load, Stop::Count(400), true, 399, 0), None);
         let s = sample(&load, |_| 1000);
         assert_eq!(s.len(), 4000);
         let s = sample(&load, |w| if w == 0 { 30_000 } else { 0 });
