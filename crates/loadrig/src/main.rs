@@ -29,7 +29,7 @@ fn main() {
         Ok((cli, matches)) => match execute(cli, &matches) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("error: {}", one_line(&e));
+                eprintln!("error: {}", printable(&one_line(&e)));
                 exit::code_of(&e)
             }
         },
@@ -42,7 +42,10 @@ fn main() {
                 // clap's message, first line only: the usage text it adds
                 // is one `--help` away.
                 let text = e.to_string();
-                eprintln!("{}", text.lines().next().unwrap_or("error: bad usage"));
+                eprintln!(
+                    "{}",
+                    printable(text.lines().next().unwrap_or("error: bad usage"))
+                );
                 exit::USAGE
             }
         },
@@ -51,6 +54,17 @@ fn main() {
 }
 
 /// The error and its causes on one line.
+/// `s` with control characters shown as escapes (`\u{1b}`): what a user
+/// typed is echoed in errors, and must not drive the terminal.
+pub(crate) fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            c if c.is_control() => c.escape_default().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in e.chain() {

@@ -162,6 +162,16 @@ impl TargetUrl {
 /// `token@host`); a query parameter whose name says secret (`password`,
 /// `pass`, `pwd`, `token`, `secret`, `auth`, `key`) has its value masked.
 pub(crate) fn masked(rest: &str) -> String {
+    // Control characters (an escape sequence typed or pasted into a URL)
+    // are shown, not sent to the terminal.
+    let rest: String = rest
+        .chars()
+        .map(|c| match c {
+            c if c.is_control() => c.escape_default().to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    let rest = rest.as_str();
     let (rest, query) = match rest.split_once('?') {
         Some((r, q)) => (r, Some(q)),
         None => (rest, None),
