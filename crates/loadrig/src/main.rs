@@ -19,6 +19,27 @@ use loadrig_spec::RunSpec;
 
 use flags::{Cli, Command};
 
+/// A line on standard output. A reader that went away (`loadrig targets |
+/// head -1`) is not an error: what is left to print is dropped, quietly.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// [`say!`] without the line's end.
+#[macro_export]
+macro_rules! say_part {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, $($arg)*);
+        let _ = out.flush();
+    }};
+}
+
 fn main() {
     // The matches are kept: a parent of --processes passes the flags the
     // user gave on to its children, as given.
@@ -35,17 +56,26 @@ fn main() {
         },
         Err(e) => match e.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                print!("{e}");
+                crate::say_part!("{e}");
                 exit::OK
             }
+            // `loadrig` or `loadrig run` alone: the help, as a usage error
+            // (a script that ran it meant something else).
+            clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                eprint!("{e}");
+                exit::USAGE
+            }
             _ => {
-                // clap's message, first line only: the usage text it adds
-                // is one `--help` away.
+                // clap's message and its tip ("a similar argument
+                // exists"); the usage text it adds is one `--help` away.
                 let text = e.to_string();
-                eprintln!(
-                    "{}",
-                    printable(text.lines().next().unwrap_or("error: bad usage"))
-                );
+                for l in text.lines().filter(|l| {
+                    !l.trim().is_empty()
+                        && !l.starts_with("Usage:")
+                        && !l.starts_with("For more information")
+                }) {
+                    eprintln!("{}", printable(l));
+                }
                 exit::USAGE
             }
         },
@@ -191,13 +221,15 @@ fn print_targets() {
         .chain([8])
         .max()
         .unwrap_or(8);
-    println!(
+    crate::say!(
         "{:<wn$} {:<ws$} {:<ww$} about",
-        "target", "schemes", "workloads"
+        "target",
+        "schemes",
+        "workloads"
     );
     for ((d, s), wl) in targets.iter().zip(&schemes).zip(&workloads) {
-        println!("{:<wn$} {s:<ws$} {wl:<ww$} {}", d.name, d.about);
-        println!("{:<wn$} {:<ws$} {:<ww$} e.g. {}", "", "", "", d.example);
+        crate::say!("{:<wn$} {s:<ws$} {wl:<ww$} {}", d.name, d.about);
+        crate::say!("{:<wn$} {:<ws$} {:<ww$} e.g. {}", "", "", "", d.example);
     }
 }
 
@@ -214,8 +246,8 @@ fn print_workloads() {
         })
         .collect();
     let w = rows.iter().map(|r| r.1.len()).chain([7]).max().unwrap_or(7);
-    println!("{:<8} {:<w$} about", "workload", "targets");
+    crate::say!("{:<8} {:<w$} about", "workload", "targets");
     for (name, targets, about) in rows {
-        println!("{name:<8} {targets:<w$} {about}");
+        crate::say!("{name:<8} {targets:<w$} {about}");
     }
 }

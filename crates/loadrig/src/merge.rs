@@ -18,10 +18,10 @@ pub fn run(paths: &[impl AsRef<Path>], out: Option<&Path>) -> anyhow::Result<i32
         .map(|p| Report::read(p.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
     let merged = Report::merge(&reports)?;
-    println!("{}", header(&merged.spec));
+    crate::say!("{}", header(&merged.spec));
     for (path, r) in paths.iter().zip(&reports) {
         let shard = r.spec.load.shard;
-        println!(
+        crate::say!(
             "{} (shard {}/{}, {}): {}",
             path.as_ref().display(),
             shard.index,
@@ -31,7 +31,7 @@ pub fn run(paths: &[impl AsRef<Path>], out: Option<&Path>) -> anyhow::Result<i32
         );
     }
     for l in summary(&merged)? {
-        println!("{l}");
+        crate::say!("{l}");
     }
     if let Some(path) = out {
         merged

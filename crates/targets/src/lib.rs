@@ -247,7 +247,7 @@ registry! {
     #[cfg(feature = "memcache")]
     Memcache(MemcacheTarget) {
         name: "memcached",
-        schemes: ["memcache"],
+        schemes: ["memcache", "memcached"],
         capabilities: [memcache],
         open: |_, rest| Ok(MemcacheTarget::new(memcache::parse_url(rest)?)),
         example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",

@@ -29,7 +29,8 @@ use loadrig_spec::{Preset, RunSpec, SpecError, TargetFacts, WorkloadSpec};
 #[command(
     name = "loadrig",
     version,
-    about = "Drives real data stores and message brokers with load, honestly measured."
+    about = "Drives real data stores and message brokers with load, honestly measured.",
+    arg_required_else_help = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -122,6 +123,7 @@ pub enum Workload {
     },
     /// memaslap's load on memcached: gets and sets over a window of keys per client
     #[command(
+        visible_alias = "memcached",
         after_help = MEMCACHE_HELP,
         mut_arg("target", |a| a.help(with_default("Target URL", MEMCACHE_DEFAULTS.target))),
         mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and window of keys (memaslap's concurrency)", MEMCACHE_DEFAULTS.clients))),

@@ -188,7 +188,7 @@ pub async fn conclude<B: Bench>(
             CsvDialect::Loadrig => csv::rows(&report),
         };
         for row in rows {
-            println!("{row}");
+            crate::say!("{row}");
         }
     }
     if let Some(path) = &opts.out {
