@@ -375,6 +375,49 @@ fn seconds(s: &str) -> Result<f64, String> {
     Ok(v * scale)
 }
 
+/// A number as people write them: `100000`, `100_000`, `10k`, `1.5M`,
+/// `2G` (thousands, millions, billions) or `1e5`.
+fn amount(s: &str) -> Result<f64, String> {
+    let t = s.trim().replace('_', "");
+    let (num, scale) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+        Some((i, 'm' | 'M')) => (&t[..i], 1e6),
+        Some((i, 'g' | 'G')) => (&t[..i], 1e9),
+        _ => (t.as_str(), 1.0),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v * scale),
+        _ => Err(format!("'{s}' is not a number (e.g. 5000, 5k, 1.5M, 1e5)")),
+    }
+}
+
+/// A whole count, written as [`amount`] allows (`10k`, `1e5`).
+fn count<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
+    let v = amount(s)?;
+    if v.fract() != 0.0 || v > u64::MAX as f64 {
+        return Err(format!("'{s}' is not a whole number"));
+    }
+    T::try_from(v as u64).map_err(|_| format!("'{s}' is too large"))
+}
+
+/// Milliseconds: a bare number is milliseconds (Erlvolt's burst delay),
+/// or a time with its unit (`500us`, `2ms`, `1s`).
+fn millis(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return t
+            .parse::<f64>()
+            .map_err(|_| format!("'{s}' is not a time in milliseconds"));
+    }
+    if let Some(us) = t.strip_suffix("us") {
+        return us
+            .parse::<f64>()
+            .map(|v| v / 1e3)
+            .map_err(|_| format!("'{s}' is not a time (e.g. 5, 500us, 2ms, 1s)"));
+    }
+    seconds(t).map(|v| v * 1e3)
+}
+
 /// A UNIX time in seconds, integer or fractional.
 fn unix_time(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -411,6 +454,24 @@ pub(crate) mod tests {
             }
             _ => Err("not run".into()),
         }
+    }
+
+    #[test]
+    fn counts_and_rates_take_suffixes() {
+        assert_eq!(count::<u64>("10k"), Ok(10_000));
+        assert_eq!(count::<u64>("1e5"), Ok(100_000));
+        assert_eq!(count::<u32>("1.5M"), Ok(1_500_000));
+        assert_eq!(count::<u64>("100_000"), Ok(100_000));
+        assert!(count::<u32>("1.5").is_err());
+        assert!(count::<u32>("5G").is_err(), "too large for u32");
+        assert!(count::<u64>("-3").is_err());
+        assert_eq!(amount("5k"), Ok(5000.0));
+        assert_eq!(millis("5"), Ok(5.0));
+        assert_eq!(millis("500us"), Ok(0.5));
+        assert_eq!(millis("1s"), Ok(1000.0));
+        let s = parse(&["-n", "10k", "--rate", "2k", "-t", "null://"]).unwrap();
+        assert_eq!(s.load.stop, Stop::Count(10_000));
+        assert!(matches!(s.load.pacing, Pacing::Rate { rate, .. } if rate == 2000.0));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use loadrig_spec::{
 
 use crate::start::StartRule;
 
-use super::{cores, seconds, unix_time, with_default, Defaults};
+use super::{amount, cores, count, millis, seconds, unix_time, with_default, Defaults};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ArrivalArg {
@@ -31,6 +31,7 @@ pub struct RunArgs {
         short = 'n',
         long = "requests",
         value_name = "N",
+        value_parser = count::<u64>,
         conflicts_with = "duration"
     )]
     pub requests: Option<u64>,
@@ -43,6 +44,7 @@ pub struct RunArgs {
     #[arg(
         long,
         short = 'c',
+        value_parser = count::<u32>,
         help = with_default(
             "Clients (callers); in the closed loop each waits for its previous operation",
             DEFAULT_CLIENTS
@@ -50,37 +52,39 @@ pub struct RunArgs {
     )]
     pub clients: Option<u32>,
     /// Connections the clients share [default: one per client]
-    #[arg(long)]
+    #[arg(long, value_parser = count::<u32>)]
     pub connections: Option<u32>,
     /// Requests each client keeps in flight
-    #[arg(long, short = 'P', default_value_t = 1)]
+    #[arg(long, short = 'P', value_parser = count::<u32>, default_value = "1")]
     pub pipeline: u32,
     /// Open loop: operations per second in total, whatever the target does
-    #[arg(long, short = 'R', value_name = "OPS", conflicts_with = "burst")]
+    #[arg(long, short = 'R', value_name = "OPS", value_parser = amount, conflicts_with = "burst")]
     pub rate: Option<f64>,
     /// Open-loop inter-arrival times
     #[arg(long, value_enum, default_value_t = ArrivalArg::Regular, requires = "rate")]
     pub arrival: ArrivalArg,
     /// Bursts: this many operations at once per client
-    #[arg(long, value_name = "B")]
+    #[arg(long, value_name = "B", value_parser = count::<u32>)]
     pub burst: Option<u32>,
     #[arg(
         long,
         value_name = "MS",
-        help = with_default("Bursts: sleep this many milliseconds between bursts", DEFAULT_BURST_DELAY_MS)
+        value_parser = millis,
+        help = with_default("Bursts: sleep this long between bursts (milliseconds, or with a unit: 500us, 1s)", DEFAULT_BURST_DELAY_MS)
     )]
     pub burst_delay: Option<f64>,
     #[arg(
         long,
         value_name = "L",
+        value_parser = count::<u32>,
         help = with_default("Bursts: wait until at most this many per client are pending", DEFAULT_BURST_LIMIT)
     )]
     pub limit: Option<u32>,
     /// Managed mode: a queue of this many waiting operations before the connections
-    #[arg(long, value_name = "Q")]
+    #[arg(long, value_name = "Q", value_parser = count::<u32>)]
     pub queue: Option<u32>,
     /// Managed mode: at most this many operations in flight per connection
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = count::<u32>)]
     pub slots: Option<u32>,
     /// Open loop: an operation this late when it could start is dropped and counted
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]
@@ -92,7 +96,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "i/N")]
     pub shard: Option<String>,
     /// Run K local processes, each a shard, begun together and merged (clients count per process)
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", value_parser = count::<u32>)]
     pub processes: Option<u32>,
     /// Begin the load at this wall-clock time (UNIX seconds), after connecting
     #[arg(long, value_name = "UNIX_TIME", value_parser = unix_time, conflicts_with = "start_delay")]
