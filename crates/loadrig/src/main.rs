@@ -125,7 +125,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             let spec = parts.spec(&target.facts(parts.target()))?;
             machine::admit(&spec)?;
             if let Some(out) = &args.out {
-                check_out(out)?;
+                check_out(out, args.csv)?;
             }
             if let Some(start) = args.start() {
                 start.check(std::time::SystemTime::now())?;
@@ -167,8 +167,18 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
 /// `--out` must name a file that can be written, checked before the run
 /// rather than found out after it: not a folder, in a folder that exists
 /// and takes new files (the report is written there atomically).
-fn check_out(out: &std::path::Path) -> Result<(), loadrig_spec::SpecError> {
+fn check_out(out: &std::path::Path, csv: bool) -> Result<(), loadrig_spec::SpecError> {
     let bad = |why: String| loadrig_spec::SpecError::new("--out", why);
+    if out == std::path::Path::new("-") {
+        return match csv {
+            true => Err(bad("- (standard output) is taken by --csv".to_string())),
+            false => Ok(()),
+        };
+    }
+    // A device or a FIFO is written in place (Report::write).
+    if std::fs::metadata(out).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Ok(());
+    }
     if out.is_dir() {
         return Err(bad(format!("{} is a folder, not a file", out.display())));
     }

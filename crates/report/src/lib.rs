@@ -36,11 +36,36 @@ pub enum ReportError {
 impl Report {
     /// Write atomically: a temporary file beside the target, then a rename,
     /// so a reader never sees half a report.
+    ///
+    /// `-` is standard output. A path that names something other than a
+    /// regular file (a device, a FIFO) is written in place: replacing it
+    /// with a file would break it (`/dev/stdout` is a link every program
+    /// shares).
     pub fn write(&self, path: &Path) -> Result<(), ReportError> {
         let io = |source| ReportError::Io {
             path: path.display().to_string(),
             source,
         };
+        let in_place = path == Path::new("-")
+            || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        if in_place {
+            let body = serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
+            let write = |mut w: Box<dyn Write>| {
+                w.write_all(&body)
+                    .and_then(|()| w.write_all(b"\n"))
+                    .and_then(|()| w.flush())
+            };
+            return if path == Path::new("-") {
+                write(Box::new(std::io::stdout().lock()))
+            } else {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(io)?;
+                write(Box::new(f))
+            }
+            .map_err(io);
+        }
         let dir = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())

@@ -30,6 +30,17 @@ pub struct Options {
     pub role: Role,
 }
 
+impl Options {
+    /// Standard output carries data (CSV, or the report with `--out -`),
+    /// so the human text goes to standard error.
+    pub fn data_on_stdout(&self) -> bool {
+        self.csv
+            || self.out.as_deref().is_some_and(|p| {
+                p == std::path::Path::new("-") || p == std::path::Path::new("/dev/stdout")
+            })
+    }
+}
+
 /// This process's part in the run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Role {

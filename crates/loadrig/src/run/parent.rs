@@ -50,7 +50,7 @@ pub async fn parent<B: Bench>(
     // kernel if this process dies: signals::die_with_parent).
     let signals = crate::signals::watch();
     let stop = signals.stop.clone();
-    let mut p = Printer::new(spec, opts.quiet, opts.csv);
+    let mut p = Printer::new(spec, opts.quiet, opts.data_on_stdout());
     p.header(spec, bench.target().durability().as_deref());
     let d = Deadlines::of(spec);
     let prepared = conclude::prepare(&mut bench, &mut p, &d).await?;

@@ -94,3 +94,124 @@ fn help_and_version_exit_0() {
     assert_eq!(r.code, 0);
     assert!(r.stdout.contains("--max-votes"));
 }
+
+/// Values past their bound (docs/limits.md) are refused before anything
+/// runs, naming the flag: no overflow, no allocation of the machine.
+#[test]
+fn values_past_their_bounds() {
+    for (args, flag) in [
+        (&["--duration", "99999999999"][..], "--duration"),
+        (&["--rate", "0.0000001"], "--rate"),
+        (&["--interval", "0.00001"], "--interval"),
+        (&["--clients", "4294967295"], "--clients"),
+        (&["--pipeline", "100000"], "--pipeline"),
+        (&["--queue", "100000000", "--slots", "2"], "--queue"),
+        (&["--threads", "100000"], "--threads"),
+        (&["--start-at", "99999999999999"], "--start-at"),
+        (&["-c", "900000", "-t", "null://"], "--clients"),
+    ] {
+        let mut all = vec!["run", "voter"];
+        all.extend_from_slice(args);
+        one_line_naming(&all, flag);
+    }
+}
+
+/// Where the report goes is checked before the run: a folder, a folder
+/// that does not exist; `-` is standard output (the rest on standard
+/// error), and taken by --csv.
+#[test]
+fn out_is_checked_first_and_dash_is_stdout() {
+    one_line_naming(&["run", "voter", "-n", "10", "--out", "/tmp"], "--out");
+    one_line_naming(
+        &[
+            "run",
+            "voter",
+            "-n",
+            "10",
+            "--out",
+            "/nonexistent/dir/r.json",
+        ],
+        "--out",
+    );
+    one_line_naming(
+        &["run", "voter", "-n", "10", "--out", "-", "--csv"],
+        "--out",
+    );
+    let r = loadrig(&["run", "voter", "-t", "null://", "-n", "300", "--out", "-"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let report: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON alone on stdout");
+    assert_eq!(report["measured"]["ok"], 300);
+    assert!(r.stderr.contains("overall:"), "{}", r.dump());
+}
+
+/// A FIFO named by --out is written in place, and stays a FIFO.
+#[test]
+fn out_to_a_fifo_is_written_in_place() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "-t",
+        "null://",
+        "-n",
+        "200",
+        "--out",
+        fifo.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let body = reader.join().unwrap();
+    let report: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(report["measured"]["ok"], 200);
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}
+
+/// A reader that goes away early is not an error: `loadrig targets |
+/// head -1` ends quietly.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_loadrig"));
+    let mut child = cmd
+        .arg("targets")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end at once.
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.code(), Some(0), "{err}");
+}
+
+/// `loadrig` alone shows the help (on standard error: exit 2); a mistyped
+/// flag keeps clap's tip.
+#[test]
+fn no_arguments_show_the_help_and_typos_get_a_tip() {
+    let r = loadrig(&[]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert!(
+        r.stderr.contains("Usage: loadrig <COMMAND>"),
+        "{}",
+        r.dump()
+    );
+    let r = loadrig(&["run", "voter", "--client", "3"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert!(
+        r.stderr.contains("a similar argument exists: '--clients'"),
+        "{}",
+        r.dump()
+    );
+}
