@@ -6,12 +6,14 @@
 //! the truth, and anything that reads reports recomputes from them.
 
 pub mod fmt;
+mod judge;
 mod merge;
 mod schema;
 
 use std::io::Write;
 use std::path::Path;
 
+pub use judge::Judged;
 pub use schema::{
     ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured, ProcessRecord, Report,
     RunRecord, Verification, SCHEMA,

@@ -332,6 +332,7 @@ mod tests {
             threads: 2,
             timeout_secs: 10.0,
             max_error_rate: None,
+            thresholds: Vec::new(),
             verify: true,
             keep: false,
             preset: None,

@@ -10,6 +10,7 @@ mod memcache;
 mod preset;
 mod pubsub;
 mod redis;
+mod threshold;
 mod workload;
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,7 @@ pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KE
 pub use preset::{Preset, PresetDefaults};
 pub use pubsub::{ChatMode, ChatSpec, PubSubSpec, MAX_MESSAGE_SIZE, MIN_MESSAGE_SIZE};
 pub use redis::{KeyPattern, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE};
+pub use threshold::{Cmp, Metric, Threshold};
 pub use workload::{
     CsvDialect, HelloSpec, OutputStyle, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES,
 };
@@ -62,6 +64,9 @@ pub struct RunSpec {
     pub timeout_secs: f64,
     /// Fail the run (exit 1) when errors exceed this fraction of operations.
     pub max_error_rate: Option<f64>,
+    /// What the run must meet besides (`--threshold`), for CI.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<Threshold>,
     /// Check the target's data after the run.
     pub verify: bool,
     /// Keep the schema and data after the run.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use loadrig_spec::{
     Arrival, Dispatch, LoadSpec, Pacing, Preset, RunSpec, Shard, SpecError, Stop, TargetFacts,
-    WorkloadSpec,
+    Threshold, WorkloadSpec,
 };
 
 use crate::start::StartRule;
@@ -122,6 +122,9 @@ pub struct RunArgs {
     /// Exit 1 when failed or dropped operations exceed this fraction of all (1 turns the gate off)
     #[arg(long, value_name = "FRACTION", default_value_t = DEFAULT_MAX_ERROR_RATE)]
     pub max_error_rate: f64,
+    /// Exit 1 unless the run meets this: p99<5ms, vote:p99.9<20ms, avg<1ms, max<50ms, error_rate<0.01, throughput>10000 (repeatable)
+    #[arg(long, value_name = "EXPR")]
+    pub threshold: Vec<String>,
     /// Write the report (JSON, schema loadrig.report/1) to this file
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -230,6 +233,11 @@ impl RunArgs {
                 .unwrap_or_else(cores),
             timeout_secs: self.timeout,
             max_error_rate: Some(self.max_error_rate),
+            thresholds: self
+                .threshold
+                .iter()
+                .map(|t| Threshold::parse(t))
+                .collect::<Result<_, _>>()?,
             verify: !self.no_verify,
             keep: self.keep,
             preset,

@@ -172,6 +172,13 @@ pub async fn conclude<B: Bench>(
             ));
         }
     }
+    for t in &spec.thresholds {
+        let j = report.judge(t);
+        p.line(&j.line);
+        if !j.passed {
+            reasons.push(format!("threshold {t} not met"));
+        }
+    }
     if report.interrupted {
         reasons.push("interrupted".to_string());
     }

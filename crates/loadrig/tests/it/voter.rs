@@ -419,3 +419,38 @@ fn children_of(pid: u32) -> Vec<u32> {
     }
     out
 }
+
+/// `--threshold` for CI: met, the run exits 0 and says so; one not met
+/// (no call of a 1 ms target answers in under half a millisecond) exits 1.
+#[test]
+fn thresholds_gate_the_exit_code() {
+    let base = ["run", "voter", "-t", "null://?delay=1ms", "-n", "2000"];
+    let mut met = base.to_vec();
+    met.extend(["--threshold", "p50>1ms", "--threshold", "error_rate<0.01"]);
+    let r = loadrig(&met);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("threshold p50>1ms: "), "{}", r.dump());
+    assert!(
+        r.stdout.contains("threshold error_rate<0.01: 0% ok"),
+        "{}",
+        r.dump()
+    );
+    let mut unmet = base.to_vec();
+    unmet.extend(["--threshold", "vote:p50<0.5ms"]);
+    let r = loadrig(&unmet);
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert!(
+        r.stdout.contains("threshold vote:p50<0.5ms: "),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains("FAILED"), "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("check failed: threshold vote:p50<0.5ms not met"),
+        "{}",
+        r.dump()
+    );
+    let bad = loadrig(&["run", "voter", "--threshold", "p98<1ms"]);
+    assert_eq!(bad.code, 2, "{}", bad.dump());
+}

@@ -1,0 +1,105 @@
+//! A report against the thresholds of its spec (`--threshold`): each
+//! judged from the report alone, so `loadrig run` and a later look at the
+//! file agree.
+
+use loadrig_spec::{Metric, Threshold};
+
+use crate::fmt::{dur, group, sig3};
+use crate::{HistSummary, KindReport, Report};
+
+/// One threshold's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    /// What was measured, in the threshold's unit (seconds for a time);
+    /// `None` when the report has no such kind.
+    pub actual: Option<f64>,
+    pub passed: bool,
+    /// `p99<5ms: 4.21ms ok`, as printed.
+    pub line: String,
+}
+
+impl Report {
+    /// Judge `t`. Over the whole run a latency threshold holds for the
+    /// worst of the kinds of operations (deliveries are not operations:
+    /// name their kind to judge them).
+    pub fn judge(&self, t: &Threshold) -> Judged {
+        let m = &self.measured;
+        let actual = match &t.kind {
+            Some(name) => m
+                .kinds
+                .iter()
+                .find(|k| k.name.eq_ignore_ascii_case(name))
+                .map(|k| of_kind(k, t.metric, m.elapsed_secs)),
+            None => Some(match t.metric {
+                Metric::Throughput => m.throughput,
+                Metric::ErrorRate => ratio(m.errors, m.ops),
+                metric => m
+                    .kinds
+                    .iter()
+                    .filter(|k| k.delivered < k.ok || k.ok == 0)
+                    .map(|k| latency(&k.latency, metric))
+                    .fold(0.0, f64::max),
+            }),
+        };
+        let passed = actual.is_some_and(|a| t.cmp.holds(a, t.value));
+        let shown = match actual {
+            None => format!("no kind named '{}'", t.kind.as_deref().unwrap_or("")),
+            Some(a) if t.metric.is_time() => dur(std::time::Duration::from_secs_f64(a.max(0.0))),
+            Some(a) if t.metric == Metric::ErrorRate => format!("{}%", sig3(a * 100.0)),
+            Some(a) => format!("{}/s", group(a.round() as u64)),
+        };
+        let verdict = if passed { "ok" } else { "FAILED" };
+        Judged {
+            actual,
+            passed,
+            line: format!("threshold {t}: {shown} {verdict}"),
+        }
+    }
+}
+
+fn of_kind(k: &KindReport, metric: Metric, elapsed: f64) -> f64 {
+    match metric {
+        Metric::Throughput => {
+            let over = k.elapsed_secs.unwrap_or(elapsed);
+            if over > 0.0 {
+                k.ok as f64 / over
+            } else {
+                0.0
+            }
+        }
+        Metric::ErrorRate => ratio(k.count.saturating_sub(k.ok), k.count),
+        metric => latency(&k.latency, metric),
+    }
+}
+
+/// A latency figure in seconds.
+fn latency(h: &HistSummary, metric: Metric) -> f64 {
+    let us = match metric {
+        Metric::P50 => h.p50_us,
+        Metric::P90 => h.p90_us,
+        Metric::P99 => h.p99_us,
+        Metric::P999 => h.p99_9_us,
+        Metric::Max => h.max_us,
+        _ => h.mean_us,
+    };
+    us / 1e6
+}
+
+fn ratio(part: u64, all: u64) -> f64 {
+    if all == 0 {
+        0.0
+    } else {
+        part as f64 / all as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_of_nothing_are_zero() {
+        assert_eq!(ratio(0, 0), 0.0);
+        assert_eq!(ratio(1, 4), 0.25);
+    }
+}
