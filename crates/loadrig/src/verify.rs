@@ -2,7 +2,7 @@
 //! report recorded, without re-running anything.
 
 use loadrig_report::Report;
-use loadrig_workloads::Bench;
+use loadrig_workloads::{Bench, TargetInfo};
 
 use crate::exit;
 
@@ -13,6 +13,12 @@ pub async fn check<B: Bench>(mut bench: B, report: &Report) -> anyhow::Result<i3
             "this run recorded no baseline (it ran with --no-verify?)"
         ));
     };
+    if !report.spec.keep && !bench.target().keeps_data() {
+        anyhow::bail!(loadrig_spec::SpecError::new(
+            "REPORT",
+            "this run removed its data when it ended (it ran without --keep): nothing is left to verify"
+        ));
+    }
     let mut counted = report.warmup.snapshot().map_err(anyhow::Error::msg)?;
     counted.merge(&report.measured.snapshot().map_err(anyhow::Error::msg)?);
     crate::say_part!("verify ... ");

@@ -142,6 +142,12 @@ pub trait TargetInfo {
     fn shared(&self) -> bool {
         true
     }
+    /// Whether the run's data stays on the target when the run ends
+    /// without `--keep` (a SQLite file the user named does: it is theirs);
+    /// otherwise the run removes what it wrote.
+    fn keeps_data(&self) -> bool {
+        false
+    }
     /// CPU used so far by the threads of a database running inside this
     /// process, each by name, always the same names in the same order;
     /// empty for a server elsewhere.

@@ -135,7 +135,11 @@ pub async fn conclude<B: Bench>(
             }
             Some(v)
         } else {
-            p.line("verify ... skipped (--no-verify; check later with `loadrig verify REPORT`)");
+            p.line(if spec.keep || bench.target().keeps_data() {
+                "verify ... skipped (--no-verify; the data is kept: check it with `loadrig verify REPORT`)"
+            } else {
+                "verify ... skipped (--no-verify; the data is removed now: with --keep it stays for `loadrig verify REPORT`)"
+            });
             None
         };
         if verdict.as_ref().and_then(|v| v.passed) == Some(false) {

@@ -822,3 +822,33 @@ fn a_failed_verification_keeps_the_report() {
     assert_eq!(report["exit_code"], 3);
     assert_eq!(report["measured"]["ok"], 300);
 }
+
+/// --no-verify without --keep: the hint says the data is going, and a
+/// later `loadrig verify` says there is nothing left (exit 2), never a
+/// false FAILED.
+#[test]
+fn verify_later_needs_the_data_kept() {
+    need_server("redis", 6379);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--dbnum",
+        "12",
+        "-t",
+        "set",
+        "-n",
+        "200",
+        "--no-verify",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("the data is removed now"), "{}", r.dump());
+    let v = loadrig(&["verify", out.to_str().unwrap()]);
+    assert_eq!(v.code, 2, "{}", v.dump());
+    assert!(v.stderr.contains("without --keep"), "{}", v.dump());
+}

@@ -365,6 +365,11 @@ impl TargetInfo for SqliteTarget {
         self._temp.is_none()
     }
 
+    /// A file the user named is theirs: the run never removes it.
+    fn keeps_data(&self) -> bool {
+        self._temp.is_none()
+    }
+
     async fn embedded_cpu(&self) -> Vec<(&'static str, std::time::Duration)> {
         self.threads_cpu().await
     }
