@@ -85,6 +85,7 @@ impl TargetUrl {
                 ((!user.is_empty()).then_some(user), pass)
             }
         };
+        let password = password.or_else(|| password_from_env(scheme, user.is_some()));
         let servers = server_list(hosts, default_port).map_err(|why| bad(&why))?;
         let url = TargetUrl {
             scheme,
@@ -195,6 +196,34 @@ pub(crate) fn masked(rest: &str) -> String {
         out.push_str(&pairs.join("&"));
     }
     out
+}
+
+/// The environment variables a password may come from when the URL gives
+/// none, so it stays out of the command line (and `ps`): the client
+/// tools' own first, then loadrig's for every target.
+pub(crate) const PASSWORD_ENV: [(&str, &str); 3] = [
+    ("postgres", "PGPASSWORD"),
+    ("mysql", "MYSQL_PWD"),
+    ("redis", "REDISCLI_AUTH"),
+];
+
+/// loadrig's own, for every target (a user is needed where the protocol
+/// pairs a password with one).
+pub(crate) const LOADRIG_PASSWORD: &str = "LOADRIG_PASSWORD";
+
+fn password_from_env(scheme: &str, user: bool) -> Option<String> {
+    let own = PASSWORD_ENV
+        .iter()
+        .find(|(s, _)| *s == scheme)
+        .and_then(|(_, var)| std::env::var(var).ok());
+    // Redis takes a password alone (AUTH); the others with a user.
+    let alone = matches!(scheme, "redis");
+    own.or_else(|| {
+        (user || alone)
+            .then(|| std::env::var(LOADRIG_PASSWORD).ok())
+            .flatten()
+    })
+    .filter(|p| !p.is_empty())
 }
 
 /// A query parameter that carries a credential, by its name.

@@ -275,3 +275,31 @@ fn mariadb_voter_hello_and_refusals() {
     need_server(MARIADB.name, MARIADB.port);
     MARIADB.all_cases();
 }
+
+/// A password from the client tools' environment (PGPASSWORD here), kept
+/// off the command line; masked like one given in the URL.
+#[test]
+fn the_password_can_come_from_the_environment() {
+    need_server("postgres", 5432);
+    let _one_at_a_time = hold("postgres");
+    let out = std::process::Command::new(crate::common::BIN)
+        .args([
+            "run",
+            "hello",
+            "--target",
+            "postgres://bench@127.0.0.1/bench",
+            "-n",
+            "200",
+        ])
+        .env("PGPASSWORD", "bench")
+        .output()
+        .unwrap();
+    let r = crate::common::Run::from(out);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("postgres://bench:***@127.0.0.1:5432/bench"),
+        "{}",
+        r.dump()
+    );
+}
