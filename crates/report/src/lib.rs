@@ -10,7 +10,7 @@ mod judge;
 mod merge;
 mod schema;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 pub use judge::Judged;
@@ -34,6 +34,10 @@ pub enum ReportError {
     #[error("cannot merge: {0}")]
     Merge(String),
 }
+
+/// The largest report read: a run of days with a lap a second and every
+/// histogram is a few hundred MiB at most.
+pub const MAX_REPORT_BYTES: u64 = 512 << 20;
 
 impl Report {
     /// Write atomically: a temporary file beside the target, then a rename,
@@ -92,10 +96,25 @@ impl Report {
 
     pub fn read(path: &Path) -> Result<Report, ReportError> {
         let p = path.display().to_string();
-        let body = std::fs::read(path).map_err(|source| ReportError::Io {
+        let io = |source| ReportError::Io {
             path: p.clone(),
             source,
-        })?;
+        };
+        // Read at most one byte past the cap: a larger file (or
+        // /dev/zero) is refused, not read into memory whole.
+        let mut body = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut body))
+            .map_err(io)?;
+        if body.len() as u64 > MAX_REPORT_BYTES {
+            return Err(ReportError::Format {
+                path: p,
+                reason: format!(
+                    "larger than {} MiB, the most a report can be",
+                    MAX_REPORT_BYTES >> 20
+                ),
+            });
+        }
         let report: Report = serde_json::from_slice(&body).map_err(|e| ReportError::Format {
             path: p.clone(),
             reason: e.to_string(),
