@@ -2,13 +2,16 @@
 //! printers. This file is the one exit point: it prints an error as one
 //! line and picks the exit code (docs/engine.md section 7).
 
+mod compare;
 mod exit;
 mod flags;
 mod merge;
 mod plan;
+mod plot;
 mod print;
 mod run;
 mod start;
+mod sweep;
 mod verify;
 
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
@@ -90,12 +93,29 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 quiet: args.quiet,
                 csv: args.csv,
                 out: args.out.clone(),
+                hdr_log: args.hdr_log.clone(),
+                html: args.html.clone(),
                 start: args.start(),
                 role,
             };
             runtime(&spec)?.block_on(plan::run(&spec, target, &opts))
         }
-        Command::Merge(m) => merge::run(&m.reports, m.out.as_deref()),
+        Command::Merge(m) => merge::run(&m.reports, m.out.as_deref(), m.force),
+        Command::Compare(c) => compare::run(&c.baseline, &c.candidate, c.max_regression),
+        Command::Plot(p) => plot::run(&p.files, &p.out, p.gnuplot.as_deref()),
+        Command::Report(r) => {
+            let reports = r
+                .reports
+                .iter()
+                .map(|p| Report::read(p).map(|rep| (plot::stem(p), rep)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let refs: Vec<(String, &Report)> =
+                reports.iter().map(|(n, r)| (n.clone(), r)).collect();
+            plot::html::write_reports(&r.out, &refs)?;
+            println!("wrote {}", r.out.display());
+            Ok(exit::OK)
+        }
+        Command::Sweep(s) => sweep::run(&s),
         Command::Verify(v) => {
             let report = Report::read(&v.report)?;
             let url = v
