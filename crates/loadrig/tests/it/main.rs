@@ -11,6 +11,7 @@ mod golden;
 mod memcache;
 mod multi;
 mod percentiles;
+mod plot;
 mod pubsub;
 mod reading;
 mod redis;
