@@ -45,7 +45,7 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// The parameter and its values: NAME=LIST (1,2,4), NAME=A..B (every integer), NAME=A..B:STEP; values holding commas (URLs) separated by ';'. NAME is a run flag's long name (pipeline, clients, data-size, processes, rate ...) or `target`
+    /// The parameter and its values: NAME=LIST (1,2,4), NAME=A..B (every integer), NAME=A..B:STEP; values holding commas (URLs) separated by ';'. NAME is a run flag: its long name (pipeline, clients, data-size, processes, rate ...), its letter (P, c, d) or `target`
     #[arg(long, value_name = "NAME=VALUES")]
     pub param: String,
     /// The folder every point's report, log, the CSV and the charts go to

@@ -222,7 +222,7 @@ impl LineChart {
             x0 = 0.0;
             x1 = x1.ceil().max(1.0);
         }
-        if x1 - x0 < f64::EPSILON {
+        if (x1 - x0).abs() < f64::EPSILON {
             (x0, x1) = (x0 - 1.0, x1 + 1.0);
         }
         let ytop = nice_top(ymax);
