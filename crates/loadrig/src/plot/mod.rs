@@ -213,10 +213,12 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
         .flat_map(|s| s.1.points.iter().map(|p| p.x))
         .collect();
     let axis = x_axis_for(&xs);
-    let x_label = if param == "target" {
-        "servers in the target URL".to_string()
-    } else {
-        param.to_string()
+    let x_label = match param {
+        "target" => "servers in the target URL".to_string(),
+        "P" => "pipeline depth (-P)".to_string(),
+        "c" => "clients (-c)".to_string(),
+        "d" => "value size in bytes (-d)".to_string(),
+        other => other.to_string(),
     };
     let many = sweeps.len() > 1;
     let name = |file: &str, what: &str| {
@@ -289,11 +291,15 @@ pub fn report_charts(reports: &[(&str, &Report)]) -> anyhow::Result<Vec<Chart>> 
     for (name, r) in reports {
         let laps: Vec<_> = r.laps.iter().filter(|l| !l.warmup).collect();
         let base = r.spec.warmup_secs;
+        // A lap much shorter than the interval (the run's last, cut at
+        // its end) holds a few operations over a few milliseconds: its
+        // rate is noise, drawn as a spike. Its latencies are still drawn.
+        let shortest = r.spec.interval_secs / 4.0;
         rate.push(Line {
             name: name.to_string(),
             points: laps
                 .iter()
-                .filter(|l| l.length_secs > 0.0)
+                .filter(|l| l.length_secs > 0.0 && l.length_secs >= shortest)
                 .map(|l| (l.elapsed_secs - base, l.ok as f64 / l.length_secs))
                 .collect(),
             dashed: false,

@@ -197,7 +197,7 @@ fn legend(out: &mut String, names: &[(&str, &str, bool)], x: f64, y: f64) {
 
 impl LineChart {
     pub fn svg(&self) -> String {
-        let (h, left, right, top, bottom) = (420.0, 80.0, 20.0, 40.0, 80.0);
+        let (h, left, right, top, bottom) = (420.0, 80.0, 40.0, 40.0, 80.0);
         let pw = WIDTH - left - right;
         let ph = h - top - bottom;
         let pts = self.lines.iter().flat_map(|l| l.points.iter()).filter(|p| {
@@ -249,9 +249,17 @@ impl LineChart {
             );
         }
         // x ticks.
+        // Whole-number x values (clients, servers) get whole-number ticks.
+        let integral = self
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .chain(self.failed.iter().copied())
+            .all(|x| x.fract() == 0.0);
         let xticks: Vec<(f64, String)> = match self.x_axis {
             XAxis::Linear => nice_ticks(x0, x1)
                 .into_iter()
+                .filter(|v| !integral || v.fract() == 0.0)
                 .map(|v| (sxp(v), short(v)))
                 .collect(),
             XAxis::Log => {

@@ -439,6 +439,14 @@ fn the_html_report_loads_in_headless_chromium() {
     assert!(pixels.starts_with("1200 x 2400"), "{pixels}");
     // Text, tables and three charts: well over 2 % of the page.
     assert!(nonwhite > 1200 * 2400 / 50, "{pixels}");
+
+    // `plot -o x.png` goes through the same Chromium.
+    let png = dir.path().join("plot.png");
+    let p = loadrig(&["plot", out.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    assert_eq!(p.code, 0, "{}", p.dump());
+    let pixels = python(&["png", png.to_str().unwrap()]);
+    assert!(pixels.starts_with("1000 x "), "{pixels}");
+    assert!(!pixels.contains(", 0 non-white"), "{pixels}");
 }
 
 /// merge refuses reports of different runs (another seed) unless
