@@ -48,3 +48,45 @@ pub fn interval_log(report: &Report) -> Result<String, String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use loadrig_metrics::Snapshot;
+
+    use super::*;
+    use crate::merge::tests::{lap, report};
+
+    #[test]
+    fn the_interval_log_has_a_line_per_measured_lap() {
+        let laps = vec![
+            lap(1_001_000, 1_000, 10, 100),
+            lap(1_002_000, 1_000, 20, 300),
+        ];
+        let r = report(
+            0,
+            Snapshot::new(2, 3),
+            1_000_000,
+            Duration::from_secs(2),
+            laps,
+        );
+        let log = interval_log(&r).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines[0], "#[Histogram log format version 1.3]");
+        assert!(lines[2].starts_with("#[StartTime: 1000.000 (seconds since epoch)]"));
+        assert!(lines[3].starts_with("#[BaseTime: 1000.000 (seconds since epoch)]"));
+        assert_eq!(
+            lines[4],
+            "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
+        );
+        assert_eq!(lines.len(), 7);
+        // Start after the base, length, max in ms, the compressed form.
+        let f: Vec<&str> = lines[6].split(',').collect();
+        assert_eq!(&f[..2], ["1.000", "1.000"]);
+        assert_eq!(f[2], "0.300");
+        assert!(f[3].starts_with("HISTF"));
+        let h = crate::decode_hdr(f[3]).unwrap();
+        assert_eq!(h.len(), 20);
+    }
+}

@@ -378,7 +378,7 @@ fn merge_laps(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::Duration;
 
     use loadrig_metrics::{Lap, Outcome};
@@ -427,7 +427,7 @@ mod tests {
         }
     }
 
-    fn lap(unix_ms: u64, length_ms: u64, ok: u64, lat_us: u64) -> Lap {
+    pub(crate) fn lap(unix_ms: u64, length_ms: u64, ok: u64, lat_us: u64) -> Lap {
         let mut h = Histo::new();
         for _ in 0..ok {
             h.record(Duration::from_micros(lat_us));
@@ -445,7 +445,7 @@ mod tests {
         }
     }
 
-    fn report(
+    pub(crate) fn report(
         shard: u32,
         snap: Snapshot,
         started: u64,
@@ -625,5 +625,47 @@ mod tests {
         b.spec.workload = WorkloadSpec::Hello(loadrig_spec::HelloSpec { insert_ratio: 0.0 });
         assert!(matches!(Report::merge(&[a, b]), Err(ReportError::Merge(_))));
         assert!(Report::merge(&[]).is_err());
+    }
+
+    #[test]
+    fn reports_of_different_runs_are_refused() {
+        let a = report(
+            0,
+            Snapshot::new(2, 3),
+            1_000_000,
+            Duration::from_secs(2),
+            Vec::new(),
+        );
+        let b = report(
+            1,
+            Snapshot::new(2, 3),
+            1_000_000,
+            Duration::from_secs(2),
+            Vec::new(),
+        );
+        // Shards of one run: the shard is the one difference allowed.
+        Report::check_one_run(&[a.clone(), b.clone()]).unwrap();
+        let mut seeded = b.clone();
+        seeded.spec.seed = 7;
+        let e = Report::check_one_run(&[a.clone(), seeded]).unwrap_err();
+        assert!(e.to_string().contains("seed 7, report 1 seed 42"), "{e}");
+        let mut more = b;
+        more.spec.load.clients = 9;
+        let e = Report::check_one_run(&[a, more]).unwrap_err();
+        assert!(e.to_string().contains("(load.clients)"), "{e}");
+    }
+
+    #[test]
+    fn shards_that_did_not_overlap_are_warned_of() {
+        let two = Duration::from_secs(2);
+        let a = report(0, Snapshot::new(2, 3), 1_000_000, two, Vec::new());
+        let together = report(1, Snapshot::new(2, 3), 1_000_050, two, Vec::new());
+        assert!(Report::overlap_warnings(&[a.clone(), together]).is_empty());
+        // Begun 3 s apart: no common time at all.
+        let late = report(1, Snapshot::new(2, 3), 1_003_000, two, Vec::new());
+        let w = Report::overlap_warnings(&[a, late]);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("0.000 s of the merged 5.000 s"), "{}", w[0]);
+        assert!(w[0].contains("3.000 s apart"), "{}", w[0]);
     }
 }
