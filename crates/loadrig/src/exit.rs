@@ -32,7 +32,7 @@ pub fn code_of(e: &anyhow::Error) -> i32 {
                 OpenError::Target(_) => TARGET,
             };
         }
-        if cause.is::<loadrig_report::ReportError>() {
+        if cause.is::<loadrig_report::ReportError>() || cause.is::<crate::plot::InputError>() {
             return USAGE;
         }
     }

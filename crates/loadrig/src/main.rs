@@ -2,15 +2,18 @@
 //! printers. This file is the one exit point: it prints an error as one
 //! line and picks the exit code (docs/engine.md section 7).
 
+mod compare;
 mod exit;
 mod flags;
 mod machine;
 mod merge;
 mod plan;
+mod plot;
 mod print;
 mod run;
 mod signals;
 mod start;
+mod sweep;
 mod verify;
 
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
@@ -67,15 +70,23 @@ fn main() {
             }
             _ => {
                 // clap's message and its tip ("a similar argument
-                // exists"); the usage text it adds is one `--help` away.
+                // exists"), on one line; the usage text it adds is one
+                // `--help` away.
                 let text = e.to_string();
-                for l in text.lines().filter(|l| {
-                    !l.trim().is_empty()
+                let mut lines = text.lines().map(str::trim).filter(|l| {
+                    !l.is_empty()
                         && !l.starts_with("Usage:")
                         && !l.starts_with("For more information")
-                }) {
-                    eprintln!("{}", printable(l));
-                }
+                });
+                let first = lines.next().unwrap_or("error: bad usage").to_string();
+                let rest: Vec<&str> = lines
+                    .map(|l| l.trim_start_matches('[').trim_end_matches(']'))
+                    .collect();
+                let line = match rest.is_empty() {
+                    true => first,
+                    false => format!("{first} ({})", rest.join("; ")),
+                };
+                eprintln!("{}", printable(&line));
                 exit::USAGE
             }
         },
@@ -146,12 +157,29 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 quiet: args.quiet,
                 csv: args.csv,
                 out: args.out.clone(),
+                hdr_log: args.hdr_log.clone(),
+                html: args.html.clone(),
                 start: args.start(),
                 role,
             };
             runtime(&spec)?.block_on(plan::run(&spec, target, &opts))
         }
-        Command::Merge(m) => merge::run(&m.reports, m.out.as_deref()),
+        Command::Merge(m) => merge::run(&m.reports, m.out.as_deref(), m.force),
+        Command::Compare(c) => compare::run(&c.baseline, &c.candidate, c.max_regression),
+        Command::Plot(p) => plot::run(&p.files, &p.out, p.gnuplot.as_deref()),
+        Command::Report(r) => {
+            let reports = r
+                .reports
+                .iter()
+                .map(|p| Report::read(p).map(|rep| (plot::stem(p), rep)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let refs: Vec<(String, &Report)> =
+                reports.iter().map(|(n, r)| (n.clone(), r)).collect();
+            plot::html::write_reports(&r.out, &refs)?;
+            println!("wrote {}", r.out.display());
+            Ok(exit::OK)
+        }
+        Command::Sweep(s) => sweep::run(&s),
         Command::Verify(v) => {
             let report = Report::read(&v.report)?;
             let url = v

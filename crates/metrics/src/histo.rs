@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 /// The largest value kept: one hour, in nanoseconds.
@@ -115,16 +115,20 @@ impl Histo {
         self.0.as_ref().unwrap_or_else(|| empty())
     }
 
-    /// Lossless encoding: HdrHistogram's V2 format (readable by any HDR
-    /// implementation), as bytes.
+    /// Lossless encoding in HdrHistogram's interchange form: the V2
+    /// payload inside the compressed (DEFLATE) framing, cookie
+    /// `0x1c849314`, as bytes. Base64 of it begins "HISTF": the form
+    /// HdrHistogram's Java, C, Go, JavaScript and Python decoders, and
+    /// interval logs, carry.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         // Writing into a Vec cannot fail for a histogram we built.
-        let _ = V2Serializer::new().serialize(self.inner(), &mut out);
+        let _ = V2DeflateSerializer::new().serialize(self.inner(), &mut out);
         out
     }
 
-    /// Inverse of [`Histo::encode`].
+    /// Inverse of [`Histo::encode`]; also reads the plain V2 payload
+    /// (cookie `0x1c849303`) that reports before the compressed form held.
     pub fn decode(bytes: &[u8]) -> Result<Histo, DecodeError> {
         let mut h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut std::io::Cursor::new(bytes))
@@ -223,5 +227,25 @@ mod tests {
             assert_eq!(back.percentile(p), h.percentile(p), "p{p}");
         }
         assert_eq!(back.max(), Duration::from_nanos(h.inner().max()));
+        // The compressed framing's cookie, 0x1c849314.
+        assert_eq!(&h.encode()[..4], &[0x1c, 0x84, 0x93, 0x14]);
+    }
+
+    /// Reports written before the compressed form held the plain V2
+    /// payload: they still read.
+    #[test]
+    fn the_plain_v2_form_still_decodes() {
+        use hdrhistogram::serialization::V2Serializer;
+        let mut h = Histo::new();
+        for i in 1..1_000u64 {
+            h.record(Duration::from_micros(i));
+        }
+        let mut plain = Vec::new();
+        V2Serializer::new()
+            .serialize(h.inner(), &mut plain)
+            .unwrap();
+        let back = Histo::decode(&plain).unwrap();
+        assert_eq!(back.len(), h.len());
+        assert_eq!(back.percentile(99.9), h.percentile(99.9));
     }
 }

@@ -33,6 +33,6 @@ pub struct Lap {
     /// Messages listeners received in this lap (not operations).
     pub delivered: u64,
     pub pending: u64,
-    /// Latency of all kinds in this lap, HdrHistogram V2 encoding.
+    /// Latency of all kinds in this lap, HdrHistogram's compressed V2 form.
     pub latency: Vec<u8>,
 }

@@ -1,11 +1,12 @@
 //! The report: one JSON document per run (schema [`SCHEMA`], documented in
 //! docs/report.md). It carries the resolved run spec, the environment, the
-//! laps, per-kind HDR histograms in HdrHistogram's lossless V2 encoding,
+//! laps, per-kind HDR histograms in HdrHistogram's compressed V2 form,
 //! the client's CPU and memory, domain counts and the verification verdict.
 //! Summary figures in it are derived for convenience; the histograms are
 //! the truth, and anything that reads reports recomputes from them.
 
 pub mod fmt;
+mod hlog;
 mod judge;
 mod merge;
 mod schema;
@@ -13,7 +14,9 @@ mod schema;
 use std::io::{Read, Write};
 use std::path::Path;
 
+pub use hlog::interval_log;
 pub use judge::Judged;
+pub use schema::decode_hdr;
 pub use schema::{
     ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured, ProcessRecord, Report,
     RunRecord, Verification, SCHEMA,

@@ -136,6 +136,94 @@ fn check_same_run(first: &Report, r: &Report, i: usize) -> Result<(), ReportErro
     Ok(())
 }
 
+impl Report {
+    /// Refuse reports of different runs: their specs, shard aside (the
+    /// workload and its knobs, the load model, the seed, the target),
+    /// must be equal. `loadrig merge --force` skips this.
+    pub fn check_one_run(reports: &[Report]) -> Result<(), ReportError> {
+        let Some(first) = reports.first() else {
+            return Ok(());
+        };
+        let key = |r: &Report| {
+            let mut spec = r.spec.clone();
+            spec.load.shard = Shard::WHOLE;
+            serde_json::to_value(&spec).unwrap_or_default()
+        };
+        let want = key(first);
+        for (i, r) in reports.iter().enumerate().skip(1) {
+            if r.spec.seed != first.spec.seed {
+                return Err(ReportError::Merge(format!(
+                    "report {} has seed {}, report 1 seed {}: different runs (--force merges them anyway)",
+                    i + 1,
+                    r.spec.seed,
+                    first.spec.seed
+                )));
+            }
+            let got = key(r);
+            if got != want {
+                let fields = differing_fields(&want, &got);
+                return Err(ReportError::Merge(format!(
+                    "report {} has another run spec than report 1 ({}): different runs (--force merges them anyway)",
+                    i + 1,
+                    fields.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Warnings when the reports' measured phases did not overlap in
+    /// time: the merged rate is over the whole span, gaps included.
+    pub fn overlap_warnings(reports: &[Report]) -> Vec<String> {
+        if reports.len() < 2 {
+            return Vec::new();
+        }
+        let starts: Vec<f64> = reports.iter().map(Report::measure_start_unix_ms).collect();
+        let ends: Vec<f64> = reports.iter().map(Report::ended_unix_ms).collect();
+        let first = starts.iter().copied().fold(f64::INFINITY, f64::min);
+        let last_start = starts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let first_end = ends.iter().copied().fold(f64::INFINITY, f64::min);
+        let last = ends.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let span = (last - first) / 1e3;
+        let common = ((first_end - last_start) / 1e3).max(0.0);
+        // Shards begun together overlap for nearly all of the span; a
+        // tenth off is more than any common start's scatter.
+        if span > 0.0 && common < 0.9 * span {
+            vec![format!(
+                "the reports ran together for {common:.3} s of the merged {span:.3} s (their measured starts {:.3} s apart): the merged rate is over the whole span, gaps included",
+                (last_start - first) / 1e3
+            )]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// The top-level (and `load.`, `workload.`) fields where two specs differ.
+fn differing_fields(a: &serde_json::Value, b: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Some(x), Some(y)) = (a.as_object(), b.as_object()) {
+        for (k, v) in x {
+            let w = y.get(k).unwrap_or(&serde_json::Value::Null);
+            if v == w {
+                continue;
+            }
+            match (v.as_object(), w.as_object()) {
+                (Some(_), Some(_)) => {
+                    for f in differing_fields(v, w) {
+                        out.push(format!("{k}.{f}"));
+                    }
+                }
+                _ => out.push(k.clone()),
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push("spec".into());
+    }
+    out
+}
+
 /// The baseline every report recorded, if they all recorded the same.
 fn common_baseline(reports: &[Report]) -> Option<Verification> {
     let first = reports.first()?.verification.as_ref()?;
@@ -290,7 +378,7 @@ fn merge_laps(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::Duration;
 
     use loadrig_metrics::{Lap, Outcome};
@@ -340,7 +428,7 @@ mod tests {
         }
     }
 
-    fn lap(unix_ms: u64, length_ms: u64, ok: u64, lat_us: u64) -> Lap {
+    pub(crate) fn lap(unix_ms: u64, length_ms: u64, ok: u64, lat_us: u64) -> Lap {
         let mut h = Histo::new();
         for _ in 0..ok {
             h.record(Duration::from_micros(lat_us));
@@ -358,7 +446,7 @@ mod tests {
         }
     }
 
-    fn report(
+    pub(crate) fn report(
         shard: u32,
         snap: Snapshot,
         started: u64,
@@ -538,5 +626,47 @@ mod tests {
         b.spec.workload = WorkloadSpec::Hello(loadrig_spec::HelloSpec { insert_ratio: 0.0 });
         assert!(matches!(Report::merge(&[a, b]), Err(ReportError::Merge(_))));
         assert!(Report::merge(&[]).is_err());
+    }
+
+    #[test]
+    fn reports_of_different_runs_are_refused() {
+        let a = report(
+            0,
+            Snapshot::new(2, 3),
+            1_000_000,
+            Duration::from_secs(2),
+            Vec::new(),
+        );
+        let b = report(
+            1,
+            Snapshot::new(2, 3),
+            1_000_000,
+            Duration::from_secs(2),
+            Vec::new(),
+        );
+        // Shards of one run: the shard is the one difference allowed.
+        Report::check_one_run(&[a.clone(), b.clone()]).unwrap();
+        let mut seeded = b.clone();
+        seeded.spec.seed = 7;
+        let e = Report::check_one_run(&[a.clone(), seeded]).unwrap_err();
+        assert!(e.to_string().contains("seed 7, report 1 seed 42"), "{e}");
+        let mut more = b;
+        more.spec.load.clients = 9;
+        let e = Report::check_one_run(&[a, more]).unwrap_err();
+        assert!(e.to_string().contains("(load.clients)"), "{e}");
+    }
+
+    #[test]
+    fn shards_that_did_not_overlap_are_warned_of() {
+        let two = Duration::from_secs(2);
+        let a = report(0, Snapshot::new(2, 3), 1_000_000, two, Vec::new());
+        let together = report(1, Snapshot::new(2, 3), 1_000_050, two, Vec::new());
+        assert!(Report::overlap_warnings(&[a.clone(), together]).is_empty());
+        // Begun 3 s apart: no common time at all.
+        let late = report(1, Snapshot::new(2, 3), 1_003_000, two, Vec::new());
+        let w = Report::overlap_warnings(&[a, late]);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("0.000 s of the merged 5.000 s"), "{}", w[0]);
+        assert!(w[0].contains("3.000 s apart"), "{}", w[0]);
     }
 }

@@ -136,7 +136,8 @@ pub struct HistSummary {
     pub p99_us: f64,
     pub p99_9_us: f64,
     pub max_us: f64,
-    /// HdrHistogram V2 encoding, base64, values in nanoseconds.
+    /// HdrHistogram's compressed V2 form (V2 + DEFLATE), base64 ("HISTF..."),
+    /// values in nanoseconds. Older reports hold the plain V2 payload; both read.
     pub hdr: String,
 }
 
@@ -164,7 +165,7 @@ pub struct LapReport {
     #[serde(default)]
     pub delivered: u64,
     pub pending: u64,
-    /// Latency of all kinds in the lap: HdrHistogram V2, base64.
+    /// Latency of all kinds in the lap: HdrHistogram's compressed V2 form, base64.
     pub latency_hdr: String,
 }
 
@@ -183,8 +184,8 @@ pub(crate) fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// A base64 HdrHistogram V2 blob back to a histogram.
-pub(crate) fn decode_hdr(text: &str) -> Result<Histo, String> {
+/// A base64 HdrHistogram V2 blob (compressed or plain) back to a histogram.
+pub fn decode_hdr(text: &str) -> Result<Histo, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
         .map_err(|e| e.to_string())?;

@@ -5,6 +5,7 @@
 mod chat;
 mod hello;
 mod memcache;
+mod output;
 mod pubsub;
 mod redis;
 mod run;
@@ -13,6 +14,7 @@ mod voter;
 pub use chat::*;
 pub use hello::*;
 pub use memcache::*;
+pub use output::*;
 pub use pubsub::*;
 pub use redis::*;
 pub use run::*;
@@ -54,6 +56,14 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Join the reports of one run's processes or hosts (--shard i/N) into one
     Merge(MergeArgs),
+    /// Compare two reports side by side; exit 1 on a regression beyond --max-regression
+    Compare(CompareArgs),
+    /// Draw charts (SVG, HTML, PNG) from reports, sweep CSVs and redis-benchmark --csv files
+    Plot(PlotArgs),
+    /// Write reports as one self-contained HTML page
+    Report(ReportArgs),
+    /// Run one workload over a list or range of one parameter's values (docs/sweep.md)
+    Sweep(SweepArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -276,11 +286,16 @@ pub struct MergeArgs {
     /// Write the merged report (JSON, schema loadrig.report/1) to this file
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Merge reports of different runs (different spec or seed) all the same
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Flags that the parent of `--processes` sets for each child itself.
-const PARENT_ONLY: [&str; 8] = [
+const PARENT_ONLY: [&str; 10] = [
     "processes",
+    "hdr_log",
+    "html",
     "start_at",
     "start_delay",
     "out",

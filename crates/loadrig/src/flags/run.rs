@@ -128,6 +128,12 @@ pub struct RunArgs {
     /// Write the report (JSON, schema loadrig.report/1) to this file
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Write the measured laps as an HdrHistogram interval log (.hlog) to this file
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+    /// Write the report as one self-contained HTML page (charts inline) to this file
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Print the results table as CSV on standard output (the rest goes to standard error)
     #[arg(long)]
     pub csv: bool,

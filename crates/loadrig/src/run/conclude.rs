@@ -205,6 +205,18 @@ pub async fn conclude<B: Bench>(
     if let Some(path) = &opts.out {
         report.write(path).with_context(|| "writing the report")?;
     }
+    if let Some(path) = &opts.hdr_log {
+        let log = loadrig_report::interval_log(&report).map_err(anyhow::Error::msg)?;
+        std::fs::write(path, log)
+            .with_context(|| format!("writing the interval log {}", path.display()))?;
+    }
+    if let Some(path) = &opts.html {
+        let name = opts
+            .out
+            .as_deref()
+            .map_or_else(|| "this run".to_string(), crate::plot::stem);
+        crate::plot::html::write_reports(path, &[(name, &report)])?;
+    }
     if baseline.is_some() {
         d.cold("clean-up", bench.finish(spec.keep)).await?;
     }

@@ -25,6 +25,10 @@ pub struct Options {
     pub quiet: bool,
     pub csv: bool,
     pub out: Option<PathBuf>,
+    /// `--hdr-log`: the laps as an HdrHistogram interval log.
+    pub hdr_log: Option<PathBuf>,
+    /// `--html`: the report as one self-contained page.
+    pub html: Option<PathBuf>,
     /// When the load begins; `None`: as soon as the connections are open.
     pub start: Option<StartRule>,
     pub role: Role,

@@ -12,6 +12,7 @@ mod hostile;
 mod memcache;
 mod multi;
 mod percentiles;
+mod plot;
 mod pubsub;
 mod reading;
 mod redis;

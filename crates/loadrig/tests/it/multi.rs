@@ -58,7 +58,8 @@ fn three_processes_on_postgres_begin_together_and_merge() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     // Few clients per process: a debug build spends ~80 ms of CPU on each
-    // SCRAM login, and every child must be connected within the 2 s.
+    // SCRAM login, and every child must be connected within the 4 s (on
+    // a machine busy with other builds, 2 s was sometimes too short).
     let r = loadrig(&[
         "run",
         "voter",
@@ -67,7 +68,7 @@ fn three_processes_on_postgres_begin_together_and_merge() {
         "--processes",
         "3",
         "--start-delay",
-        "2",
+        "4",
         "-n",
         "3000",
         "--clients",
@@ -84,7 +85,7 @@ fn three_processes_on_postgres_begin_together_and_merge() {
     );
     assert!(!r.stdout.contains("s late"), "{}", r.dump());
     let start = printed_start(&r);
-    assert_eq!(start % 2_000, 0, "a multiple of 2 s: {start}");
+    assert_eq!(start % 4_000, 0, "a multiple of 4 s: {start}");
 
     let kids = children(&out, 3);
     for (i, c) in kids.iter().enumerate() {

@@ -1,0 +1,517 @@
+//! `loadrig plot FILES... -o OUT.svg|OUT.html|OUT.png`: charts from files
+//! already written, never a re-run. It reads loadrig reports (JSON),
+//! redis-benchmark's own `--csv` output, and `loadrig sweep`'s CSV, and
+//! draws what fits each (docs/plot.md): the laps' throughput and latency
+//! over time and the latency percentile spectrum for reports, a bar chart
+//! per test for redis-benchmark CSVs (and redis workload reports), a
+//! sweep's curves against its parameter. Several files are several series,
+//! named by their file stems. The charts themselves are `svg.rs`'s.
+
+pub mod html;
+pub mod svg;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+use loadrig_metrics::Histo;
+use loadrig_report::Report;
+use loadrig_spec::CsvDialect;
+
+use crate::exit;
+use crate::print::redis;
+use crate::sweep::table::{split_csv, Table};
+use svg::{BarChart, Chart, Line, LineChart, XAxis};
+
+/// One file read for plotting, named by its stem.
+pub enum Input {
+    Report(String, Box<Report>),
+    /// redis-benchmark's `--csv`: (test, requests per second) rows.
+    RedisCsv(String, Vec<(String, f64)>),
+    Sweep(String, Table),
+}
+
+impl Input {
+    pub fn name(&self) -> &str {
+        match self {
+            Input::Report(n, _) | Input::RedisCsv(n, _) | Input::Sweep(n, _) => n,
+        }
+    }
+}
+
+/// A bad input file: exit 2 (`exit::code_of`).
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct InputError {
+    pub path: String,
+    pub reason: String,
+}
+
+pub fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// Read one file, telling its kind by its content.
+pub fn read(path: &Path) -> anyhow::Result<Input> {
+    let bad = |reason: String| InputError {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let name = stem(path);
+    let first = text.lines().next().unwrap_or("").trim();
+    if text.trim_start().starts_with('{') {
+        return Ok(Input::Report(name, Box::new(Report::read(path)?)));
+    }
+    if let Some(t) = Table::parse(&text) {
+        return Ok(Input::Sweep(name, t.map_err(bad)?));
+    }
+    if first.starts_with("\"test\",\"rps\"") {
+        return Ok(Input::RedisCsv(name, redis_rows(&text).map_err(bad)?));
+    }
+    Err(bad(
+        "neither a loadrig report, a loadrig sweep CSV nor redis-benchmark --csv output".into(),
+    )
+    .into())
+}
+
+/// The (test, rps) rows of redis-benchmark's CSV (header first).
+fn redis_rows(text: &str) -> Result<Vec<(String, f64)>, String> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f = split_csv(line.trim());
+        let rps = f
+            .get(1)
+            .and_then(|v| v.parse::<f64>().ok())
+            .ok_or_else(|| format!("line {}: no requests per second in '{line}'", i + 1))?;
+        rows.push((f[0].clone(), rps));
+    }
+    if rows.is_empty() {
+        return Err("redis-benchmark CSV without a row".into());
+    }
+    Ok(rows)
+}
+
+/// A report of the redis workload as redis-benchmark's CSV rows.
+fn report_rows(r: &Report) -> Option<Vec<(String, f64)>> {
+    if r.spec.workload.output().csv != CsvDialect::RedisBenchmark {
+        return None;
+    }
+    redis_rows(&redis::csv_rows(r).join("\n")).ok()
+}
+
+/// Every kind's latency added into one histogram.
+fn all_latency(r: &Report) -> anyhow::Result<Histo> {
+    let mut all = Histo::new();
+    for k in &r.measured.kinds {
+        all.add(&k.latency.histogram().map_err(anyhow::Error::msg)?);
+    }
+    Ok(all)
+}
+
+/// The percentiles the spectrum is drawn through: 0 to 99.999 % in
+/// steps of a tenth of a decade of 1 / (1 - p).
+fn spectrum(h: &Histo) -> Vec<(f64, f64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut pts: Vec<(f64, f64)> = (0..=50)
+        .map(|i| {
+            let p = 100.0 * (1.0 - 10f64.powf(-f64::from(i) / 10.0));
+            (p, h.percentile(p).as_nanos() as f64 / 1e6)
+        })
+        .collect();
+    pts.push((100.0, h.max().as_nanos() as f64 / 1e6));
+    pts
+}
+
+/// The charts that fit these inputs, in a fixed order: bars per test,
+/// sweep curves, then the reports' time lines and spectrum.
+pub fn charts(inputs: &[Input]) -> anyhow::Result<Vec<Chart>> {
+    let mut out = Vec::new();
+    // Bar chart per test: redis-benchmark CSVs and redis workload reports.
+    let bars: Vec<(String, Vec<(String, f64)>)> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::RedisCsv(n, rows) => Some((n.clone(), rows.clone())),
+            Input::Report(n, r) => report_rows(r).map(|rows| (n.clone(), rows)),
+            Input::Sweep(..) => None,
+        })
+        .collect();
+    if !bars.is_empty() {
+        let mut cats: Vec<String> = Vec::new();
+        for (_, rows) in &bars {
+            for (t, _) in rows {
+                if !cats.contains(t) {
+                    cats.push(t.clone());
+                }
+            }
+        }
+        let series = bars
+            .iter()
+            .map(|(n, rows)| {
+                let vals = cats
+                    .iter()
+                    .map(|c| rows.iter().find(|(t, _)| t == c).map(|r| r.1))
+                    .collect();
+                (n.clone(), vals)
+            })
+            .collect();
+        out.push(Chart::Bar(BarChart {
+            title: "Requests per second by test".into(),
+            x_label: "requests/s".into(),
+            categories: cats,
+            series,
+        }));
+    }
+    // Sweep curves.
+    let sweeps: Vec<(&str, &Table)> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::Sweep(n, t) => Some((n.as_str(), t)),
+            _ => None,
+        })
+        .collect();
+    if !sweeps.is_empty() {
+        out.extend(sweep_charts(&sweeps));
+    }
+    // Reports: laps over time, and the spectrum.
+    let reports: Vec<(&str, &Report)> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::Report(n, r) => Some((n.as_str(), r.as_ref())),
+            _ => None,
+        })
+        .collect();
+    if !reports.is_empty() {
+        out.extend(report_charts(&reports)?);
+    }
+    Ok(out)
+}
+
+/// Log x when the values grow geometrically (1, 2, 4 ... 128), else linear.
+fn x_axis_for(xs: &[f64]) -> XAxis {
+    let (lo, hi) = xs
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    if lo > 0.0 && hi / lo >= 32.0 && xs.len() <= 16 {
+        XAxis::Log
+    } else {
+        XAxis::Linear
+    }
+}
+
+pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
+    let param = sweeps.first().map_or("value", |s| s.1.param.as_str());
+    let xs: Vec<f64> = sweeps
+        .iter()
+        .flat_map(|s| s.1.points.iter().map(|p| p.x))
+        .collect();
+    let axis = x_axis_for(&xs);
+    let x_label = match param {
+        "target" => "servers in the target URL".to_string(),
+        "P" => "pipeline depth (-P)".to_string(),
+        "c" => "clients (-c)".to_string(),
+        "d" => "value size in bytes (-d)".to_string(),
+        other => other.to_string(),
+    };
+    let many = sweeps.len() > 1;
+    let name = |file: &str, what: &str| {
+        if many {
+            format!("{file} {what}")
+        } else {
+            what.to_string()
+        }
+    };
+    let ok_points = |t: &Table, pick: fn(&crate::sweep::table::Figures) -> f64| {
+        t.points
+            .iter()
+            .filter(|p| p.ok())
+            .filter_map(|p| p.figures.as_ref().map(|f| (p.x, pick(f))))
+            .collect::<Vec<_>>()
+    };
+    let failed: Vec<f64> = sweeps
+        .iter()
+        .flat_map(|s| s.1.points.iter().filter(|p| !p.ok()).map(|p| p.x))
+        .collect();
+    let rate = LineChart {
+        title: format!("Throughput against {x_label}"),
+        x_label: x_label.clone(),
+        y_label: "operations/s".into(),
+        x_axis: axis,
+        lines: sweeps
+            .iter()
+            .map(|(n, t)| Line {
+                name: if many { n.to_string() } else { "ops/s".into() },
+                points: ok_points(t, |f| f.throughput),
+                dashed: false,
+            })
+            .collect(),
+        failed: failed.clone(),
+    };
+    let mut lat = Vec::new();
+    for (n, t) in sweeps {
+        lat.push(Line {
+            name: name(n, "p50"),
+            points: ok_points(t, |f| f.p50_ms),
+            dashed: false,
+        });
+        lat.push(Line {
+            name: name(n, "p99"),
+            points: ok_points(t, |f| f.p99_ms),
+            dashed: false,
+        });
+        lat.push(Line {
+            name: name(n, "average"),
+            points: ok_points(t, |f| f.avg_ms),
+            dashed: true,
+        });
+    }
+    let latency = LineChart {
+        title: format!("Latency against {x_label}"),
+        x_label,
+        y_label: "latency (ms)".into(),
+        x_axis: axis,
+        lines: lat,
+        failed,
+    };
+    vec![Chart::Line(rate), Chart::Line(latency)]
+}
+
+pub fn report_charts(reports: &[(&str, &Report)]) -> anyhow::Result<Vec<Chart>> {
+    let mut rate = Vec::new();
+    let mut lat = Vec::new();
+    let mut spec = Vec::new();
+    let many = reports.len() > 1;
+    for (name, r) in reports {
+        let laps: Vec<_> = r.laps.iter().filter(|l| !l.warmup).collect();
+        let base = r.spec.warmup_secs;
+        // A lap much shorter than the interval (the run's last, cut at
+        // its end) holds a few operations over a few milliseconds: its
+        // rate is noise, drawn as a spike. Its latencies are still drawn.
+        let shortest = r.spec.interval_secs / 4.0;
+        rate.push(Line {
+            name: name.to_string(),
+            points: laps
+                .iter()
+                .filter(|l| l.length_secs > 0.0 && l.length_secs >= shortest)
+                .map(|l| (l.elapsed_secs - base, l.ok as f64 / l.length_secs))
+                .collect(),
+            dashed: false,
+        });
+        let mut p50 = Vec::new();
+        let mut p99 = Vec::new();
+        for l in &laps {
+            let h = loadrig_report::decode_hdr(&l.latency_hdr)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("{name}: a lap's histogram"))?;
+            if !h.is_empty() {
+                let t = l.elapsed_secs - base;
+                p50.push((t, h.percentile(50.0).as_nanos() as f64 / 1e6));
+                p99.push((t, h.percentile(99.0).as_nanos() as f64 / 1e6));
+            }
+        }
+        let label = |what: &str| {
+            if many {
+                format!("{name} {what}")
+            } else {
+                what.to_string()
+            }
+        };
+        lat.push(Line {
+            name: label("p99"),
+            points: p99,
+            dashed: false,
+        });
+        lat.push(Line {
+            name: label("p50"),
+            points: p50,
+            dashed: true,
+        });
+        // One file: a line per kind when there are several; several
+        // files: a line per file, every kind added.
+        if !many && r.measured.kinds.len() > 1 && r.measured.kinds.len() <= 7 {
+            for k in &r.measured.kinds {
+                let h = k.latency.histogram().map_err(anyhow::Error::msg)?;
+                spec.push(Line {
+                    name: k.name.clone(),
+                    points: spectrum(&h),
+                    dashed: false,
+                });
+            }
+        } else {
+            spec.push(Line {
+                name: name.to_string(),
+                points: spectrum(&all_latency(r)?),
+                dashed: false,
+            });
+        }
+    }
+    let time = "seconds since the measured phase began".to_string();
+    Ok(vec![
+        Chart::Line(LineChart {
+            title: "Throughput over time (per lap)".into(),
+            x_label: time.clone(),
+            y_label: "successful operations/s".into(),
+            x_axis: XAxis::Linear,
+            lines: rate,
+            failed: Vec::new(),
+        }),
+        Chart::Line(LineChart {
+            title: "Latency over time (per lap, all kinds)".into(),
+            x_label: time,
+            y_label: "latency (ms)".into(),
+            x_axis: XAxis::Linear,
+            lines: lat,
+            failed: Vec::new(),
+        }),
+        Chart::Line(LineChart {
+            title: "Latency by percentile".into(),
+            x_label: "percentile".into(),
+            y_label: "latency (ms)".into(),
+            x_axis: XAxis::Percentile,
+            lines: spec,
+            failed: Vec::new(),
+        }),
+    ])
+}
+
+/// The output's format, by its extension.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Format {
+    Svg,
+    Html,
+    Png,
+}
+
+pub fn format_of(path: &Path) -> anyhow::Result<Format> {
+    match path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("svg") => Ok(Format::Svg),
+        Some("html" | "htm") => Ok(Format::Html),
+        Some("png") => Ok(Format::Png),
+        _ => Err(InputError {
+            path: path.display().to_string(),
+            reason: "the output must end in .svg, .html or .png".into(),
+        }
+        .into()),
+    }
+}
+
+/// `loadrig plot`.
+pub fn run(files: &[PathBuf], out: &Path, gnuplot: Option<&Path>) -> anyhow::Result<i32> {
+    let format = format_of(out)?;
+    let inputs = files
+        .iter()
+        .map(|p| read(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let charts = charts(&inputs)?;
+    if charts.is_empty() {
+        bail!(InputError {
+            path: files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            reason: "nothing to plot".into()
+        });
+    }
+    if let Some(dir) = gnuplot {
+        for i in &inputs {
+            if let Input::Sweep(n, t) = i {
+                for f in t.gnuplot(dir, n)? {
+                    println!("wrote {f}");
+                }
+            }
+        }
+    }
+    write_charts(out, format, &inputs, &charts)?;
+    println!(
+        "wrote {} ({} chart{})",
+        out.display(),
+        charts.len(),
+        if charts.len() == 1 { "" } else { "s" }
+    );
+    Ok(exit::OK)
+}
+
+fn write_charts(
+    out: &Path,
+    format: Format,
+    inputs: &[Input],
+    charts: &[Chart],
+) -> anyhow::Result<()> {
+    let write = |p: &Path, text: String| {
+        std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))
+    };
+    match format {
+        Format::Svg => write(out, svg::stack(charts)),
+        Format::Html => write(out, html::charts_page(inputs, charts)),
+        Format::Png => {
+            let dir = tempfile_dir()?;
+            let page = dir.join("plot.html");
+            write(&page, html::charts_page(inputs, charts))?;
+            let height = charts.iter().map(|c| svg_h(&c.svg()) + 60.0).sum::<f64>() + 120.0;
+            let r = screenshot(&page, out, 1000, height.ceil() as u32);
+            let _ = std::fs::remove_dir_all(&dir);
+            r
+        }
+    }
+}
+
+fn svg_h(svg: &str) -> f64 {
+    svg.split_once(r#"height=""#)
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .and_then(|(h, _)| h.parse().ok())
+        .unwrap_or(420.0)
+}
+
+fn tempfile_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("loadrig-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// The flags Chromium needs to run headless on a machine without a
+/// display or network: no sandbox (as root), no GPU, and none of its
+/// background connections.
+pub const CHROMIUM_FLAGS: [&str; 9] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+];
+
+/// PNG through a headless Chromium's screenshot of the HTML page: no
+/// image or font code in loadrig (ARCHITECTURE.md, "Charts").
+fn screenshot(page: &Path, out: &Path, width: u32, height: u32) -> anyhow::Result<()> {
+    let profile = page.with_file_name("profile");
+    let out_abs = std::path::absolute(out)?;
+    let status = Command::new("chromium")
+        .args(CHROMIUM_FLAGS)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", out_abs.display()))
+        .arg(format!("--window-size={width},{height}"))
+        .arg(format!("file://{}", std::path::absolute(page)?.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .context("PNG output runs chromium (apt-get install chromium), which did not start")?;
+    if !status.success() || !out.exists() {
+        bail!("chromium could not take the screenshot ({status})");
+    }
+    Ok(())
+}

@@ -1,0 +1,366 @@
+//! `loadrig sweep --param NAME=VALUES [-o DIR] -- run WORKLOAD ARGS...`:
+//! one run per value of one parameter, each a child process of this same
+//! binary given the workload's arguments plus `--NAME=VALUE` (or the
+//! value as `--target`), so every point is a normal run with a normal
+//! report and the run layer knows nothing of sweeps. Every point's report
+//! and output stay in DIR; the result is a table on the terminal,
+//! DIR/sweep.csv, DIR/sweep.svg (throughput and latency against the
+//! parameter), and on request an HTML page and gnuplot's files.
+//! A point that fails is a row marked failed, not a gap; Ctrl-C reaches
+//! the running child too (it writes its report, marked interrupted), and
+//! the sweep stops there and writes what is done. docs/sweep.md.
+
+pub mod table;
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use loadrig_report::Report;
+
+use crate::exit;
+use crate::flags::SweepArgs;
+use crate::plot::svg::{self, Chart};
+use crate::plot::InputError;
+use table::{Figures, Point, Table};
+
+/// The parameter and its values, from `NAME=VALUES`.
+pub fn parse_param(text: &str) -> Result<(String, Vec<String>), String> {
+    let (name, values) = text.split_once('=').ok_or_else(|| {
+        format!("--param '{text}': NAME=VALUES, e.g. pipeline=1,2,4 or clients=1..8")
+    })?;
+    let name = name.trim().trim_start_matches("--").to_string();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(format!("--param '{text}': '{name}' is not a flag name"));
+    }
+    let values = values.trim();
+    let list: Vec<String> = if values.contains(';') {
+        values
+            .split(';')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(String::from)
+            .collect()
+    } else if let Some((a, rest)) = values.split_once("..") {
+        let (b, step) = rest.split_once(':').unwrap_or((rest, "1"));
+        let num = |s: &str| {
+            s.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("--param '{text}': '{s}' is not a whole number"))
+        };
+        let (a, b, step) = (num(a)?, num(b)?, num(step)?);
+        if step == 0 || a > b {
+            return Err(format!(
+                "--param '{text}': a range A..B[:STEP] with A <= B and STEP > 0"
+            ));
+        }
+        let mut v: Vec<String> = (a..=b)
+            .step_by(step as usize)
+            .map(|x| x.to_string())
+            .collect();
+        // The end of the range is always a point.
+        if v.last() != Some(&b.to_string()) {
+            v.push(b.to_string());
+        }
+        v
+    } else {
+        values
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    if list.is_empty() {
+        return Err(format!("--param '{text}': no values"));
+    }
+    if list.len() > 10_000 {
+        return Err(format!(
+            "--param '{text}': {} points, more than 10,000",
+            list.len()
+        ));
+    }
+    Ok((name, list))
+}
+
+/// Where a value goes on the x axis: the number itself; for a target
+/// URL the number of servers in it (`redis://h:6379,6380` is 2); else
+/// its position, from 1.
+pub fn x_of(name: &str, value: &str, index: usize) -> f64 {
+    if let Ok(v) = value.parse::<f64>() {
+        return v;
+    }
+    if name == "target" {
+        let rest = value.split_once("://").map_or(value, |(_, r)| r);
+        let authority = rest.split(['/', '?']).next().unwrap_or("");
+        let hosts = authority.rsplit('@').next().unwrap_or("");
+        return (hosts.matches(',').count() + 1) as f64;
+    }
+    (index + 1) as f64
+}
+
+/// The child's arguments: the run's, with the swept flag added before a
+/// `--` the run may hold (a redis command of one's own), and its report.
+pub fn child_args(run: &[OsString], name: &str, value: &str, out: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = run.to_vec();
+    if args.first().is_none_or(|a| a != "run") {
+        args.insert(0, "run".into());
+    }
+    let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let mut out_flag = OsString::from("--out=");
+    out_flag.push(out);
+    // A one-letter name is a short flag (`-P`, `-d`, `-c` of the redis
+    // workload's redis-benchmark spellings).
+    let dashes = if name.len() == 1 { "-" } else { "--" };
+    let added = [OsString::from(format!("{dashes}{name}={value}")), out_flag];
+    args.splice(at..at, added);
+    args
+}
+
+/// A file name for a point: its number, and its value when that is short
+/// and plain.
+fn point_stem(i: usize, value: &str) -> String {
+    let plain = value.len() <= 24
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+    if plain {
+        format!("point-{:03}-{value}", i + 1)
+    } else {
+        format!("point-{:03}", i + 1)
+    }
+}
+
+fn secs(s: f64) -> String {
+    if s >= 90.0 {
+        format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
+    } else {
+        format!("{s:.1}s")
+    }
+}
+
+/// Ctrl-C sets the flag instead of ending the sweep: the child, in the
+/// same process group, gets it too and ends its run with a report.
+fn ctrl_c_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let set = flag.clone();
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                set.store(true, Ordering::Relaxed);
+            }
+        });
+    });
+    flag
+}
+
+pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
+    let (name, values) = parse_param(&args.param).map_err(|reason| InputError {
+        path: "--param".into(),
+        reason,
+    })?;
+    let dir = &args.dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let me = std::env::current_exe().context("finding this binary to run the points")?;
+    let stop = ctrl_c_flag();
+    let mut table = Table {
+        param: name.clone(),
+        points: Vec::new(),
+    };
+    let began = Instant::now();
+    let n = values.len();
+    for (i, value) in values.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let stem = point_stem(i, value);
+        let report_path = dir.join(format!("{stem}.json"));
+        let log_path = dir.join(format!("{stem}.log"));
+        let done = began.elapsed().as_secs_f64();
+        let left = if i == 0 {
+            "time left unknown".to_string()
+        } else {
+            format!("about {} left", secs(done / i as f64 * (n - i) as f64))
+        };
+        eprintln!(
+            "[{}/{n}] {name}={value} ... ({} so far, {left})",
+            i + 1,
+            secs(done)
+        );
+        let _ = std::fs::remove_file(&report_path);
+        let log =
+            File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+        let err_log = log.try_clone()?;
+        let status = Command::new(&me)
+            .args(child_args(&args.run, &name, value, &report_path))
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err_log)
+            .status()
+            .with_context(|| format!("starting {}", me.display()))?;
+        let code = status.code();
+        let report = report_path
+            .exists()
+            .then(|| Report::read(&report_path))
+            .transpose();
+        let rel = report_path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let point = match report {
+            Ok(Some(r)) => {
+                let status = if r.interrupted {
+                    "interrupted".to_string()
+                } else if code == Some(0) {
+                    "ok".to_string()
+                } else {
+                    format!("exit {}", code.unwrap_or(-1))
+                };
+                Point {
+                    value: value.clone(),
+                    x: x_of(&name, value, i),
+                    status,
+                    figures: Figures::of(&r).ok(),
+                    report: rel,
+                }
+            }
+            Ok(None) | Err(_) => {
+                let last = std::fs::read_to_string(&log_path)
+                    .ok()
+                    .and_then(|t| {
+                        t.lines()
+                            .rev()
+                            .find(|l| !l.trim().is_empty())
+                            .map(String::from)
+                    })
+                    .unwrap_or_default();
+                Point {
+                    value: value.clone(),
+                    x: x_of(&name, value, i),
+                    status: format!(
+                        "failed: exit {}{}",
+                        code.map_or("by signal".to_string(), |c| c.to_string()),
+                        if last.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {last}")
+                        }
+                    ),
+                    figures: None,
+                    report: String::new(),
+                }
+            }
+        };
+        match &point.figures {
+            Some(f) if point.ok() => eprintln!(
+                "      {:.1} ops/s, p50 {:.3} ms, p99 {:.3} ms",
+                f.throughput, f.p50_ms, f.p99_ms
+            ),
+            _ => eprintln!("      {} (see {})", point.status, log_path.display()),
+        }
+        table.points.push(point);
+    }
+    let interrupted = stop.load(Ordering::Relaxed);
+    finish(args, &table)?;
+    if interrupted {
+        eprintln!(
+            "interrupted: {} of {n} points done, kept in {}",
+            table.points.len(),
+            dir.display()
+        );
+    }
+    let all_ok = !interrupted && table.points.len() == n && table.points.iter().all(Point::ok);
+    Ok(if all_ok { exit::OK } else { exit::CHECK_FAILED })
+}
+
+/// The table, the CSV, the charts, the page and gnuplot's files.
+fn finish(args: &SweepArgs, table: &Table) -> anyhow::Result<()> {
+    let dir = &args.dir;
+    for l in table.lines() {
+        println!("{l}");
+    }
+    let csv = dir.join("sweep.csv");
+    std::fs::write(&csv, table.csv()).with_context(|| format!("writing {}", csv.display()))?;
+    let charts: Vec<Chart> = crate::plot::sweep_charts(&[("sweep", table)]);
+    let svg_path = dir.join("sweep.svg");
+    std::fs::write(&svg_path, svg::stack(&charts))
+        .with_context(|| format!("writing {}", svg_path.display()))?;
+    println!("wrote {} and {}", csv.display(), svg_path.display());
+    if let Some(html) = &args.html {
+        let page = crate::plot::html::sweep_page(table, &charts);
+        std::fs::write(html, page).with_context(|| format!("writing {}", html.display()))?;
+        println!("wrote {}", html.display());
+    }
+    if let Some(g) = &args.gnuplot {
+        for f in table.gnuplot(g, &table.param)? {
+            println!("wrote {f}");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_as_lists_ranges_and_urls() {
+        assert_eq!(parse_param("pipeline=1,2,4").unwrap().1, ["1", "2", "4"]);
+        assert_eq!(parse_param("clients=1..4").unwrap().1, ["1", "2", "3", "4"]);
+        assert_eq!(
+            parse_param("pipeline=1..200:50").unwrap().1,
+            ["1", "51", "101", "151", "200"]
+        );
+        let (n, v) = parse_param("target=redis://h:6379;redis://h:6379,6380").unwrap();
+        assert_eq!(n, "target");
+        assert_eq!(v, ["redis://h:6379", "redis://h:6379,6380"]);
+        assert_eq!(x_of(&n, &v[1], 1), 2.0);
+        assert_eq!(x_of("pipeline", "16", 3), 16.0);
+        assert!(parse_param("pipeline").is_err());
+        assert!(parse_param("pipeline=5..1").is_err());
+        assert!(parse_param("x y=1").is_err());
+    }
+
+    #[test]
+    fn the_swept_flag_goes_before_a_command_of_ones_own() {
+        let run: Vec<OsString> = ["redis", "-n", "10", "--", "SET", "k", "v"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let args = child_args(&run, "pipeline", "4", Path::new("d/p.json"));
+        let words: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            words,
+            [
+                "run",
+                "redis",
+                "-n",
+                "10",
+                "--pipeline=4",
+                "--out=d/p.json",
+                "--",
+                "SET",
+                "k",
+                "v"
+            ]
+        );
+    }
+}
