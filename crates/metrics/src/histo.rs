@@ -128,14 +128,81 @@ impl Histo {
     }
 
     /// Inverse of [`Histo::encode`]; also reads the plain V2 payload
-    /// (cookie `0x1c849303`) that reports before the compressed form held.
+    /// (cookie `0x1c849313`) that reports before the compressed form held.
+    ///
+    /// What the header claims is checked against what is there before
+    /// anything is allocated: the decoder would make a buffer of the
+    /// claimed payload length, so a few crafted bytes could ask for
+    /// gigabytes.
     pub fn decode(bytes: &[u8]) -> Result<Histo, DecodeError> {
+        let v2 = checked_v2(bytes)?;
         let mut h: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut std::io::Cursor::new(bytes))
+            .deserialize(&mut std::io::Cursor::new(&v2[..]))
             .map_err(|e| DecodeError(format!("{e:?}")))?;
         h.auto(true);
         Ok(Histo(Some(h)))
     }
+}
+
+/// The plain V2 encoding's cookie, and the compressed one's.
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9314;
+/// The V2 header: cookie, payload length, normalizing offset, significant
+/// digits, lowest and highest trackable values, integer-to-double ratio.
+const V2_HEADER: usize = 40;
+/// The most a compressed histogram may inflate to: far more than any
+/// histogram loadrig writes (a few hundred kilobytes at most).
+const MAX_INFLATED: u64 = 16 << 20;
+
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn be64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The plain V2 bytes of `bytes` (inflated if compressed, with a cap),
+/// once its header is found honest: a payload no longer than the bytes
+/// after the header, and a range and precision loadrig's histograms can
+/// have (so the counts the decoder allocates stay small).
+fn checked_v2(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, DecodeError> {
+    use std::io::Read;
+    let bad = |why: &str| DecodeError(why.to_string());
+    let v2: std::borrow::Cow<'_, [u8]> = match be32(bytes, 0) {
+        Some(V2_COOKIE) => bytes.into(),
+        Some(V2_DEFLATE_COOKIE) => {
+            let len = be32(bytes, 4).ok_or_else(|| bad("truncated header"))? as usize;
+            let body = bytes
+                .get(8..8 + len)
+                .ok_or_else(|| bad("compressed length beyond the bytes present"))?;
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(body)
+                .take(MAX_INFLATED + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| bad(&format!("not DEFLATE: {e}")))?;
+            if out.len() as u64 > MAX_INFLATED {
+                return Err(bad("inflates past 16 MiB"));
+            }
+            out.into()
+        }
+        _ => return Err(bad("not an HdrHistogram V2 encoding")),
+    };
+    let (Some(cookie), Some(payload), Some(digits), Some(high)) =
+        (be32(&v2, 0), be32(&v2, 4), be32(&v2, 12), be64(&v2, 24))
+    else {
+        return Err(bad("truncated header"));
+    };
+    if cookie != V2_COOKIE {
+        return Err(bad("the compressed payload is not V2"));
+    }
+    if payload as usize > v2.len().saturating_sub(V2_HEADER) {
+        return Err(bad("payload length beyond the bytes present"));
+    }
+    if digits > 5 || high > 1 << 62 {
+        return Err(bad("a range or precision no histogram of loadrig has"));
+    }
+    Ok(v2)
 }
 
 /// The value at percentile `p` as HdrHistogram's Java
@@ -212,6 +279,26 @@ mod tests {
         // Not a whole rank: rounded up (ceil of 5,999.4 is 6,000).
         assert_eq!(h.percentile(99.99), at(6_000));
         assert_eq!(Histo::new().percentile(99.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_header_that_lies_is_refused_before_any_allocation() {
+        let mut h = Histo::default();
+        h.record(Duration::from_micros(250));
+        let good = h.encode();
+        assert!(Histo::decode(&good).is_ok());
+        // The compressed length claims more than is there.
+        let mut lie = good.clone();
+        lie[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(Histo::decode(&lie).is_err());
+        // A plain V2 header claiming a 4 GB payload, 40 bytes in all.
+        let mut v2 = vec![0u8; 40];
+        v2[0..4].copy_from_slice(&V2_COOKIE.to_be_bytes());
+        v2[4..8].copy_from_slice(&0xffff_fff0u32.to_be_bytes());
+        v2[12..16].copy_from_slice(&3u32.to_be_bytes());
+        let e = Histo::decode(&v2).unwrap_err();
+        assert!(e.0.contains("payload length"), "{}", e.0);
+        assert!(Histo::decode(b"junk").is_err());
     }
 
     #[test]
