@@ -4,6 +4,7 @@
 //! exactly what produced it.
 
 mod facts;
+mod http;
 mod load;
 mod memcache;
 mod preset;
@@ -14,6 +15,7 @@ mod workload;
 use serde::{Deserialize, Serialize};
 
 pub use facts::TargetFacts;
+pub use http::{HttpSpec, MAX_BODY_SIZE};
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};
 pub use preset::{Preset, PresetDefaults};

@@ -1,6 +1,6 @@
 //! A TCP socket with its write and read buffers, shared by the
-//! hand-written pipelined clients (VoltDB, Redis, memcached, NATS, MQTT),
-//! and the one [`ByteStream`] over it (Redis, memcached). Requests are encoded
+//! hand-written pipelined clients (VoltDB, Redis, memcached, NATS, MQTT,
+//! HTTP), and the one [`ByteStream`] over it (Redis, memcached, HTTP). Requests are encoded
 //! into `wbuf`; `fill` writes what is queued and waits until more bytes
 //! are in `rbuf`. Only `try_*` calls touch the socket, after readiness, and
 //! both buffers live here, so dropping `fill` (the engine serves a timer)
@@ -135,7 +135,10 @@ impl Socket {
 
 /// How a [`Stream`] opens its socket to server `i` of its target (TCP,
 /// then whatever login the protocol needs).
-#[cfg_attr(not(any(feature = "redis", feature = "memcache")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "redis", feature = "memcache", feature = "http")),
+    allow(dead_code)
+)]
 pub trait Dial: Send + Sync + 'static {
     /// How many servers there are to turn to.
     fn servers(&self) -> usize;
@@ -145,7 +148,10 @@ pub trait Dial: Send + Sync + 'static {
 /// The one byte stream of the pipelined FIFO clients (Redis, memcached):
 /// a socket that moves bytes and reconnects, to the same server first,
 /// then the next ones. It parses nothing; the workload does.
-#[cfg_attr(not(any(feature = "redis", feature = "memcache")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "redis", feature = "memcache", feature = "http")),
+    allow(dead_code)
+)]
 pub struct Stream<D> {
     sock: Socket,
     dial: Arc<D>,
@@ -154,7 +160,10 @@ pub struct Stream<D> {
     carried: (u64, u64),
 }
 
-#[cfg_attr(not(any(feature = "redis", feature = "memcache")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "redis", feature = "memcache", feature = "http")),
+    allow(dead_code)
+)]
 impl<D: Dial> Stream<D> {
     pub(crate) fn new(sock: Socket, dial: Arc<D>, server: usize) -> Self {
         Stream {
@@ -163,6 +172,12 @@ impl<D: Dial> Stream<D> {
             server,
             carried: (0, 0),
         }
+    }
+
+    /// The server this stream is on now (a reconnect may move it).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn server(&self) -> usize {
+        self.server
     }
 }
 

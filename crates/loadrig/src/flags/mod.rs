@@ -4,6 +4,7 @@
 
 mod chat;
 mod hello;
+mod http;
 mod memcache;
 mod pubsub;
 mod redis;
@@ -12,6 +13,7 @@ mod voter;
 
 pub use chat::*;
 pub use hello::*;
+pub use http::*;
 pub use memcache::*;
 pub use pubsub::*;
 pub use redis::*;
@@ -133,6 +135,23 @@ pub enum Workload {
         #[command(flatten)]
         memcache: MemcacheArgs,
     },
+    /// wrk's load and output on HTTP/1.1 servers (wrk2's open loop with -R)
+    #[command(
+        after_help = HTTP_HELP,
+        mut_arg("target", |a| a.short(None).help(with_default("Target URL (or give it as the last word, as wrk)", HTTP_DEFAULTS.target))),
+        mut_arg("threads", |a| a.short('t').help(with_default("Threads driving the load, as wrk's -t", threads(HTTP_DEFAULTS)))),
+        mut_arg("clients", |a| a.help(with_default("Connections to keep open, as wrk's -c (each a client of the closed loop)", HTTP_DEFAULTS.clients))),
+        mut_arg("duration", |a| a.help(with_default("Duration of the test, as wrk's -d (e.g. 10, 10s, 2m)", format_args!("{}s", HTTP_SECONDS)))),
+        mut_arg("requests", |a| a.help("Requests in total instead of --duration")),
+        mut_arg("pipeline", |a| a.help("Requests each connection keeps in flight (wrk's pipeline.lua)")),
+        mut_arg("timeout", |a| a.default_value(HTTP_TIMEOUT).help("A request unanswered this long fails as a timeout, as wrk's --timeout"))
+    )]
+    Http {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        http: HttpArgs,
+    },
 }
 
 /// What a workload assumes when a flag is not given.
@@ -167,6 +186,8 @@ fn cores() -> usize {
 /// A workload's command line, taken apart.
 pub struct Parts<'a> {
     pub run: &'a RunArgs,
+    /// The target given as the workload's own argument (wrk's URL), if any.
+    pub url: Option<&'a str>,
     pub workload: WorkloadSpec,
     pub preset: Option<Preset>,
     pub defaults: Defaults,
@@ -175,7 +196,9 @@ pub struct Parts<'a> {
 impl Parts<'_> {
     /// The target URL as given, or the workload's default.
     pub fn target(&self) -> &str {
-        self.run.target.as_deref().unwrap_or(self.defaults.target)
+        self.url
+            .or(self.run.target.as_deref())
+            .unwrap_or(self.defaults.target)
     }
 
     /// The run spec, resolved against what the opened target says of
@@ -195,6 +218,7 @@ impl Workload {
                 let preset = voter.preset.map(VoterPresetArg::preset);
                 Parts {
                     run,
+                    url: None,
                     workload: voter.spec(preset),
                     preset,
                     defaults: DB_DEFAULTS,
@@ -204,6 +228,7 @@ impl Workload {
                 let preset = hello.preset.map(|HelloPresetArg::Hsd| Preset::Hsd);
                 Parts {
                     run,
+                    url: None,
                     workload: hello.spec(),
                     preset,
                     defaults: DB_DEFAULTS,
@@ -211,6 +236,7 @@ impl Workload {
             }
             Workload::Redis { run, redis } => Parts {
                 run,
+                url: None,
                 workload: redis.spec()?,
                 preset: None,
                 defaults: REDIS_DEFAULTS,
@@ -219,6 +245,7 @@ impl Workload {
                 one_connection_per_client(run)?;
                 Parts {
                     run,
+                    url: None,
                     workload: pubsub.spec(),
                     preset: None,
                     defaults: Defaults {
@@ -238,6 +265,7 @@ impl Workload {
                 let spec = chat.spec()?;
                 Parts {
                     run,
+                    url: None,
                     defaults: Defaults {
                         clients: spec.clients(),
                         duration: Some(CHAT_SECONDS),
@@ -247,8 +275,24 @@ impl Workload {
                     preset: None,
                 }
             }
+            Workload::Http { run, http } => {
+                if let (Some(_), Some(_)) = (&http.url, &run.target) {
+                    return Err(SpecError::new(
+                        "--target",
+                        "give the URL once (as --target or as the last word)",
+                    ));
+                }
+                Parts {
+                    run,
+                    url: http.url.as_deref(),
+                    workload: http.spec()?,
+                    preset: None,
+                    defaults: HTTP_DEFAULTS,
+                }
+            }
             Workload::Memcache { run, memcache } => Parts {
                 run,
+                url: None,
                 workload: memcache.spec()?,
                 preset: None,
                 defaults: MEMCACHE_DEFAULTS,
@@ -307,8 +351,16 @@ pub fn child_args(matches: &ArgMatches) -> Vec<OsString> {
     else {
         return out;
     };
+    let mut words = Vec::new();
     for arg in cmd.get_arguments() {
         let id = arg.get_id().as_str();
+        if arg.is_positional() && !arg.is_last_set() {
+            // A workload's own argument (http's URL), after the flags.
+            if given.value_source(id) == Some(ValueSource::CommandLine) {
+                words.extend(given.get_raw(id).into_iter().flatten().map(OsString::from));
+            }
+            continue;
+        }
         let Some(long) = arg.get_long() else { continue };
         if PARENT_ONLY.contains(&id) || given.value_source(id) != Some(ValueSource::CommandLine) {
             continue;
@@ -323,6 +375,7 @@ pub fn child_args(matches: &ArgMatches) -> Vec<OsString> {
             out.push(format!("--{long}").into());
         }
     }
+    out.extend(words);
     out
 }
 
