@@ -91,7 +91,10 @@ impl Stats {
         let stdev = if n < 2 {
             0.0
         } else {
-            let sq: f64 = values.iter().map(|(v, c)| (v - mean).powi(2) * *c as f64).sum();
+            let sq: f64 = values
+                .iter()
+                .map(|(v, c)| (v - mean).powi(2) * *c as f64)
+                .sum();
             (sq / (n - 1) as f64).sqrt()
         };
         let max = values.iter().map(|v| v.0).fold(0.0, f64::max);
@@ -326,7 +329,10 @@ mod tests {
             "       Value   Percentile   TotalCount 1/(1-Percentile)"
         );
         let last = &lines[lines.len() - 4];
-        assert!(last.ends_with(" 1.000000         1000          inf"), "{last}");
+        assert!(
+            last.ends_with(" 1.000000         1000          inf"),
+            "{last}"
+        );
         assert!(lines[lines.len() - 2].starts_with("#[Max     =        1.000"));
         assert!(lines[lines.len() - 1].contains("SubBuckets     =         2048"));
     }

@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod expect;
 mod golden;
+mod http;
 mod memcache;
 mod multi;
 mod percentiles;
