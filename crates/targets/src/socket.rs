@@ -61,10 +61,22 @@ impl Socket {
             let ready = self.stream.ready(interest).await?;
             if ready.is_readable() {
                 self.rbuf.reserve(self.chunk);
+                let room = self.rbuf.capacity() - self.rbuf.len();
                 match self.stream.try_read_buf(&mut self.rbuf) {
                     Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
                     Ok(n) => {
                         self.received += n as u64;
+                        if n < room {
+                            // A short read took all the socket held: say
+                            // so to tokio without the read that would
+                            // fail with WouldBlock (one system call per
+                            // reply saved). Bytes that come later raise
+                            // readiness again (edge-triggered, and tokio
+                            // clears only the readiness it saw).
+                            let _ = self.stream.try_io(Interest::READABLE, || {
+                                Err::<(), _>(io::ErrorKind::WouldBlock.into())
+                            });
+                        }
                         return Ok(());
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
