@@ -62,25 +62,30 @@ impl Socket {
             if ready.is_readable() {
                 self.rbuf.reserve(self.chunk);
                 let room = self.rbuf.capacity() - self.rbuf.len();
-                match self.stream.try_read_buf(&mut self.rbuf) {
-                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                    Ok(n) => {
+                // A short read took all the socket held: it is reported to
+                // tokio as WouldBlock, which clears the readiness tokio saw
+                // before the read, so the next wait does not begin with a
+                // read that fails (one system call per reply saved). Bytes
+                // that come after raise a newer readiness, which stays.
+                let (stream, rbuf) = (&self.stream, &mut self.rbuf);
+                let mut got = None;
+                let r = stream.try_io(Interest::READABLE, || {
+                    let n = stream.try_read_buf(rbuf)?;
+                    got = Some(n);
+                    if n > 0 && n < room {
+                        Err(io::ErrorKind::WouldBlock.into())
+                    } else {
+                        Ok(())
+                    }
+                });
+                match (got, r) {
+                    (Some(0), _) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                    (Some(n), _) => {
                         self.received += n as u64;
-                        if n < room {
-                            // A short read took all the socket held: say
-                            // so to tokio without the read that would
-                            // fail with WouldBlock (one system call per
-                            // reply saved). Bytes that come later raise
-                            // readiness again (edge-triggered, and tokio
-                            // clears only the readiness it saw).
-                            let _ = self.stream.try_io(Interest::READABLE, || {
-                                Err::<(), _>(io::ErrorKind::WouldBlock.into())
-                            });
-                        }
                         return Ok(());
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(e),
+                    (None, Err(e)) if e.kind() != io::ErrorKind::WouldBlock => return Err(e),
+                    (None, _) => {}
                 }
             }
         }
@@ -157,7 +162,7 @@ pub trait Dial: Send + Sync + 'static {
     fn dial(&self, server: usize) -> impl Future<Output = Option<Socket>> + Send;
 }
 
-/// The one byte stream of the pipelined FIFO clients (Redis, memcached):
+/// The one byte stream of the pipelined FIFO clients (Redis, memcached, HTTP):
 /// a socket that moves bytes and reconnects, to the same server first,
 /// then the next ones. It parses nothing; the workload does.
 #[cfg_attr(

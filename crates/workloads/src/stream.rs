@@ -1,5 +1,5 @@
-//! The one contract of a pipelined byte-stream client (Redis, memcached;
-//! HTTP/1.1 next): the target owns the socket and moves bytes, the
+//! The one contract of a pipelined byte-stream client (Redis, memcached,
+//! HTTP/1.1): the target owns the socket and moves bytes, the
 //! workload encodes requests into [`ByteStream::out`], parses responses
 //! where they lie at the front of [`ByteStream::input`], and keeps the
 //! requests in flight in a [`Fifo`] (these protocols answer in order).
