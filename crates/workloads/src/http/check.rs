@@ -55,6 +55,18 @@ async fn exchange<C: ByteStream>(
     requests: usize,
     want: impl Fn(usize, &[u8]) -> bool,
 ) -> Result<Vec<Got>, TargetError> {
+    exchange_within(c, label, what, requests, want, COLD_TIMEOUT).await
+}
+
+/// [`exchange`] within `limit`.
+async fn exchange_within<C: ByteStream>(
+    c: &mut C,
+    label: &str,
+    what: &str,
+    requests: usize,
+    want: impl Fn(usize, &[u8]) -> bool,
+    limit: Duration,
+) -> Result<Vec<Got>, TargetError> {
     let work = async {
         let mut got = Vec::with_capacity(requests);
         while got.len() < requests {
@@ -78,13 +90,13 @@ async fn exchange<C: ByteStream>(
         }
         Ok(got)
     };
-    match tokio::time::timeout(COLD_TIMEOUT, work).await {
+    match tokio::time::timeout(limit, work).await {
         Ok(Ok(g)) => Ok(g),
         Ok(Err(why)) => Err(failed(label, what, why)),
         Err(_) => Err(failed(
             label,
             what,
-            format!("no answer in {} s", COLD_TIMEOUT.as_secs()),
+            format!("no answer in {:.1} s", limit.as_secs_f64()),
         )),
     }
 }
@@ -114,36 +126,49 @@ pub(super) async fn verify<B: HttpBackend>(
             0,
             wrong,
         ));
-        if let Some(first) = load.first() {
-            let label = bench.backend.label();
-            let mut unlike = 0;
-            for s in 0..bench.backend.servers() {
-                let mut c = bench.backend.connect_to(s).await?;
-                request(
-                    c.out(),
-                    "GET",
-                    bench.backend.path(),
-                    &bench.backend.authority(s),
-                );
-                let got = exchange(&mut c, &label, "GET", 1, |_, _| true).await?;
-                unlike += got
-                    .iter()
-                    .filter(|g| g.status != 200 || g.print != first)
-                    .count();
+        // Each server's body now; the reference is the first the run saw,
+        // else (a `--processes` parent, whose children saw the bodies)
+        // the first server's.
+        let label = bench.backend.label();
+        let mut now = Vec::new();
+        for s in 0..bench.backend.servers() {
+            // A server that does not answer with a body now does not serve
+            // the first one: counted, not a reason to stop.
+            let Ok(mut c) = bench.backend.connect_to(s).await else {
+                now.push(None);
+                continue;
+            };
+            request(
+                c.out(),
+                "GET",
+                bench.backend.path(),
+                &bench.backend.authority(s),
+            );
+            // Within the run's --timeout: a server that answered nothing
+            // during the run need not be waited for longer now.
+            let limit = bench.timeout;
+            let got = exchange_within(&mut c, &label, "GET", 1, |_, _| true, limit).await;
+            let body = got
+                .ok()
+                .and_then(|g| g.first().map(|g| (g.status, g.print)));
+            now.push(body.and_then(|(status, print)| (status == 200).then_some(print)));
+        }
+        match load.first().or_else(|| now.first().copied().flatten()) {
+            Some(first) => {
+                let unlike = now.iter().filter(|p| **p != Some(first)).count();
+                checks.push(Check::new(
+                    "servers whose body afterwards is unlike the first seen",
+                    0,
+                    unlike as i64,
+                ));
+                said.push(format!(
+                    "every 200 body was the first one seen ({} bytes), and each of {} servers \
+                     serves it afterwards",
+                    group(first.0),
+                    bench.backend.servers()
+                ));
             }
-            checks.push(Check::new(
-                "servers whose body afterwards is unlike the first seen",
-                0,
-                unlike as i64,
-            ));
-            said.push(format!(
-                "every 200 body was the first one seen ({} bytes), and each of {} servers \
-                 serves it afterwards",
-                group(first.0),
-                bench.backend.servers()
-            ));
-        } else {
-            said.push("no 200 response, no body to compare".to_string());
+            None => said.push("no 200 response, no body to compare".to_string()),
         }
     } else {
         said.push(format!(

@@ -216,6 +216,8 @@ pub struct HttpBench<B> {
     /// Whether this process's drivers ran the load (not a `--processes`
     /// parent's), so [`Load::sent`] says what was written.
     pub processes: u32,
+    /// The run's `--timeout`, for the check of each server afterwards.
+    pub timeout: std::time::Duration,
 }
 
 impl<B: HttpBackend> HttpBench<B> {
@@ -230,6 +232,7 @@ impl<B: HttpBackend> HttpBench<B> {
             stop: run.load.stop,
             whole: run.load.shard.count == 1 && run.warmup_secs == 0.0,
             processes: run.processes,
+            timeout: std::time::Duration::from_secs_f64(run.timeout_secs),
         }
     }
 }
