@@ -581,6 +581,48 @@ mod tests {
     }
 
     #[test]
+    fn http_defaults_are_wrks_and_the_url_is_the_last_word() {
+        let s = parse_all(&["loadrig", "run", "http"]).unwrap();
+        assert_eq!(s.target, "http://127.0.0.1:8088/");
+        assert_eq!((s.load.clients, s.threads), (10, 2));
+        assert_eq!((s.load.stop, s.timeout_secs), (Stop::Seconds(10.0), 2.0));
+        let s = parse_all(&[
+            "loadrig",
+            "run",
+            "http",
+            "-t",
+            "3",
+            "-c",
+            "7",
+            "-H",
+            "X-A: 1",
+            "-L",
+            "http://127.0.0.1:8089,8090/x?y=1",
+        ])
+        .unwrap();
+        assert_eq!(s.target, "http://127.0.0.1:8089,8090/x?y=1");
+        assert_eq!((s.load.clients, s.threads), (7, 3));
+        let WorkloadSpec::Http(h) = &s.workload else {
+            panic!("http")
+        };
+        assert_eq!(
+            (h.method.as_str(), &h.headers[..], h.latency),
+            ("GET", &["X-A: 1".to_string()][..], true)
+        );
+        for (args, flag) in [
+            (&["-H", "nocolon"][..], "--header"),
+            (&["--method", "G T"][..], "--method"),
+            (&["--body-file", "/no/such/file"][..], "--body-file"),
+            (&["--target", "http://h/", "http://h/"][..], "--target"),
+        ] {
+            let mut all = vec!["loadrig", "run", "http"];
+            all.extend_from_slice(args);
+            let e = parse_all(&all).unwrap_err();
+            assert!(e.starts_with(&format!("{flag}:")), "{e}");
+        }
+    }
+
+    #[test]
     fn rate_zero_names_the_flag() {
         assert!(parse(&["--rate", "0"]).unwrap_err().starts_with("--rate:"));
     }
