@@ -2,7 +2,8 @@
 //! 8088-8091, one root, WebDAV under /dav/): GET over four ports verified,
 //! PUT written and read back, a file changed during the run caught, a 404
 //! counted as wrk's Non-2xx; small servers of the tests' own that answer
-//! garbage, close after each response (HTTP/1.0), reset, or never answer;
+//! garbage, close after each response (HTTP/1.0), reset, never answer, or
+//! cut the same body into chunks differently; `--processes`;
 //! bad flags; wrk's closing lines matched against a real wrk run's.
 
 use std::io::{Read, Write};
@@ -507,6 +508,50 @@ fn processes_take_the_url_and_the_parent_verifies() {
     );
     assert!(
         r.stdout.contains("\n  4 threads and 4 connections\n"),
+        "{}",
+        r.dump()
+    );
+}
+
+/// The same body, cut into chunks differently from one response to the
+/// next, with a chunk extension and a trailer; one response per request
+/// head read (pipelined ones too).
+fn chunked(mut c: TcpStream) {
+    let cuts: [&[u8]; 2] = [
+        b"5\r\nhello\r\n0\r\n\r\n",
+        b"2;x=1\r\nhe\r\n3\r\nllo\r\n0\r\nX-T: 1\r\n\r\n",
+    ];
+    let (mut n, mut got) = (0, Vec::new());
+    let mut buf = [0u8; 4096];
+    loop {
+        match c.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(k) => got.extend_from_slice(&buf[..k]),
+        }
+        let mut out = Vec::new();
+        while let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            got.drain(..end + 4);
+            out.extend_from_slice(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+            out.extend_from_slice(cuts[n % 2]);
+            n += 1;
+        }
+        if c.write_all(&out).is_err() {
+            return;
+        }
+    }
+}
+
+#[test]
+fn chunked_bodies_are_framed_and_compared_by_their_data() {
+    let (port, done) = own_server(chunked);
+    let url = format!("http://127.0.0.1:{port}/");
+    let (r, report) = http(&["-n", "2000", "-c", "2", "-t", "1", "-P", "4", &url]);
+    done.store(true, Ordering::Relaxed);
+    let _ = TcpStream::connect(("127.0.0.1", port));
+    assert_all_ok(&r, &report, 2000);
+    assert_verified(&r, &report);
+    assert!(
+        r.stdout.contains("first one seen (5 bytes)"),
         "{}",
         r.dump()
     );
