@@ -32,12 +32,6 @@ pub struct HttpSpec {
 }
 
 impl HttpSpec {
-    /// Whether requests write a path of their own each (`PUT`), read
-    /// back afterwards.
-    pub fn writes(&self) -> bool {
-        self.method == "PUT"
-    }
-
     /// A header as given to `-H`, checked: `Name: value`, a token for
     /// the name, no line breaks.
     pub fn header(h: &str) -> Result<String, SpecError> {
