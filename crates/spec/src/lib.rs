@@ -5,6 +5,7 @@
 
 pub mod bounds;
 mod facts;
+mod http;
 mod load;
 mod memcache;
 mod preset;
@@ -16,6 +17,7 @@ mod workload;
 use serde::{Deserialize, Serialize};
 
 pub use facts::TargetFacts;
+pub use http::{HttpSpec, MAX_BODY_SIZE};
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};
 pub use preset::{Preset, PresetDefaults};

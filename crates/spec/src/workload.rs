@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ChatSpec, MemcacheSpec, PubSubSpec, RedisSpec, SpecError};
+use crate::{ChatSpec, HttpSpec, MemcacheSpec, PubSubSpec, RedisSpec, SpecError};
 
 /// The Voter's contestants, numbered 1..=N in this order.
 pub const CONTESTANT_NAMES: [&str; 12] = [
@@ -30,6 +30,7 @@ pub enum WorkloadSpec {
     Pubsub(PubSubSpec),
     Chat(ChatSpec),
     Memcache(MemcacheSpec),
+    Http(HttpSpec),
 }
 
 /// What a workload's output adds to the common table and overall line,
@@ -41,6 +42,9 @@ pub struct OutputStyle {
     pub csv: CsvDialect,
     /// memaslap's `Net_rate` line after the overall line.
     pub net_rate: bool,
+    /// wrk's closing block (and, with `--latency`, its distribution and
+    /// wrk2's percentile spectrum) after the overall line.
+    pub wrk: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +61,7 @@ impl WorkloadSpec {
         let plain = OutputStyle {
             csv: CsvDialect::Loadrig,
             net_rate: false,
+            wrk: false,
         };
         match self {
             WorkloadSpec::Redis(_) => OutputStyle {
@@ -67,6 +72,7 @@ impl WorkloadSpec {
                 net_rate: true,
                 ..plain
             },
+            WorkloadSpec::Http(_) => OutputStyle { wrk: true, ..plain },
             WorkloadSpec::Voter(_)
             | WorkloadSpec::Hello(_)
             | WorkloadSpec::Pubsub(_)
@@ -82,6 +88,7 @@ impl WorkloadSpec {
             WorkloadSpec::Pubsub(_) => "pubsub",
             WorkloadSpec::Chat(_) => "chat",
             WorkloadSpec::Memcache(_) => "memcache",
+            WorkloadSpec::Http(_) => "http",
         }
     }
 
@@ -93,6 +100,7 @@ impl WorkloadSpec {
             WorkloadSpec::Pubsub(p) => p.validate(),
             WorkloadSpec::Chat(c) => c.validate(),
             WorkloadSpec::Memcache(m) => m.validate(),
+            WorkloadSpec::Http(h) => h.validate(),
         }
     }
 }

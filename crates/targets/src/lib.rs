@@ -4,6 +4,8 @@
 //! capabilities it can ([`loadrig_workloads::voter::VoterBackend`], ...).
 //! [`Target::open`] turns a `--target` URL into a target.
 
+#[cfg(feature = "http")]
+mod http;
 #[cfg(feature = "mysql")]
 mod mariadb;
 #[cfg(feature = "memcache")]
@@ -22,7 +24,8 @@ mod redis;
     feature = "voltdb",
     feature = "nats",
     feature = "mqtt",
-    feature = "memcache"
+    feature = "memcache",
+    feature = "http"
 ))]
 mod socket;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -36,6 +39,8 @@ mod voltdb;
 use loadrig_spec::{SpecError, TargetFacts};
 use loadrig_workloads::{Capabilities, TargetError, TargetInfo};
 
+#[cfg(feature = "http")]
+pub use http::{HttpConn, HttpTarget};
 #[cfg(feature = "mysql")]
 pub use mariadb::MariadbTarget;
 #[cfg(feature = "memcache")]
@@ -252,6 +257,15 @@ registry! {
         open: |_, rest| Ok(MemcacheTarget::new(memcache::parse_url(rest)?)),
         example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
         about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
+    },
+    #[cfg(feature = "http")]
+    Http(HttpTarget) {
+        name: "http",
+        schemes: ["http"],
+        capabilities: [http],
+        open: |_, rest| Ok(HttpTarget::new(http::parse_url(rest)?)),
+        example: "http://127.0.0.1:8088/  (several ports or servers: http://127.0.0.1:8088,8089,h2:80/index.html)",
+        about: "HTTP/1.1 servers (no TLS): keep-alive connections dealt over the servers round robin, pipelined",
     },
     Null(NullTarget) {
         name: "null",

@@ -15,7 +15,8 @@
         feature = "redis",
         feature = "memcache",
         feature = "nats",
-        feature = "mqtt"
+        feature = "mqtt",
+        feature = "http"
     )),
     allow(dead_code)
 )]

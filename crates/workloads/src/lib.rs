@@ -5,6 +5,7 @@
 //! prepare, connect, baseline, verify, summarise.
 
 pub mod hello;
+pub mod http;
 pub mod memcache;
 pub mod pubsub;
 pub mod redis;
@@ -61,6 +62,11 @@ pub const WORKLOADS: &[Workload] = &[
         capability: "pubsub",
         about: "Chut's social groups: G groups x CPG clients messaging random peers of their group, stress or realistic",
     },
+    Workload {
+        name: "http",
+        capability: "http",
+        about: "wrk's load and output: keep-alive connections, pipelining, wrk2's open loop and percentile spectrum; statuses counted, bodies compared, PUTs read back",
+    },
 ];
 
 /// The workloads a target with these capabilities runs, in [`WORKLOADS`]'
@@ -92,6 +98,9 @@ pub trait Capabilities: TargetInfo + Sized + 'static {
         None
     }
     fn pubsub<V: pubsub::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn http<V: http::Visit>(self, _visit: V) -> Option<V::Output> {
         None
     }
 }

@@ -1,6 +1,6 @@
 //! The one contract of a pipelined byte-stream client (Redis, memcached,
-//! the pub/sub links of NATS, MQTT and Redis; HTTP/1.1 next): the target
-//! owns the socket, dials and logs in, and moves bytes; the
+//! HTTP/1.1, the pub/sub links of NATS, MQTT and Redis): the target owns
+//! the socket, dials and logs in, and moves bytes; the
 //! workload encodes requests into [`ByteStream::out`], parses responses
 //! where they lie at the front of [`ByteStream::input`], and keeps the
 //! requests in flight in a [`Fifo`] (these protocols answer in order).

@@ -4,6 +4,7 @@
 
 mod chat;
 mod hello;
+mod http;
 mod memcache;
 mod output;
 mod pubsub;
@@ -13,6 +14,7 @@ mod voter;
 
 pub use chat::*;
 pub use hello::*;
+pub use http::*;
 pub use memcache::*;
 pub use output::*;
 pub use pubsub::*;
@@ -145,6 +147,23 @@ pub enum Workload {
         #[command(flatten)]
         memcache: MemcacheArgs,
     },
+    /// wrk's load and output on HTTP/1.1 servers (wrk2's open loop with -R)
+    #[command(
+        after_help = HTTP_HELP,
+        mut_arg("target", |a| a.short(None).help(with_default("Target URL (or give it as the last word, as wrk)", HTTP_DEFAULTS.target))),
+        mut_arg("threads", |a| a.short('t').help(with_default("Threads driving the load, as wrk's -t", threads(HTTP_DEFAULTS)))),
+        mut_arg("clients", |a| a.help(with_default("Connections to keep open, as wrk's -c (each a client of the closed loop)", HTTP_DEFAULTS.clients))),
+        mut_arg("duration", |a| a.help(with_default("Duration of the test, as wrk's -d (e.g. 10, 10s, 2m)", format_args!("{}s", HTTP_SECONDS)))),
+        mut_arg("requests", |a| a.help("Requests in total instead of --duration")),
+        mut_arg("pipeline", |a| a.help("Requests each connection keeps in flight (wrk's pipeline.lua)")),
+        mut_arg("timeout", |a| a.default_value(HTTP_TIMEOUT).help("A request unanswered this long fails as a timeout, as wrk's --timeout"))
+    )]
+    Http {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        http: HttpArgs,
+    },
 }
 
 /// What a workload assumes when a flag is not given.
@@ -179,6 +198,8 @@ fn cores() -> usize {
 /// A workload's command line, taken apart.
 pub struct Parts<'a> {
     pub run: &'a RunArgs,
+    /// The target given as the workload's own argument (wrk's URL), if any.
+    pub url: Option<&'a str>,
     pub workload: WorkloadSpec,
     pub preset: Option<Preset>,
     pub defaults: Defaults,
@@ -187,7 +208,9 @@ pub struct Parts<'a> {
 impl Parts<'_> {
     /// The target URL as given, or the workload's default.
     pub fn target(&self) -> &str {
-        self.run.target.as_deref().unwrap_or(self.defaults.target)
+        self.url
+            .or(self.run.target.as_deref())
+            .unwrap_or(self.defaults.target)
     }
 
     /// The run spec, resolved against what the opened target says of
@@ -207,6 +230,7 @@ impl Workload {
                 let preset = voter.preset.map(VoterPresetArg::preset);
                 Parts {
                     run,
+                    url: None,
                     workload: voter.spec(preset),
                     preset,
                     defaults: DB_DEFAULTS,
@@ -216,6 +240,7 @@ impl Workload {
                 let preset = hello.preset.map(|HelloPresetArg::Hsd| Preset::Hsd);
                 Parts {
                     run,
+                    url: None,
                     workload: hello.spec(),
                     preset,
                     defaults: DB_DEFAULTS,
@@ -223,6 +248,7 @@ impl Workload {
             }
             Workload::Redis { run, redis } => Parts {
                 run,
+                url: None,
                 workload: redis.spec()?,
                 preset: None,
                 defaults: REDIS_DEFAULTS,
@@ -231,6 +257,7 @@ impl Workload {
                 one_connection_per_client(run)?;
                 Parts {
                     run,
+                    url: None,
                     workload: pubsub.spec(),
                     preset: None,
                     defaults: Defaults {
@@ -250,6 +277,7 @@ impl Workload {
                 let spec = chat.spec()?;
                 Parts {
                     run,
+                    url: None,
                     defaults: Defaults {
                         clients: spec.clients(),
                         duration: Some(CHAT_SECONDS),
@@ -259,8 +287,24 @@ impl Workload {
                     preset: None,
                 }
             }
+            Workload::Http { run, http } => {
+                if let (Some(_), Some(_)) = (&http.url, &run.target) {
+                    return Err(SpecError::new(
+                        "--target",
+                        "give the URL once (as --target or as the last word)",
+                    ));
+                }
+                Parts {
+                    run,
+                    url: http.url.as_deref(),
+                    workload: http.spec()?,
+                    preset: None,
+                    defaults: HTTP_DEFAULTS,
+                }
+            }
             Workload::Memcache { run, memcache } => Parts {
                 run,
+                url: None,
                 workload: memcache.spec()?,
                 preset: None,
                 defaults: MEMCACHE_DEFAULTS,
@@ -344,8 +388,16 @@ pub fn child_line(matches: &ArgMatches) -> ChildLine {
     else {
         return line;
     };
+    let mut words = Vec::new();
     for arg in cmd.get_arguments() {
         let id = arg.get_id().as_str();
+        if arg.is_positional() && !arg.is_last_set() {
+            // A workload's own argument (http's URL), after the flags.
+            if given.value_source(id) == Some(ValueSource::CommandLine) {
+                words.extend(given.get_raw(id).into_iter().flatten().map(OsString::from));
+            }
+            continue;
+        }
         let Some(long) = arg.get_long() else { continue };
         if PARENT_ONLY.contains(&id) || given.value_source(id) != Some(ValueSource::CommandLine) {
             continue;
@@ -366,6 +418,7 @@ pub fn child_line(matches: &ArgMatches) -> ChildLine {
             line.args.push(format!("--{long}").into());
         }
     }
+    line.args.extend(words);
     line
 }
 
@@ -625,6 +678,48 @@ pub(crate) mod tests {
             ("--verify-gets", "2"),
         ] {
             let e = parse_all(&["loadrig", "run", "memcache", flag, value]).unwrap_err();
+            assert!(e.starts_with(&format!("{flag}:")), "{e}");
+        }
+    }
+
+    #[test]
+    fn http_defaults_are_wrks_and_the_url_is_the_last_word() {
+        let s = parse_all(&["loadrig", "run", "http"]).unwrap();
+        assert_eq!(s.target, "http://127.0.0.1:8088/");
+        assert_eq!((s.load.clients, s.threads), (10, 2));
+        assert_eq!((s.load.stop, s.timeout_secs), (Stop::Seconds(10.0), 2.0));
+        let s = parse_all(&[
+            "loadrig",
+            "run",
+            "http",
+            "-t",
+            "3",
+            "-c",
+            "7",
+            "-H",
+            "X-A: 1",
+            "-L",
+            "http://127.0.0.1:8089,8090/x?y=1",
+        ])
+        .unwrap();
+        assert_eq!(s.target, "http://127.0.0.1:8089,8090/x?y=1");
+        assert_eq!((s.load.clients, s.threads), (7, 3));
+        let WorkloadSpec::Http(h) = &s.workload else {
+            panic!("http")
+        };
+        assert_eq!(
+            (h.method.as_str(), &h.headers[..], h.latency),
+            ("GET", &["X-A: 1".to_string()][..], true)
+        );
+        for (args, flag) in [
+            (&["-H", "nocolon"][..], "--header"),
+            (&["--method", "G T"][..], "--method"),
+            (&["--body-file", "/no/such/file"][..], "--body-file"),
+            (&["--target", "http://h/", "http://h/"][..], "--target"),
+        ] {
+            let mut all = vec!["loadrig", "run", "http"];
+            all.extend_from_slice(args);
+            let e = parse_all(&all).unwrap_err();
             assert!(e.starts_with(&format!("{flag}:")), "{e}");
         }
     }

@@ -4,6 +4,7 @@
 //! machine-readable CSV takes standard output.
 
 pub mod csv;
+pub mod http;
 pub mod redis;
 
 use std::io::{IsTerminal, Write};
@@ -186,6 +187,9 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
     lines.push(overall(report));
     if report.spec.workload.output().net_rate {
         lines.push(net_rate(&report.measured));
+    }
+    if report.spec.workload.output().wrk {
+        lines.extend(http::wrk_lines(report)?);
     }
     Ok(lines)
 }

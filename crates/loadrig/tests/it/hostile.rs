@@ -33,7 +33,7 @@ const BEHAVIOURS: [Behaviour; 4] = [
 ];
 
 /// A scheme and the run that uses it.
-const TARGETS: [(&str, &[&str]); 7] = [
+const TARGETS: [(&str, &[&str]); 8] = [
     ("redis", &["run", "redis", "-t", "get"]),
     ("memcache", &["run", "memcache"]),
     ("nats", &["run", "pubsub"]),
@@ -41,6 +41,7 @@ const TARGETS: [(&str, &[&str]); 7] = [
     ("postgres", &["run", "voter"]),
     ("mysql", &["run", "voter"]),
     ("voltdb", &["run", "voter"]),
+    ("http", &["run", "http"]),
 ];
 
 /// The longest any run here may take: the connect deadline of the targets

@@ -9,6 +9,7 @@ mod common;
 mod expect;
 mod golden;
 mod hostile;
+mod http;
 mod memcache;
 mod multi;
 mod percentiles;

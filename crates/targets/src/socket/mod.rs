@@ -1,6 +1,7 @@
 //! A TCP socket with its write and read buffers, shared by the
-//! hand-written pipelined clients (VoltDB, Redis, memcached, NATS, MQTT),
-//! and the one byte stream over it ([`stream`]: all of them but VoltDB). Requests are encoded
+//! hand-written pipelined clients (VoltDB, Redis, memcached, NATS, MQTT,
+//! HTTP), and the one byte stream over it ([`stream`]: all of them but
+//! VoltDB). Requests are encoded
 //! into `wbuf`; `fill` writes what is queued and waits until more bytes
 //! are in `rbuf`. Only `try_*` calls touch the socket, after readiness, and
 //! both buffers live here, so dropping `fill` (the engine serves a timer)
@@ -17,14 +18,16 @@ use tokio::net::TcpStream;
     feature = "redis",
     feature = "memcache",
     feature = "nats",
-    feature = "mqtt"
+    feature = "mqtt",
+    feature = "http"
 ))]
 mod stream;
 #[cfg(any(
     feature = "redis",
     feature = "memcache",
     feature = "nats",
-    feature = "mqtt"
+    feature = "mqtt",
+    feature = "http"
 ))]
 pub use stream::{Dial, Stream};
 
@@ -72,14 +75,31 @@ impl Socket {
             let ready = self.stream.ready(interest).await?;
             if ready.is_readable() {
                 self.rbuf.reserve(self.chunk);
-                match self.stream.try_read_buf(&mut self.rbuf) {
-                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                    Ok(n) => {
+                let room = self.rbuf.capacity() - self.rbuf.len();
+                // A short read took all the socket held: it is reported to
+                // tokio as WouldBlock, which clears the readiness tokio saw
+                // before the read, so the next wait does not begin with a
+                // read that fails (one system call per reply saved). Bytes
+                // that come after raise a newer readiness, which stays.
+                let (stream, rbuf) = (&self.stream, &mut self.rbuf);
+                let mut got = None;
+                let r = stream.try_io(Interest::READABLE, || {
+                    let n = stream.try_read_buf(rbuf)?;
+                    got = Some(n);
+                    if n > 0 && n < room {
+                        Err(io::ErrorKind::WouldBlock.into())
+                    } else {
+                        Ok(())
+                    }
+                });
+                match (got, r) {
+                    (Some(0), _) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                    (Some(n), _) => {
                         self.received += n as u64;
                         return Ok(());
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(e),
+                    (None, Err(e)) if e.kind() != io::ErrorKind::WouldBlock => return Err(e),
+                    (None, _) => {}
                 }
             }
         }

@@ -1,5 +1,5 @@
 //! The one [`ByteStream`] over a [`Socket`], for every hand-written client
-//! but VoltDB's (Redis, memcached, the pub/sub links): a target says only
+//! but VoltDB's (Redis, memcached, the pub/sub links, HTTP): a target says only
 //! how it dials and logs in ([`Dial`]).
 
 use std::future::Future;
@@ -38,6 +38,12 @@ impl<D: Dial> Stream<D> {
             server,
             carried: (0, 0),
         }
+    }
+
+    /// The server this stream is on now (a reconnect may move it).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn server(&self) -> usize {
+        self.server
     }
 }
 

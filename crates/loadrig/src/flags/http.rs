@@ -1,0 +1,84 @@
+//! The http workload's flags: wrk's and wrk2's.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use loadrig_spec::{HttpSpec, SpecError, WorkloadSpec};
+
+use super::Defaults;
+
+pub(super) const HTTP_HELP: &str =
+    "As wrk: -t threads (2), -c connections (10), -d duration (10s), -H headers, --latency, \
+--timeout (2s); wrk2's -R rate opens the loop (latency counted from each request's intended \
+start). The URL may name several ports or servers (http://127.0.0.1:8088,8089/index.html): \
+connections are dealt over them round robin. Here -t is --threads, not --target. Statuses are \
+counted by class; 4xx and 5xx fail their request (wrk's Non-2xx or 3xx). A GET body unlike the \
+first the run saw is a verification error. --method PUT writes to DIR/INDEX under the URL's \
+path (DIR is loadrig-SEED) a body of its own per request, reads every path back afterwards and \
+deletes DIR unless --keep. wrk's closing lines follow loadrig's summary; see docs/http.md.";
+
+/// Seconds a run lasts without -n or -d, as wrk.
+pub const HTTP_SECONDS: f64 = 10.0;
+
+/// wrk's --timeout.
+pub(super) const HTTP_TIMEOUT: &str = "2";
+
+/// wrk's: 10 connections, 2 threads, 10 seconds.
+pub(super) const HTTP_DEFAULTS: Defaults = Defaults {
+    clients: 10,
+    threads: Some(2),
+    target: "http://127.0.0.1:8088/",
+    duration: Some(HTTP_SECONDS),
+};
+
+#[derive(Debug, Args)]
+pub struct HttpArgs {
+    /// The URL, as wrk takes it (the same as --target)
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+    /// The request method
+    #[arg(long, short = 'm', value_name = "METHOD", default_value = "GET")]
+    pub method: String,
+    /// A header to send, NAME: VALUE (repeatable)
+    #[arg(long, short = 'H', value_name = "HEADER")]
+    pub header: Vec<String>,
+    /// The body of every request
+    #[arg(long, value_name = "TEXT", conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// The body of every request, read from this file (UTF-8 text)
+    #[arg(long, value_name = "FILE")]
+    pub body_file: Option<PathBuf>,
+    /// Bytes of each PUT's generated body (without --body or --body-file)
+    #[arg(long, value_name = "BYTES", default_value_t = 256)]
+    pub put_size: usize,
+    /// Print wrk's latency distribution and wrk2's detailed percentile spectrum
+    #[arg(long, short = 'L')]
+    pub latency: bool,
+}
+
+impl HttpArgs {
+    pub fn spec(&self) -> Result<WorkloadSpec, SpecError> {
+        let headers = self
+            .header
+            .iter()
+            .map(|h| HttpSpec::header(h))
+            .collect::<Result<Vec<_>, _>>()?;
+        let body = match (&self.body, &self.body_file) {
+            (Some(b), _) => Some(b.clone()),
+            (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| {
+                SpecError::new(
+                    "--body-file",
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?),
+            (None, None) => None,
+        };
+        Ok(WorkloadSpec::Http(HttpSpec {
+            method: self.method.clone(),
+            headers,
+            body,
+            put_size: self.put_size,
+            latency: self.latency,
+        }))
+    }
+}

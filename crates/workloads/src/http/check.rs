@@ -1,0 +1,318 @@
+//! What the http workload checks after a run, and how it cleans up.
+//!
+//! A `GET`: no body during the run differed from the first one seen, and
+//! afterwards every server still serves that body (so several ports are
+//! checked to serve the same content). A `PUT`: every path the run may
+//! have written is read back (`GET`), on each server until found; every
+//! acknowledged `PUT` must be there with its body, up to the ones in
+//! doubt (sent, and the connection failed before the answer, or a server
+//! error). Which paths were written is known for a run by count with no
+//! warm-up (`0..n`), and otherwise from the highest index each driver
+//! sent (not known to the parent of `--processes` for a run by time).
+//! Clean-up deletes the run's directory on every server.
+
+use std::time::Duration;
+
+use bytes::Buf;
+use loadrig_metrics::{Check, Snapshot};
+use loadrig_spec::Stop;
+
+use super::driver::HttpBench;
+use super::load::{DOMAINS, REOPENED};
+use super::response::{self, fingerprint};
+use super::HttpBackend;
+use crate::stream::ByteStream;
+use crate::{group, Results, TargetError, Verdict};
+
+/// How long a cold-path exchange may take.
+const COLD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Requests in flight while reading back.
+const BATCH: usize = 64;
+
+fn failed(label: &str, what: &str, why: impl std::fmt::Display) -> TargetError {
+    TargetError::Prepare {
+        target: label.to_string(),
+        reason: format!("{what}: {why}"),
+    }
+}
+
+/// One response read back: its status and body's (length, hash), and
+/// whether the body is `want`.
+struct Got {
+    status: u16,
+    print: (u64, u64),
+    matches: bool,
+}
+
+/// Send `requests` (already encoded, in order) and read one response to
+/// each; `want(i, body)` says whether response `i`'s body is the one
+/// expected.
+async fn exchange<C: ByteStream>(
+    c: &mut C,
+    label: &str,
+    what: &str,
+    requests: usize,
+    want: impl Fn(usize, &[u8]) -> bool,
+) -> Result<Vec<Got>, TargetError> {
+    exchange_within(c, label, what, requests, want, COLD_TIMEOUT).await
+}
+
+/// [`exchange`] within `limit`.
+async fn exchange_within<C: ByteStream>(
+    c: &mut C,
+    label: &str,
+    what: &str,
+    requests: usize,
+    want: impl Fn(usize, &[u8]) -> bool,
+    limit: Duration,
+) -> Result<Vec<Got>, TargetError> {
+    let work = async {
+        let mut got = Vec::with_capacity(requests);
+        while got.len() < requests {
+            match response::parse(c.input(), false) {
+                Ok(Some(r)) => {
+                    let buf = c.input();
+                    let body: Vec<u8> = response::pieces(buf, &r.body).flatten().copied().collect();
+                    got.push(Got {
+                        status: r.status,
+                        print: fingerprint(buf, &r.body),
+                        matches: want(got.len(), &body),
+                    });
+                    buf.advance(r.len);
+                }
+                Ok(None) => c
+                    .fill()
+                    .await
+                    .map_err(|e| format!("{} error", e.kind.name()))?,
+                Err(e) => return Err(format!("not an HTTP response ({e})")),
+            }
+        }
+        Ok(got)
+    };
+    match tokio::time::timeout(limit, work).await {
+        Ok(Ok(g)) => Ok(g),
+        Ok(Err(why)) => Err(failed(label, what, why)),
+        Err(_) => Err(failed(
+            label,
+            what,
+            format!("no answer in {:.1} s", limit.as_secs_f64()),
+        )),
+    }
+}
+
+fn request(out: &mut bytes::BytesMut, method: &str, path: &str, authority: &str) {
+    out.extend_from_slice(
+        format!("{method} {path} HTTP/1.1\r\nHost: {authority}\r\n\r\n").as_bytes(),
+    );
+}
+
+pub(super) async fn verify<B: HttpBackend>(
+    bench: &HttpBench<B>,
+    counted: &Snapshot,
+) -> Result<Verdict, TargetError> {
+    let load = &*bench.load;
+    let wrong = counted.kinds.first().map_or(0, |k| {
+        k.errors.get(loadrig_metrics::ErrorKind::Verification)
+    }) as i64;
+    if load.put {
+        return verify_puts(bench, counted, wrong).await;
+    }
+    let mut checks = Vec::new();
+    let mut said = Vec::new();
+    if load.get {
+        checks.push(Check::new(
+            "GET bodies unlike the first one the run saw",
+            0,
+            wrong,
+        ));
+        // Each server's body now; the reference is the first the run saw,
+        // else (a `--processes` parent, whose children saw the bodies)
+        // the first server's.
+        let label = bench.backend.label();
+        let mut now = Vec::new();
+        for s in 0..bench.backend.servers() {
+            // A server that does not answer with a body now does not serve
+            // the first one: counted, not a reason to stop.
+            let Ok(mut c) = bench.backend.connect_to(s).await else {
+                now.push(None);
+                continue;
+            };
+            request(
+                c.out(),
+                "GET",
+                bench.backend.path(),
+                &bench.backend.authority(s),
+            );
+            // Within the run's --timeout: a server that answered nothing
+            // during the run need not be waited for longer now.
+            let limit = bench.timeout;
+            let got = exchange_within(&mut c, &label, "GET", 1, |_, _| true, limit).await;
+            let body = got
+                .ok()
+                .and_then(|g| g.first().map(|g| (g.status, g.print)));
+            now.push(body.and_then(|(status, print)| (status == 200).then_some(print)));
+        }
+        match load.first().or_else(|| now.first().copied().flatten()) {
+            Some(first) => {
+                let unlike = now.iter().filter(|p| **p != Some(first)).count();
+                checks.push(Check::new(
+                    "servers whose body afterwards is unlike the first seen",
+                    0,
+                    unlike as i64,
+                ));
+                said.push(format!(
+                    "every 200 body was the first one seen ({} bytes), and each of {} servers \
+                     serves it afterwards",
+                    group(first.0),
+                    bench.backend.servers()
+                ));
+            }
+            None => said.push("no 200 response, no body to compare".to_string()),
+        }
+    } else {
+        said.push(format!(
+            "{} requests: statuses counted, nothing to read back",
+            load.spec.method
+        ));
+    }
+    Ok(Verdict::from_checks(checks, said.join("; ")))
+}
+
+/// The indices whose `PUT` paths may hold a body, if known.
+fn written<B: HttpBackend>(bench: &HttpBench<B>) -> Option<Vec<u64>> {
+    match bench.stop {
+        Stop::Count(n) if bench.whole => Some((0..n).collect()),
+        _ if bench.processes > 1 => None,
+        _ => {
+            let sent = *bench.load.sent.lock().ok()?;
+            // No driver of this process sent anything: `loadrig verify`
+            // of a run by time, which only its own process knew.
+            if sent.main.is_none() && sent.warmup.is_none() {
+                return None;
+            }
+            let main = sent.main.map_or(0..0, |m| 0..m + 1);
+            let warm = sent
+                .warmup
+                .map_or(0..0, |m| loadrig_engine::WARMUP_INDEX_BASE..m + 1);
+            Some(main.chain(warm).collect())
+        }
+    }
+}
+
+async fn verify_puts<B: HttpBackend>(
+    bench: &HttpBench<B>,
+    counted: &Snapshot,
+    wrong: i64,
+) -> Result<Verdict, TargetError> {
+    let load = &*bench.load;
+    let (ok, failed_puts) = counted
+        .kinds
+        .first()
+        .map_or((0, 0), |k| (k.ok as i64, (k.count() - k.ok) as i64));
+    let Some(indices) = written(bench) else {
+        return Ok(Verdict::skipped(
+            "which paths a run by time wrote is known to the process that ran it only: not read back",
+        ));
+    };
+    let label = bench.backend.label();
+    // Per index: found with its body (Some(true)), with another (Some(false)).
+    let mut found: Vec<Option<bool>> = vec![None; indices.len()];
+    for s in 0..bench.backend.servers() {
+        let todo: Vec<usize> = (0..indices.len())
+            .filter(|&i| found[i] != Some(true))
+            .collect();
+        if todo.is_empty() {
+            break;
+        }
+        let mut c = bench.backend.connect_to(s).await?;
+        let authority = bench.backend.authority(s);
+        for batch in todo.chunks(BATCH) {
+            for &i in batch {
+                let path = format!("{}{}", load.dir, indices[i]);
+                request(c.out(), "GET", &path, &authority);
+            }
+            let got = exchange(&mut c, &label, "GET", batch.len(), |k, body| {
+                body == load.body(indices[batch[k]])
+            })
+            .await?;
+            for (&i, g) in batch.iter().zip(got) {
+                match g.status {
+                    200 => found[i] = Some(g.matches || found[i] == Some(true)),
+                    404 => {}
+                    s => return Err(failed(&label, "GET", format!("status {s} reading back"))),
+                }
+            }
+        }
+    }
+    let right = found.iter().filter(|f| **f == Some(true)).count() as i64;
+    let other = found.iter().filter(|f| **f == Some(false)).count() as i64;
+    let checks = vec![
+        Check::new("PUT responses that were wrong", 0, wrong),
+        Check::new(
+            "paths read back with their body = PUTs acknowledged",
+            ok,
+            right,
+        )
+        .in_doubt(failed_puts),
+        Check::new("paths read back holding another body", 0, other),
+    ];
+    let said = format!(
+        "{} of {} paths under {} read back with their bodies",
+        group(right as u64),
+        group(indices.len() as u64),
+        load.dir
+    );
+    Ok(Verdict::from_checks(checks, said))
+}
+
+/// The share of each status class, and connections reopened.
+pub(super) fn results(counted: &Snapshot) -> Results {
+    let d = |i: usize| counted.domains.get(i).copied().unwrap_or(0);
+    let total: u64 = (0..REOPENED).map(d).sum();
+    let share = |n: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / total as f64
+        }
+    };
+    let classes: Vec<String> = (0..REOPENED)
+        .filter(|&i| i < 4 || d(i) > 0)
+        .map(|i| format!("{} {} ({:.2}%)", DOMAINS[i], group(d(i)), share(d(i))))
+        .collect();
+    let mut lines = vec![format!("responses: {}", classes.join(", "))];
+    if d(REOPENED) > 0 {
+        lines.push(format!(
+            "connections the server closed and loadrig reopened: {}",
+            group(d(REOPENED))
+        ));
+    }
+    Results {
+        lines,
+        ..Results::default()
+    }
+}
+
+/// Delete the run's `PUT` directory on every server.
+pub(super) async fn clean<B: HttpBackend>(bench: &HttpBench<B>) -> Result<(), TargetError> {
+    let label = bench.backend.label();
+    for s in 0..bench.backend.servers() {
+        let mut c = bench.backend.connect_to(s).await?;
+        request(
+            c.out(),
+            "DELETE",
+            &bench.load.dir,
+            &bench.backend.authority(s),
+        );
+        let got = exchange(&mut c, &label, "DELETE", 1, |_, _| true).await?;
+        if let Some(g) = got.iter().find(|g| !matches!(g.status, 200..=299 | 404)) {
+            return Err(failed(
+                &label,
+                "DELETE",
+                format!("status {} removing {}", g.status, bench.load.dir),
+            ));
+        }
+    }
+    Ok(())
+}

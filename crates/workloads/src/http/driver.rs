@@ -1,0 +1,289 @@
+//! The http workload's run: one driver per connection, copying each
+//! request into the write buffer and parsing each response where it lies
+//! in the read buffer, and the [`Bench`] around them.
+//!
+//! HTTP/1.1 answers in request order, so the driver keeps the requests in
+//! flight in a FIFO. A status is counted by class; 2xx and 3xx complete
+//! the request, 4xx and 5xx fail it as a server error of that class (wrk
+//! counts them apart as "Non-2xx or 3xx responses"). Bytes that cannot be
+//! a response put the stream out of step: the connection is broken, a
+//! protocol error, and the engine reconnects.
+//!
+//! A response that says the server closes the connection (`Connection:
+//! close`, or HTTP/1.0 without keep-alive) completes its request; the
+//! driver then opens a new connection itself and sends again what was in
+//! flight behind it, as wrk does (the server never read those), counting
+//! it as `reopened`, not as an error.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Buf;
+use loadrig_engine::{Driver, Event, Tag};
+use loadrig_metrics::{ErrorKind, OpError, Snapshot};
+use loadrig_spec::{HttpSpec, RunSpec, Stop};
+
+use super::check;
+use super::load::{kind_name, Load, Sent, DOMAINS, OTHER, REOPENED, S2XX};
+use super::response::{self, fingerprint};
+use super::{HttpBackend, HttpConn};
+use crate::stream::{Fifo, StreamDriver};
+use crate::{Bench, Results, TargetError, Verdict};
+
+const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
+const WRONG: OpError = OpError::new(ErrorKind::Verification);
+
+/// A request in flight: its tag, and its index to send it again on a new
+/// connection.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    tag: Tag,
+    index: u64,
+}
+
+/// One engine connection.
+pub struct HttpDriver<C> {
+    conn: C,
+    load: Arc<Load>,
+    pending: Fifo<Pending>,
+    /// The server said it closes this connection after the response
+    /// just taken: nothing more comes on it.
+    closing: bool,
+    counts: [u64; DOMAINS.len()],
+    sent: Sent,
+}
+
+impl<C: HttpConn> HttpDriver<C> {
+    fn new(conn: C, load: Arc<Load>) -> Self {
+        HttpDriver {
+            conn,
+            load,
+            pending: Fifo::with_capacity(64),
+            closing: false,
+            counts: [0; DOMAINS.len()],
+            sent: Sent::default(),
+        }
+    }
+
+    /// The response at the front of the read buffer, for the oldest request.
+    #[inline]
+    fn answer(&mut self, p: Pending) -> Option<Event> {
+        let load = &*self.load;
+        let buf = self.conn.input();
+        let r = match response::parse(buf, load.head_only) {
+            Ok(Some(r)) => r,
+            Ok(None) => return None,
+            Err(_) => return Some(Event::Broken(PROTOCOL)),
+        };
+        let class = match r.status {
+            200..=599 => usize::from(r.status / 100 - 2) + S2XX,
+            _ => OTHER,
+        };
+        self.counts[class] += 1;
+        let result = match r.status {
+            200 if load.get => {
+                if load.same_as_first(fingerprint(buf, &r.body)) {
+                    Ok(None)
+                } else {
+                    Err(WRONG)
+                }
+            }
+            200..=399 => Ok(None),
+            400..=499 => Err(OpError::server("4xx")),
+            500..=599 => Err(OpError::server("5xx")),
+            _ => Err(OpError::server("other status")),
+        };
+        buf.advance(r.len);
+        self.pending.pop();
+        if !r.keep_alive {
+            self.closing = true;
+        }
+        Some(Event::Done { tag: p.tag, result })
+    }
+
+    /// A new connection in place of one the server closed, with what was
+    /// in flight behind the last response sent again.
+    async fn reopen(&mut self) -> Result<(), OpError> {
+        self.conn.reconnect().await?;
+        self.closing = false;
+        self.counts[REOPENED] += 1;
+        let server = self.conn.server();
+        // Nothing of the old socket's buffers came along.
+        let (load, out) = (&*self.load, self.conn.out());
+        let mut again = Fifo::with_capacity(self.pending.len());
+        while let Some(p) = self.pending.pop() {
+            load.write(out, server, p.index);
+            again.push(p, &[]);
+        }
+        self.pending = again;
+        Ok(())
+    }
+}
+
+impl<C: HttpConn> StreamDriver for HttpDriver<C> {
+    type Stream = C;
+
+    #[inline]
+    fn stream(&mut self) -> &mut C {
+        &mut self.conn
+    }
+}
+
+impl<C: HttpConn> Driver for HttpDriver<C> {
+    #[inline]
+    fn kind_of(&self, _index: u64) -> usize {
+        0
+    }
+
+    #[inline]
+    fn send(&mut self, index: u64, tag: Tag) -> usize {
+        let server = self.conn.server();
+        self.load.write(self.conn.out(), server, index);
+        if self.load.put {
+            self.sent.note(index);
+        }
+        let input = self.conn.input();
+        self.pending.push(Pending { tag, index }, input);
+        0
+    }
+
+    async fn recv(&mut self) -> Event {
+        loop {
+            if let Some(ev) = self.try_recv() {
+                return ev;
+            }
+            let step = if self.closing {
+                // Cancel safe: the new socket replaces the old one and the
+                // requests are written again with no await in between.
+                self.reopen().await
+            } else {
+                self.conn.fill().await
+            };
+            if let Err(e) = step {
+                return Event::Broken(e);
+            }
+        }
+    }
+
+    #[inline]
+    fn try_recv(&mut self) -> Option<Event> {
+        if self.pending.stray() {
+            return Some(Event::Broken(PROTOCOL));
+        }
+        if self.closing {
+            return None;
+        }
+        let Some(&p) = self.pending.front() else {
+            // Bytes nobody asked for.
+            return (!self.conn.input().is_empty()).then_some(Event::Broken(PROTOCOL));
+        };
+        self.answer(p)
+    }
+
+    fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        self.pending.clear();
+        self.closing = false;
+        self.conn.reconnect()
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.conn.take_bytes()
+    }
+
+    fn take_counts(&mut self, domains: &mut [u64]) {
+        for (d, c) in domains.iter_mut().zip(&mut self.counts) {
+            *d += std::mem::take(c);
+        }
+    }
+}
+
+impl<C> Drop for HttpDriver<C> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.load.sent.lock() {
+            s.merge(self.sent);
+        }
+    }
+}
+
+/// The http workload on one backend.
+pub struct HttpBench<B> {
+    pub backend: B,
+    pub load: Arc<Load>,
+    pub stop: Stop,
+    /// Whether this process ran the whole index space with no warm-up
+    /// (then a run by count wrote `PUT` paths `0..n` exactly).
+    pub whole: bool,
+    /// Whether this process's drivers ran the load (not a `--processes`
+    /// parent's), so [`Load::sent`] says what was written.
+    pub processes: u32,
+    /// The run's `--timeout`, for the check of each server afterwards.
+    pub timeout: std::time::Duration,
+}
+
+impl<B: HttpBackend> HttpBench<B> {
+    pub fn new(backend: B, own: &HttpSpec, run: &RunSpec) -> Self {
+        let authorities: Vec<String> = (0..backend.servers())
+            .map(|s| backend.authority(s))
+            .collect();
+        let load = Load::new(own.clone(), run.seed, backend.path(), &authorities);
+        HttpBench {
+            load: Arc::new(load),
+            backend,
+            stop: run.load.stop,
+            whole: run.load.shard.count == 1 && run.warmup_secs == 0.0,
+            processes: run.processes,
+            timeout: std::time::Duration::from_secs_f64(run.timeout_secs),
+        }
+    }
+}
+
+impl<B: HttpBackend> Bench for HttpBench<B> {
+    type Driver = HttpDriver<B::Conn>;
+    type Target = B;
+
+    fn target(&self) -> &B {
+        &self.backend
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        vec![kind_name(&self.load.spec.method)]
+    }
+
+    fn domains(&self) -> Vec<String> {
+        DOMAINS.iter().map(|d| d.to_string()).collect()
+    }
+
+    async fn prepare(&mut self) -> Result<(), TargetError> {
+        // Nothing to create: PUTs make their directory (nginx's
+        // create_full_put_path); a server not there fails the connect.
+        Ok(())
+    }
+
+    async fn baseline(&mut self) -> Result<serde_json::Value, TargetError> {
+        Ok(serde_json::Value::Null)
+    }
+
+    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
+        let conn = self.backend.connect().await?;
+        Ok(HttpDriver::new(conn, self.load.clone()))
+    }
+
+    async fn verify(
+        &mut self,
+        _baseline: &serde_json::Value,
+        counted: &Snapshot,
+    ) -> Result<Verdict, TargetError> {
+        check::verify(self, counted).await
+    }
+
+    async fn results(&mut self, counted: &Snapshot) -> Result<Results, TargetError> {
+        Ok(check::results(counted))
+    }
+
+    async fn finish(&mut self, keep: bool) -> Result<(), TargetError> {
+        if keep || !self.load.put {
+            return Ok(());
+        }
+        check::clean(self).await
+    }
+}
