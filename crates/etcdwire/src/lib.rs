@@ -10,12 +10,14 @@
 //!   it does not know (a newer server's fields are not an error).
 //! - [`frame`]: gRPC's 5-byte message prefix (compressed flag, big-endian
 //!   length) and the `grpc-status` codes of a call's trailers.
-//! - [`request`]: encoders of `RangeRequest`, `PutRequest`, `TxnRequest`
+//! - [`request`]: encoders of `RangeRequest`, `PutRequest`,
+//!   `DeleteRangeRequest`, `TxnRequest`
 //!   (its `RequestOp`s written one by one, so a transaction of any shape is
 //!   built without allocating), `StatusRequest`, `MemberListRequest`, each
 //!   as one whole gRPC message appended to a caller-owned buffer.
 //! - [`response`]: views of `ResponseHeader`, `RangeResponse` (its
 //!   `KeyValue`s iterated lazily, borrowed from the buffer), `PutResponse`,
+//!   `DeleteRangeResponse`,
 //!   `TxnResponse` (its `ResponseOp`s iterated lazily), `StatusResponse`,
 //!   `MemberListResponse`.
 //!
@@ -63,6 +65,8 @@ pub mod path {
     pub const RANGE: &str = "/etcdserverpb.KV/Range";
     /// `KV.Put`.
     pub const PUT: &str = "/etcdserverpb.KV/Put";
+    /// `KV.DeleteRange`.
+    pub const DELETE_RANGE: &str = "/etcdserverpb.KV/DeleteRange";
     /// `KV.Txn`.
     pub const TXN: &str = "/etcdserverpb.KV/Txn";
     /// `Maintenance.Status`.

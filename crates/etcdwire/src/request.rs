@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `RangeRequest` | key 1, range_end 2, limit 3, serializable 7, keys_only 8, count_only 9 |
 //! | `PutRequest` | key 1, value 2 |
+//! | `DeleteRangeRequest` | key 1, range_end 2 |
 //! | `RequestOp` | request_range 1, request_put 2 (a oneof) |
 //! | `TxnRequest` | success 2 (no compare: the success branch always runs) |
 //! | `StatusRequest`, `MemberListRequest` | none |
@@ -130,6 +131,19 @@ pub fn encode_put(out: &mut BytesMut, key: &[u8], value: &[u8]) -> Result<(), Wi
     let m = Open::begin(out);
     pb::put_bytes(m.out, 1, key);
     pb::put_bytes(m.out, 2, value);
+    m.finish()
+}
+
+/// Append a `DeleteRangeRequest` of `[key, range_end)` (an empty end:
+/// the one key).
+pub fn encode_delete_range(
+    out: &mut BytesMut,
+    key: &[u8],
+    range_end: &[u8],
+) -> Result<(), WireError> {
+    let m = Open::begin(out);
+    pb::put_bytes(m.out, 1, key);
+    pb::put_bytes(m.out, 2, range_end);
     m.finish()
 }
 

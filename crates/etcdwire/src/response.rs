@@ -9,6 +9,7 @@
 //! | `KeyValue` | key 1, create_revision 2, mod_revision 3, version 4, value 5, lease 6 |
 //! | `RangeResponse` | header 1, kvs 2, more 3, count 4 |
 //! | `PutResponse` | header 1 |
+//! | `DeleteRangeResponse` | header 1, deleted 2 |
 //! | `TxnResponse` | header 1, succeeded 2, responses 3 |
 //! | `ResponseOp` | response_range 1, response_put 2, response_delete_range 3, response_txn 4 |
 //! | `StatusResponse` | header 1, version 2, dbSize 3, leader 4, raftIndex 5, raftTerm 6 |
@@ -167,6 +168,31 @@ impl PutResponse {
         for f in Fields::new(m) {
             if let (1, v) = f? {
                 r.header = header(v, "PutResponse")?;
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// A `DeleteRangeResponse`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeleteRangeResponse {
+    /// The header.
+    pub header: ResponseHeader,
+    /// Keys deleted.
+    pub deleted: i64,
+}
+
+impl DeleteRangeResponse {
+    /// Read a `DeleteRangeResponse`.
+    pub fn decode(m: &[u8]) -> Result<DeleteRangeResponse, WireError> {
+        const M: &str = "DeleteRangeResponse";
+        let mut r = DeleteRangeResponse::default();
+        for f in Fields::new(m) {
+            match f? {
+                (1, v) => r.header = header(v, M)?,
+                (2, v) => r.deleted = v.varint(M, 2)? as i64,
+                _ => {}
             }
         }
         Ok(r)

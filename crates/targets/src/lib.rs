@@ -4,6 +4,8 @@
 //! capabilities it can ([`loadrig_workloads::voter::VoterBackend`], ...).
 //! [`Target::open`] turns a `--target` URL into a target.
 
+#[cfg(feature = "etcd")]
+mod etcd;
 #[cfg(feature = "mysql")]
 mod mariadb;
 #[cfg(feature = "memcache")]
@@ -36,6 +38,8 @@ mod voltdb;
 use loadrig_spec::{SpecError, TargetFacts};
 use loadrig_workloads::{Capabilities, TargetError, TargetInfo};
 
+#[cfg(feature = "etcd")]
+pub use etcd::{EtcdConn, EtcdTarget};
 #[cfg(feature = "mysql")]
 pub use mariadb::MariadbTarget;
 #[cfg(feature = "memcache")]
@@ -252,6 +256,15 @@ registry! {
         open: |_, rest| Ok(MemcacheTarget::new(memcache::parse_url(rest)?)),
         example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
         about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
+    },
+    #[cfg(feature = "etcd")]
+    Etcd(EtcdTarget) {
+        name: "etcd",
+        schemes: ["etcd"],
+        capabilities: [kv],
+        open: |_, rest| Ok(EtcdTarget::new(etcd::parse_url(rest)?)),
+        example: "etcd://127.0.0.1:2379  (a cluster's members: etcd://127.0.0.1:23791,23792,23793)",
+        about: "etcd v3 (gRPC over HTTP/2): a transaction is one Txn, many in flight per connection; members round robin",
     },
     Null(NullTarget) {
         name: "null",

@@ -15,7 +15,8 @@
         feature = "redis",
         feature = "memcache",
         feature = "nats",
-        feature = "mqtt"
+        feature = "mqtt",
+        feature = "etcd"
     )),
     allow(dead_code)
 )]
