@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ChatSpec, MemcacheSpec, PubSubSpec, RedisSpec, SpecError};
+use crate::{ChatSpec, KvSpec, MemcacheSpec, PubSubSpec, RedisSpec, SpecError};
 
 /// The Voter's contestants, numbered 1..=N in this order.
 pub const CONTESTANT_NAMES: [&str; 12] = [
@@ -30,6 +30,7 @@ pub enum WorkloadSpec {
     Pubsub(PubSubSpec),
     Chat(ChatSpec),
     Memcache(MemcacheSpec),
+    Kv(KvSpec),
 }
 
 /// What a workload's output adds to the common table and overall line,
@@ -70,7 +71,8 @@ impl WorkloadSpec {
             WorkloadSpec::Voter(_)
             | WorkloadSpec::Hello(_)
             | WorkloadSpec::Pubsub(_)
-            | WorkloadSpec::Chat(_) => plain,
+            | WorkloadSpec::Chat(_)
+            | WorkloadSpec::Kv(_) => plain,
         }
     }
 
@@ -82,6 +84,7 @@ impl WorkloadSpec {
             WorkloadSpec::Pubsub(_) => "pubsub",
             WorkloadSpec::Chat(_) => "chat",
             WorkloadSpec::Memcache(_) => "memcache",
+            WorkloadSpec::Kv(_) => "kv",
         }
     }
 
@@ -93,6 +96,7 @@ impl WorkloadSpec {
             WorkloadSpec::Pubsub(p) => p.validate(),
             WorkloadSpec::Chat(c) => c.validate(),
             WorkloadSpec::Memcache(m) => m.validate(),
+            WorkloadSpec::Kv(k) => k.validate(),
         }
     }
 }
