@@ -151,22 +151,22 @@ impl KvSpec {
     }
 
     /// The test whose shape this is, if any: `--reads 9 --writes 1` is
-    /// the mix whether or not `--test mix` was said.
-    pub fn matching_test(reads: u32, writes: u32, ranges: u32) -> Option<KvTest> {
-        KvTest::ALL
-            .into_iter()
-            .find(|t| t.shape() == (reads, writes, ranges))
+    /// the mix whether or not `--test mix` was said; a range of another
+    /// length is not the range test.
+    pub fn matching_test(reads: u32, writes: u32, ranges: u32, range_length: u32) -> Option<KvTest> {
+        KvTest::ALL.into_iter().find(|t| {
+            t.shape() == (reads, writes, ranges)
+                && (ranges == 0 || range_length == DEFAULT_RANGE_LENGTH)
+        })
     }
 
     /// The transaction kind's name: the test's, or the shape's
     /// (`r1w0`, `r0w0g1x100`).
     pub fn kind_name(&self) -> String {
         match self.test {
-            Some(t) if self.range_length == DEFAULT_RANGE_LENGTH || self.ranges == 0 => {
-                t.name().to_string()
-            }
-            _ if self.ranges == 0 => format!("r{}w{}", self.reads, self.writes),
-            _ => format!(
+            Some(t) => t.name().to_string(),
+            None if self.ranges == 0 => format!("r{}w{}", self.reads, self.writes),
+            None => format!(
                 "r{}w{}g{}x{}",
                 self.reads, self.writes, self.ranges, self.range_length
             ),
@@ -248,9 +248,10 @@ mod tests {
             assert_eq!(s.validate(), Ok(()));
             assert_eq!(s.kind_name(), t.name());
             let (r, w, g) = t.shape();
-            assert_eq!(KvSpec::matching_test(r, w, g), Some(t));
+            assert_eq!(KvSpec::matching_test(r, w, g, 1_000), Some(t));
         }
-        assert_eq!(KvSpec::matching_test(1, 0, 0), None);
+        assert_eq!(KvSpec::matching_test(1, 0, 0, 1_000), None);
+        assert_eq!(KvSpec::matching_test(0, 0, 1, 100), None);
     }
 
     #[test]
@@ -276,7 +277,7 @@ mod tests {
         (s.test, s.reads, s.writes) = (None, 1, 0);
         assert_eq!(s.kind_name(), "r1w0");
         let mut s = KvSpec::test(KvTest::Range);
-        s.range_length = 100;
+        (s.test, s.range_length) = (None, 100);
         assert_eq!(s.kind_name(), "r0w0g1x100");
     }
 }

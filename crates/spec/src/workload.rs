@@ -42,6 +42,10 @@ pub struct OutputStyle {
     pub csv: CsvDialect,
     /// memaslap's `Net_rate` line after the overall line.
     pub net_rate: bool,
+    /// FoundationDB's guide's units after the overall line (reads/s,
+    /// writes/s, operations/s, keys/s from the domain counters
+    /// `keys_read`, `range_keys`, `keys_written`).
+    pub guide_units: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +62,7 @@ impl WorkloadSpec {
         let plain = OutputStyle {
             csv: CsvDialect::Loadrig,
             net_rate: false,
+            guide_units: false,
         };
         match self {
             WorkloadSpec::Redis(_) => OutputStyle {
@@ -68,11 +73,14 @@ impl WorkloadSpec {
                 net_rate: true,
                 ..plain
             },
+            WorkloadSpec::Kv(_) => OutputStyle {
+                guide_units: true,
+                ..plain
+            },
             WorkloadSpec::Voter(_)
             | WorkloadSpec::Hello(_)
             | WorkloadSpec::Pubsub(_)
-            | WorkloadSpec::Chat(_)
-            | WorkloadSpec::Kv(_) => plain,
+            | WorkloadSpec::Chat(_) => plain,
         }
     }
 

@@ -25,7 +25,7 @@ use loadrig_engine::rng::Rng;
 use loadrig_metrics::Snapshot;
 use loadrig_spec::KvSpec;
 
-use super::bench::BATCH;
+use super::bench::{BATCH, MISSING};
 use super::data::{key_of, Generator, Origin};
 use super::{Key, KvBackend, KvConn, Rows};
 use crate::{group, Check, TargetError, Verdict};
@@ -202,7 +202,7 @@ pub(super) async fn verdict<B: KvBackend>(
     counted: &Snapshot,
 ) -> Result<Verdict, TargetError> {
     let count = backend.count().await?;
-    let missing = counted.domains.get(2).copied().unwrap_or(0);
+    let missing = counted.domains.get(MISSING).copied().unwrap_or(0);
     let mut checks = vec![
         Check::new("rows = rows loaded", spec.rows as i64, count as i64),
         Check::new("keys read during the run that were not there", 0, missing as i64),
