@@ -10,11 +10,12 @@ use std::pin::Pin;
 use loadrig_spec::{RunSpec, WorkloadSpec};
 use loadrig_targets::{Target, Visitor};
 use loadrig_workloads::hello::{HelloBackend, HelloBench};
+use loadrig_workloads::kv::{KvBackend, KvBench};
 use loadrig_workloads::memcache::{MemcacheBackend, MemcacheBench};
 use loadrig_workloads::pubsub::{ChatBench, PubSubBackend, PubSubBench};
 use loadrig_workloads::redis::{RedisBackend, RedisBench};
 use loadrig_workloads::voter::{VoterBackend, VoterBench};
-use loadrig_workloads::{hello, memcache, pubsub, redis, voter};
+use loadrig_workloads::{hello, kv, memcache, pubsub, redis, voter};
 use loadrig_workloads::{Bench, Capabilities, TargetError};
 
 /// What to do with the bench once it is built: run it, or verify with it.
@@ -45,6 +46,7 @@ impl<'a, U: UseBench<'a>> Visitor for Plan<'a, U> {
             WorkloadSpec::Memcache(own) => t.memcache(ForMemcache { own, spec, user }),
             WorkloadSpec::Pubsub(own) => t.pubsub(ForPubsub { own, spec, user }),
             WorkloadSpec::Chat(own) => t.pubsub(ForChat { own, spec, user }),
+            WorkloadSpec::Kv(own) => t.kv(ForKv { own, spec, user }),
         }
     }
 }
@@ -76,6 +78,7 @@ build_with! {
     ForMemcache: memcache::Visit, MemcacheBackend => MemcacheBench(loadrig_spec::MemcacheSpec);
     ForPubsub: pubsub::Visit, PubSubBackend => PubSubBench(loadrig_spec::PubSubSpec);
     ForChat: pubsub::Visit, PubSubBackend => ChatBench(loadrig_spec::ChatSpec);
+    ForKv: kv::Visit, KvBackend => KvBench(loadrig_spec::KvSpec);
 }
 
 /// Build the spec's workload on the target and hand it to `user`.

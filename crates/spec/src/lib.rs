@@ -4,6 +4,7 @@
 //! exactly what produced it.
 
 mod facts;
+mod kv;
 mod load;
 mod memcache;
 mod preset;
@@ -14,6 +15,10 @@ mod workload;
 use serde::{Deserialize, Serialize};
 
 pub use facts::TargetFacts;
+pub use kv::{
+    KeyChoice, KvSpec, KvTest, DEFAULT_RANGE_LENGTH, DEFAULT_ROWS, DEFAULT_VALUE_MAX, DEFAULT_VALUE_MIN,
+    MAX_PER_TXN, MAX_ROWS, MAX_VALUE_SIZE, MIN_VALUE_SIZE,
+};
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};
 pub use preset::{Preset, PresetDefaults};

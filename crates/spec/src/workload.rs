@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ChatSpec, MemcacheSpec, PubSubSpec, RedisSpec, SpecError};
+use crate::{ChatSpec, KvSpec, MemcacheSpec, PubSubSpec, RedisSpec, SpecError};
 
 /// The Voter's contestants, numbered 1..=N in this order.
 pub const CONTESTANT_NAMES: [&str; 12] = [
@@ -30,6 +30,7 @@ pub enum WorkloadSpec {
     Pubsub(PubSubSpec),
     Chat(ChatSpec),
     Memcache(MemcacheSpec),
+    Kv(KvSpec),
 }
 
 /// What a workload's output adds to the common table and overall line,
@@ -41,6 +42,10 @@ pub struct OutputStyle {
     pub csv: CsvDialect,
     /// memaslap's `Net_rate` line after the overall line.
     pub net_rate: bool,
+    /// FoundationDB's guide's units after the overall line (reads/s,
+    /// writes/s, operations/s, keys/s from the domain counters
+    /// `keys_read`, `range_keys`, `keys_written`).
+    pub guide_units: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +62,7 @@ impl WorkloadSpec {
         let plain = OutputStyle {
             csv: CsvDialect::Loadrig,
             net_rate: false,
+            guide_units: false,
         };
         match self {
             WorkloadSpec::Redis(_) => OutputStyle {
@@ -65,6 +71,10 @@ impl WorkloadSpec {
             },
             WorkloadSpec::Memcache(_) => OutputStyle {
                 net_rate: true,
+                ..plain
+            },
+            WorkloadSpec::Kv(_) => OutputStyle {
+                guide_units: true,
                 ..plain
             },
             WorkloadSpec::Voter(_)
@@ -82,6 +92,7 @@ impl WorkloadSpec {
             WorkloadSpec::Pubsub(_) => "pubsub",
             WorkloadSpec::Chat(_) => "chat",
             WorkloadSpec::Memcache(_) => "memcache",
+            WorkloadSpec::Kv(_) => "kv",
         }
     }
 
@@ -93,6 +104,7 @@ impl WorkloadSpec {
             WorkloadSpec::Pubsub(p) => p.validate(),
             WorkloadSpec::Chat(c) => c.validate(),
             WorkloadSpec::Memcache(m) => m.validate(),
+            WorkloadSpec::Kv(k) => k.validate(),
         }
     }
 }

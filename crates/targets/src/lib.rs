@@ -186,7 +186,7 @@ registry! {
     Sqlite(SqliteTarget) {
         name: "sqlite",
         schemes: ["sqlite"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| SqliteTarget::open(rest),
         example: "sqlite:///tmp/bench.db?sync=full  (no --target: a fresh temporary database)",
         about: "embedded SQLite (bundled); one database thread, group commit, WAL",

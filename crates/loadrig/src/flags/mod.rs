@@ -4,6 +4,7 @@
 
 mod chat;
 mod hello;
+mod kv;
 mod memcache;
 mod pubsub;
 mod redis;
@@ -12,6 +13,7 @@ mod voter;
 
 pub use chat::*;
 pub use hello::*;
+pub use kv::*;
 pub use memcache::*;
 pub use pubsub::*;
 pub use redis::*;
@@ -119,6 +121,19 @@ pub enum Workload {
         run: RunArgs,
         #[command(flatten)]
         chat: ChatArgs,
+    },
+    /// FoundationDB's key-value tests: write1, write10, read10, mix, range
+    #[command(
+        after_help = KV_HELP,
+        mut_arg("target", |a| a.help(with_default("Target URL", KV_DEFAULTS.target))),
+        mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and one transaction in flight", KV_DEFAULTS.clients))),
+        mut_arg("duration", |a| a.help(with_default("Run this long instead of -n (e.g. 10, 10s, 2m)", format_args!("{}s", KV_DEFAULTS.duration.unwrap_or(60.0)))))
+    )]
+    Kv {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        kv: KvArgs,
     },
     /// memaslap's load on memcached: gets and sets over a window of keys per client
     #[command(
@@ -247,6 +262,12 @@ impl Workload {
                     preset: None,
                 }
             }
+            Workload::Kv { run, kv } => Parts {
+                run,
+                workload: kv.spec()?,
+                preset: None,
+                defaults: KV_DEFAULTS,
+            },
             Workload::Memcache { run, memcache } => Parts {
                 run,
                 workload: memcache.spec()?,

@@ -13,12 +13,18 @@
 //! target stores them as they are, in one keyspace named by the dataset
 //! ([`KvBackend::use_dataset`]): a table, a key prefix, a directory.
 
+mod bench;
+pub mod data;
+mod verify;
+
 use std::future::Future;
 
 use loadrig_engine::Tag;
 use loadrig_metrics::OpError;
 
 use crate::{Reply, TargetError, TargetInfo};
+
+pub use bench::{KvBench, KvDriver, DOMAINS};
 
 /// Every key is this long (the guide's 16 bytes).
 pub const KEY_LEN: usize = 16;
