@@ -6,6 +6,7 @@
 
 mod cli;
 mod common;
+mod etcd;
 mod expect;
 mod golden;
 mod memcache;

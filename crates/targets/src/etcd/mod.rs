@@ -164,8 +164,14 @@ impl TargetInfo for EtcdTarget {
         Some(format!("etcd {}", f.version))
     }
 
+    /// Before the member list is known (the run's header is printed
+    /// before connecting) the one promise that holds for any cluster;
+    /// after, with the member count (the report's).
     fn durability(&self) -> Option<String> {
-        let f = self.facts.get()?;
+        let fsync = "each commit is fsynced to the write-ahead log before it is answered (etcd has no other mode)";
+        let Some(f) = self.facts.get() else {
+            return Some(format!("{fsync}, on a majority of the cluster's members"));
+        };
         let replication = match f.members {
             1 => "one member, no replication".to_string(),
             n => format!(
@@ -173,9 +179,7 @@ impl TargetInfo for EtcdTarget {
                 n / 2 + 1
             ),
         };
-        Some(format!(
-            "each commit is fsynced to the write-ahead log before it is answered (etcd has no other mode); {replication}"
-        ))
+        Some(format!("{fsync}; {replication}"))
     }
 
     fn max_depth(&self) -> usize {
