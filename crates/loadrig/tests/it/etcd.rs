@@ -110,6 +110,7 @@ impl Cluster {
                     .args(["--initial-advertise-peer-urls", &url(peers[i])])
                     .args(["--initial-cluster", &initial])
                     .args(["--initial-cluster-token", "loadrig-it"])
+                    .args(["--backend-batch-limit", "1000"])
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
                     .spawn()
