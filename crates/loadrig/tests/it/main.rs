@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod expect;
 mod golden;
+mod kv;
 mod memcache;
 mod multi;
 mod percentiles;

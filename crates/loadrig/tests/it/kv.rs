@@ -1,0 +1,168 @@
+//! The kv workload (FoundationDB's tests) end to end: each test of the
+//! guide on each target verifies with its counts asserted, the dataset is
+//! reused by a second run, a store that acknowledges writes it does not
+//! keep fails verification (exit 1), and bad shapes exit 2 with one line.
+
+use std::path::Path;
+
+use crate::common::{assert_all_ok, assert_verified, domain, loadrig, run_reported, Run};
+
+/// Rows of the tests' datasets: small, so each run loads in a blink.
+const ROWS: u64 = 10_000;
+/// Transactions per run.
+const N: u64 = 2_000;
+
+/// The guide's tests: name, point reads, writes, range rows per transaction.
+const TESTS: [(&str, u64, u64, u64); 5] = [
+    ("write1", 0, 1, 0),
+    ("write10", 0, 10, 0),
+    ("read10", 10, 0, 0),
+    ("mix", 9, 1, 0),
+    ("range", 0, 0, 100),
+];
+
+/// One test on `target`: every transaction ok, the counts exact, verified.
+pub(crate) fn each_test_verifies(target: &str, dataset: &str) {
+    for (test, reads, writes, range) in TESTS {
+        let n = N.to_string();
+        let rows = ROWS.to_string();
+        let mut args = vec![
+            "run", "kv", "--target", target, "--test", test, "-n", &n, "--clients", "20",
+            "--rows", &rows, "--dataset", dataset, "-q",
+        ];
+        if range > 0 {
+            // The guide's 1,000 keys is the default; 100 keeps runs short.
+            args.extend(["--range-length", "100"]);
+        }
+        let (r, report) = run_reported(&args);
+        assert_eq!(r.code, 0, "{test} on {target}: {}", r.dump());
+        assert_all_ok(&r, &report, N);
+        assert_verified(&r, &report);
+        assert_eq!(domain(&report, "keys_read"), reads * N, "{test}");
+        assert_eq!(domain(&report, "keys_written"), writes * N, "{test}");
+        assert_eq!(domain(&report, "range_keys"), range * N, "{test}");
+        assert_eq!(domain(&report, "keys_missing"), 0, "{test}");
+        assert!(
+            r.stdout.contains("in the guide's units: "),
+            "{test}: {}",
+            r.dump()
+        );
+    }
+}
+
+fn verdict_summary(report: &loadrig_report::Report) -> String {
+    report
+        .verification
+        .as_ref()
+        .and_then(|v| v.verdict.as_ref())
+        .map(|v| v.summary.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn sqlite_runs_every_test_of_the_guide_verified() {
+    each_test_verifies("sqlite://", "kv");
+}
+
+#[test]
+fn with_no_target_the_mix_runs_on_sqlite_and_speaks_the_guides_units() {
+    let (r, report) = run_reported(&["run", "kv", "--rows", "10000", "-n", "3000"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &report, 3_000);
+    assert_verified(&r, &report);
+    assert!(r.stdout.contains("kv on sqlite://"), "{}", r.dump());
+    assert!(r.stdout.contains("synchronous=NORMAL"), "{}", r.dump());
+    assert!(
+        r.stdout.contains("test: mix of FoundationDB's benchmarking guide"),
+        "{}",
+        r.dump()
+    );
+    let units = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("in the guide's units: "))
+        .unwrap_or_else(|| panic!("no guide units:\n{}", r.dump()));
+    assert!(units.contains("reads/s + ") && units.contains("writes/s"), "{units}");
+    // 100 clients and 60 seconds are the defaults (given -n here).
+    assert!(r.stdout.contains("100 clients"), "{}", r.dump());
+    assert_eq!(domain(&report, "keys_read"), 27_000);
+    assert_eq!(domain(&report, "keys_written"), 3_000);
+}
+
+fn file_target(dir: &Path) -> String {
+    format!("sqlite://{}", dir.join("kv.db").display())
+}
+
+#[test]
+fn a_loaded_dataset_is_reused_and_loaded_again_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let run = |extra: &[&str]| -> Run {
+        let mut args = vec!["run", "kv", "--target", &target, "--rows", "5000", "-n", "500"];
+        args.extend(extra);
+        let (r, report) = run_reported(&args);
+        assert_eq!(r.code, 0, "{}", r.dump());
+        assert_verified(&r, &report);
+        r
+    };
+    assert!(run(&[]).stdout.contains("load: 5,000 rows in "));
+    // The run's writes were put back: the same dataset serves the next run.
+    assert!(run(&["--test", "write10"]).stdout.contains("load: reused dataset kv"));
+    assert!(run(&["--load"]).stdout.contains("load: 5,000 rows in "));
+    // Other rows or another seed: another dataset, loaded.
+    assert!(run(&["--seed", "7"]).stdout.contains("load: 5,000 rows in "));
+    // --keep leaves the run's writes: the next run must not trust the data.
+    run(&["--keep", "--test", "write1"]);
+    assert!(run(&["--seed", "7"]).stdout.contains("load: 5,000 rows in "));
+}
+
+#[test]
+fn a_store_that_drops_acknowledged_writes_fails_verification() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let args = |n: &str| {
+        vec![
+            "run", "kv", "--target", &target, "--rows", "5000", "-n", n, "--test", "write1",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    let first = loadrig(&args("10").iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(first.code, 0, "{}", first.dump());
+    // From now on the store acknowledges every write to the upper half of
+    // the keys and keeps none of them.
+    let db = rusqlite::Connection::open(dir.path().join("kv.db")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER drop_writes BEFORE INSERT ON kv_kv WHEN NEW.k >= 'k000000000002500'
+         BEGIN SELECT RAISE(IGNORE); END;",
+    )
+    .unwrap();
+    drop(db);
+    let a = args("1000");
+    let (r, report) = run_reported(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert_all_ok(&r, &report, 1_000);
+    let summary = verdict_summary(&report);
+    assert!(
+        summary.starts_with("FAILED") && summary.contains("acknowledged writes missing"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn bad_shapes_exit_2_with_one_line() {
+    for (args, flag) in [
+        (&["--test", "range", "--range-length", "0"][..], "--range-length"),
+        (&["--reads", "0", "--writes", "0"][..], "--reads"),
+        (&["--value-size", "100-8"][..], "--value-size"),
+    ] {
+        let mut all = vec!["run", "kv"];
+        all.extend(args);
+        let r = loadrig(&all);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.dump());
+        let lines: Vec<&str> = r.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {}", r.dump());
+        assert!(lines[0].contains(flag), "{args:?}: {}", r.dump());
+    }
+}
