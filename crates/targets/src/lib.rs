@@ -191,7 +191,7 @@ registry! {
     Postgres(PostgresTarget) {
         name: "postgres",
         schemes: ["postgres", "postgresql"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| Ok(PostgresTarget::new(postgres::parse_url(rest)?)),
         example: "postgres://bench:bench@127.0.0.1:5432/bench",
         about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",

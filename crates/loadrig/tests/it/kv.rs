@@ -166,3 +166,82 @@ fn bad_shapes_exit_2_with_one_line() {
         assert!(lines[0].contains(flag), "{args:?}: {}", r.dump());
     }
 }
+
+const POSTGRES: &str = "postgres://bench:bench@127.0.0.1/bench";
+
+/// SQL run by psql as the tests' user, behind the binary's back.
+fn psql(sql: &str) {
+    let out = std::process::Command::new("psql")
+        .args(["-h", "127.0.0.1", "-U", "bench", "-d", "bench", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .env("PGPASSWORD", "bench")
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn postgres_runs_every_test_of_the_guide_verified() {
+    crate::common::need_server("postgres", 5432);
+    each_test_verifies(POSTGRES, "it_each");
+}
+
+#[test]
+fn postgres_links_cut_mid_run_leave_writes_in_doubt_and_verify_holds() {
+    crate::common::need_server("postgres", 5432);
+    let relay = crate::common::Relay::start(5432);
+    let target = format!("postgres://bench:bench@127.0.0.1:{}/bench", relay.port);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut run = crate::common::Running::start(&[
+        "run", "kv", "--target", &target, "--test", "write10", "--rows", "10000", "--dataset",
+        "it_cut", "--clients", "20", "--duration", "3", "--interval", "0.2", "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until_first_lap();
+    assert!(relay.cut() >= 1, "no link to cut");
+    let r = run.finish();
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let report = crate::common::report(&out);
+    assert!(report.measured.errors > 0, "{}", r.dump());
+    assert!(report.measured.ok > 0, "{}", r.dump());
+    assert_verified(&r, &report);
+    let summary = verdict_summary(&report);
+    assert!(!summary.contains(" 0 in-doubt"), "{summary}");
+}
+
+#[test]
+fn postgres_dropping_acknowledged_writes_fails_verification() {
+    crate::common::need_server("postgres", 5432);
+    let args = |n: &'static str| {
+        [
+            "run", "kv", "--target", POSTGRES, "--rows", "5000", "--dataset", "it_drop", "-n", n,
+            "--clients", "10", "--test", "write1", "--load",
+        ]
+    };
+    let first = loadrig(&args("10"));
+    assert_eq!(first.code, 0, "{}", first.dump());
+    // The server acknowledges every write to the upper half of the keys
+    // and keeps none: a trigger that turns them into nothing.
+    psql(
+        "CREATE OR REPLACE FUNCTION it_drop_writes() RETURNS trigger LANGUAGE plpgsql AS
+           $$ BEGIN RETURN NULL; END $$;
+         DROP TRIGGER IF EXISTS drop_writes ON kv_it_drop;
+         CREATE TRIGGER drop_writes BEFORE INSERT ON kv_it_drop FOR EACH ROW
+           WHEN (NEW.k >= 'k000000000002500'::bytea) EXECUTE FUNCTION it_drop_writes();",
+    );
+    let mut a = args("1000").to_vec();
+    a.pop(); // no --load: the loaded data stays, with the trigger
+    let (r, report) = run_reported(&a);
+    psql("DROP TRIGGER IF EXISTS drop_writes ON kv_it_drop;");
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert_all_ok(&r, &report, 1_000);
+    let summary = verdict_summary(&report);
+    assert!(
+        summary.starts_with("FAILED") && summary.contains("acknowledged writes missing"),
+        "{summary}"
+    );
+}
