@@ -153,7 +153,12 @@ impl KvSpec {
     /// The test whose shape this is, if any: `--reads 9 --writes 1` is
     /// the mix whether or not `--test mix` was said; a range of another
     /// length is not the range test.
-    pub fn matching_test(reads: u32, writes: u32, ranges: u32, range_length: u32) -> Option<KvTest> {
+    pub fn matching_test(
+        reads: u32,
+        writes: u32,
+        ranges: u32,
+        range_length: u32,
+    ) -> Option<KvTest> {
         KvTest::ALL.into_iter().find(|t| {
             t.shape() == (reads, writes, ranges)
                 && (ranges == 0 || range_length == DEFAULT_RANGE_LENGTH)
@@ -264,7 +269,10 @@ mod tests {
         assert_eq!(bad(|s| (s.reads, s.writes) = (0, 0)), "--reads");
         assert_eq!(bad(|s| s.range_length = 0), "--range-length");
         assert_eq!(bad(|s| s.ranges = 2), "--ranges");
-        assert_eq!(bad(|s| (s.value_min, s.value_max) = (50, 20)), "--value-size");
+        assert_eq!(
+            bad(|s| (s.value_min, s.value_max) = (50, 20)),
+            "--value-size"
+        );
         assert_eq!(bad(|s| s.value_min = 4), "--value-size");
         assert_eq!(bad(|s| s.rows = 0), "--rows");
         assert_eq!(bad(|s| s.dataset = "Bad-Name".into()), "--dataset");

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 pub use facts::TargetFacts;
 pub use kv::{
-    KeyChoice, KvSpec, KvTest, DEFAULT_RANGE_LENGTH, DEFAULT_ROWS, DEFAULT_VALUE_MAX, DEFAULT_VALUE_MIN,
-    MAX_PER_TXN, MAX_ROWS, MAX_VALUE_SIZE, MIN_VALUE_SIZE,
+    KeyChoice, KvSpec, KvTest, DEFAULT_RANGE_LENGTH, DEFAULT_ROWS, DEFAULT_VALUE_MAX,
+    DEFAULT_VALUE_MIN, MAX_PER_TXN, MAX_ROWS, MAX_VALUE_SIZE, MIN_VALUE_SIZE,
 };
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};

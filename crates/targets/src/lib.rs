@@ -218,7 +218,7 @@ registry! {
     Redis(RedisTarget) {
         name: "redis",
         schemes: ["redis"],
-        capabilities: [redis, pubsub],
+        capabilities: [redis, pubsub, kv],
         open: |_, rest| Ok(RedisTarget::new(redis::parse_url(rest)?)),
         example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
         about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",

@@ -163,7 +163,10 @@ mod tests {
     #[test]
     fn bad_shapes_are_refused_by_flag() {
         let flag = |a: &[&str]| spec(a).unwrap_err().flag;
-        assert_eq!(flag(&["--test", "range", "--range-length", "0"]), "--range-length");
+        assert_eq!(
+            flag(&["--test", "range", "--range-length", "0"]),
+            "--range-length"
+        );
         assert_eq!(flag(&["--reads", "0", "--writes", "0"]), "--reads");
         assert_eq!(flag(&["--value-size", "100-8"]), "--value-size");
         assert_eq!(flag(&["--value-size", "x"]), "--value-size");

@@ -447,7 +447,11 @@ pub fn guide_units(m: &Measured) -> String {
             0
         }
     };
-    let (reads, ranged, writes) = (count("keys_read"), count("range_keys"), count("keys_written"));
+    let (reads, ranged, writes) = (
+        count("keys_read"),
+        count("range_keys"),
+        count("keys_written"),
+    );
     let ok: u64 = m.kinds.iter().map(|k| k.ok).sum();
     let mut parts = Vec::new();
     if reads > 0 {

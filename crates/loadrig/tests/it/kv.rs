@@ -27,8 +27,21 @@ pub(crate) fn each_test_verifies(target: &str, dataset: &str) {
         let n = N.to_string();
         let rows = ROWS.to_string();
         let mut args = vec![
-            "run", "kv", "--target", target, "--test", test, "-n", &n, "--clients", "20",
-            "--rows", &rows, "--dataset", dataset, "-q",
+            "run",
+            "kv",
+            "--target",
+            target,
+            "--test",
+            test,
+            "-n",
+            &n,
+            "--clients",
+            "20",
+            "--rows",
+            &rows,
+            "--dataset",
+            dataset,
+            "-q",
         ];
         if range > 0 {
             // The guide's 1,000 keys is the default; 100 keeps runs short.
@@ -73,7 +86,8 @@ fn with_no_target_the_mix_runs_on_sqlite_and_speaks_the_guides_units() {
     assert!(r.stdout.contains("kv on sqlite://"), "{}", r.dump());
     assert!(r.stdout.contains("synchronous=NORMAL"), "{}", r.dump());
     assert!(
-        r.stdout.contains("test: mix of FoundationDB's benchmarking guide"),
+        r.stdout
+            .contains("test: mix of FoundationDB's benchmarking guide"),
         "{}",
         r.dump()
     );
@@ -82,7 +96,10 @@ fn with_no_target_the_mix_runs_on_sqlite_and_speaks_the_guides_units() {
         .lines()
         .find(|l| l.starts_with("in the guide's units: "))
         .unwrap_or_else(|| panic!("no guide units:\n{}", r.dump()));
-    assert!(units.contains("reads/s + ") && units.contains("writes/s"), "{units}");
+    assert!(
+        units.contains("reads/s + ") && units.contains("writes/s"),
+        "{units}"
+    );
     // 100 clients and 60 seconds are the defaults (given -n here).
     assert!(r.stdout.contains("100 clients"), "{}", r.dump());
     assert_eq!(domain(&report, "keys_read"), 27_000);
@@ -98,7 +115,9 @@ fn a_loaded_dataset_is_reused_and_loaded_again_on_request() {
     let dir = tempfile::tempdir().unwrap();
     let target = file_target(dir.path());
     let run = |extra: &[&str]| -> Run {
-        let mut args = vec!["run", "kv", "--target", &target, "--rows", "5000", "-n", "500"];
+        let mut args = vec![
+            "run", "kv", "--target", &target, "--rows", "5000", "-n", "500",
+        ];
         args.extend(extra);
         let (r, report) = run_reported(&args);
         assert_eq!(r.code, 0, "{}", r.dump());
@@ -107,13 +126,19 @@ fn a_loaded_dataset_is_reused_and_loaded_again_on_request() {
     };
     assert!(run(&[]).stdout.contains("load: 5,000 rows in "));
     // The run's writes were put back: the same dataset serves the next run.
-    assert!(run(&["--test", "write10"]).stdout.contains("load: reused dataset kv"));
+    assert!(run(&["--test", "write10"])
+        .stdout
+        .contains("load: reused dataset kv"));
     assert!(run(&["--load"]).stdout.contains("load: 5,000 rows in "));
     // Other rows or another seed: another dataset, loaded.
-    assert!(run(&["--seed", "7"]).stdout.contains("load: 5,000 rows in "));
+    assert!(run(&["--seed", "7"])
+        .stdout
+        .contains("load: 5,000 rows in "));
     // --keep leaves the run's writes: the next run must not trust the data.
     run(&["--keep", "--test", "write1"]);
-    assert!(run(&["--seed", "7"]).stdout.contains("load: 5,000 rows in "));
+    assert!(run(&["--seed", "7"])
+        .stdout
+        .contains("load: 5,000 rows in "));
 }
 
 #[test]
@@ -153,7 +178,10 @@ fn a_store_that_drops_acknowledged_writes_fails_verification() {
 #[test]
 fn bad_shapes_exit_2_with_one_line() {
     for (args, flag) in [
-        (&["--test", "range", "--range-length", "0"][..], "--range-length"),
+        (
+            &["--test", "range", "--range-length", "0"][..],
+            "--range-length",
+        ),
         (&["--reads", "0", "--writes", "0"][..], "--reads"),
         (&["--value-size", "100-8"][..], "--value-size"),
     ] {
@@ -172,7 +200,18 @@ const POSTGRES: &str = "postgres://bench:bench@127.0.0.1/bench";
 /// SQL run by psql as the tests' user, behind the binary's back.
 fn psql(sql: &str) {
     let out = std::process::Command::new("psql")
-        .args(["-h", "127.0.0.1", "-U", "bench", "-d", "bench", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "bench",
+            "-d",
+            "bench",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        ])
         .env("PGPASSWORD", "bench")
         .output()
         .expect("psql runs");
@@ -197,8 +236,23 @@ fn postgres_links_cut_mid_run_leave_writes_in_doubt_and_verify_holds() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let mut run = crate::common::Running::start(&[
-        "run", "kv", "--target", &target, "--test", "write10", "--rows", "10000", "--dataset",
-        "it_cut", "--clients", "20", "--duration", "3", "--interval", "0.2", "--out",
+        "run",
+        "kv",
+        "--target",
+        &target,
+        "--test",
+        "write10",
+        "--rows",
+        "10000",
+        "--dataset",
+        "it_cut",
+        "--clients",
+        "20",
+        "--duration",
+        "3",
+        "--interval",
+        "0.2",
+        "--out",
         out.to_str().unwrap(),
     ]);
     run.until_first_lap();
@@ -218,8 +272,21 @@ fn postgres_dropping_acknowledged_writes_fails_verification() {
     crate::common::need_server("postgres", 5432);
     let args = |n: &'static str| {
         [
-            "run", "kv", "--target", POSTGRES, "--rows", "5000", "--dataset", "it_drop", "-n", n,
-            "--clients", "10", "--test", "write1", "--load",
+            "run",
+            "kv",
+            "--target",
+            POSTGRES,
+            "--rows",
+            "5000",
+            "--dataset",
+            "it_drop",
+            "-n",
+            n,
+            "--clients",
+            "10",
+            "--test",
+            "write1",
+            "--load",
         ]
     };
     let first = loadrig(&args("10"));
@@ -244,4 +311,10 @@ fn postgres_dropping_acknowledged_writes_fails_verification() {
         summary.starts_with("FAILED") && summary.contains("acknowledged writes missing"),
         "{summary}"
     );
+}
+
+#[test]
+fn redis_runs_every_test_of_the_guide_verified() {
+    crate::common::need_server("redis", 6379);
+    each_test_verifies("redis://127.0.0.1:6379", "it_each");
 }

@@ -119,7 +119,10 @@ impl KvConn for PgKvConn {
                 };
                 let wk: Vec<&[u8]> = writes.keys().iter().map(|k| &k[..]).collect();
                 let wv: Vec<&[u8]> = writes.iter().map(|(_, v)| v).collect();
-                match client.query_one(&call, &[&r, &gs, &ge, &gl, &wk, &wv]).await {
+                match client
+                    .query_one(&call, &[&r, &gs, &ge, &gl, &wk, &wv])
+                    .await
+                {
                     Ok(row) => {
                         let result = match row.try_get::<_, i64>(0) {
                             Ok(packed) => Ok(TxnDone {

@@ -190,7 +190,9 @@ impl<B: KvBackend> KvBench<B> {
     async fn load(&self) -> Result<Duration, TargetError> {
         let conns = self.backend.load_connections().max(1);
         let batches = self.spec.rows.div_ceil(BATCH);
-        let conns = conns.min(usize::try_from(batches).unwrap_or(usize::MAX)).max(1);
+        let conns = conns
+            .min(usize::try_from(batches).unwrap_or(usize::MAX))
+            .max(1);
         let done = Arc::new(AtomicU64::new(0));
         let started = Instant::now();
         let mut tasks = tokio::task::JoinSet::new();
@@ -329,10 +331,7 @@ impl<B: KvBackend> Bench for KvBench<B> {
                 shape(s),
                 t.guide()
             ),
-            None => format!(
-                "test: none of the guide's; a transaction is {}",
-                shape(s)
-            ),
+            None => format!("test: none of the guide's; a transaction is {}", shape(s)),
         };
         let mut lines = vec![
             test,
@@ -370,7 +369,13 @@ impl<B: KvBackend> Bench for KvBench<B> {
 /// A transaction's shape in words.
 fn shape(s: &KvSpec) -> String {
     let mut parts = Vec::new();
-    let keys = |n: u32| if n == 1 { "1 random key".to_string() } else { format!("{n} random keys") };
+    let keys = |n: u32| {
+        if n == 1 {
+            "1 random key".to_string()
+        } else {
+            format!("{n} random keys")
+        }
+    };
     if s.reads > 0 {
         parts.push(format!("read {}", keys(s.reads)));
     }

@@ -205,8 +205,9 @@ impl Generator {
         for _ in 0..self.writes {
             let row = self.keys.pick(&mut rng);
             let values = &self.values;
-            txn.writes
-                .push_with(key_of(row), |out| values.write(Origin::Written(index), row, out));
+            txn.writes.push_with(key_of(row), |out| {
+                values.write(Origin::Written(index), row, out)
+            });
         }
     }
 

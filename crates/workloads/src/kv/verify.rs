@@ -205,7 +205,11 @@ pub(super) async fn verdict<B: KvBackend>(
     let missing = counted.domains.get(MISSING).copied().unwrap_or(0);
     let mut checks = vec![
         Check::new("rows = rows loaded", spec.rows as i64, count as i64),
-        Check::new("keys read during the run that were not there", 0, missing as i64),
+        Check::new(
+            "keys read during the run that were not there",
+            0,
+            missing as i64,
+        ),
     ];
     let sets = ledger.sorted();
     let touched = match &sets {
@@ -234,7 +238,11 @@ pub(super) async fn verdict<B: KvBackend>(
             0,
             t.foreign as i64,
         ),
-        Check::new("values that match no writer of the run", 0, t.corrupt as i64),
+        Check::new(
+            "values that match no writer of the run",
+            0,
+            t.corrupt as i64,
+        ),
         Check::new("rows gone", 0, t.absent as i64),
     ]);
     let summary = match &sets {
@@ -297,7 +305,11 @@ async fn read_back<B: KvBackend>(
         if values.len() != keys.len() {
             return Err(TargetError::Prepare {
                 target: "kv read back".to_string(),
-                reason: format!("asked for {} keys, got {} answers", keys.len(), values.len()),
+                reason: format!(
+                    "asked for {} keys, got {} answers",
+                    keys.len(),
+                    values.len()
+                ),
             });
         }
         out.extend(values);
