@@ -200,7 +200,7 @@ registry! {
     Mariadb(MariadbTarget) {
         name: "mariadb",
         schemes: ["mysql", "mariadb"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| Ok(MariadbTarget::new(mariadb::parse_url(rest)?)),
         example: "mysql://bench:bench@127.0.0.1:3306/bench",
         about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",

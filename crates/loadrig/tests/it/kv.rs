@@ -318,3 +318,9 @@ fn redis_runs_every_test_of_the_guide_verified() {
     crate::common::need_server("redis", 6379);
     each_test_verifies("redis://127.0.0.1:6379", "it_each");
 }
+
+#[test]
+fn mariadb_runs_every_test_of_the_guide_verified() {
+    crate::common::need_server("mariadb", 3306);
+    each_test_verifies("mysql://bench:bench@127.0.0.1/bench", "it_each");
+}
