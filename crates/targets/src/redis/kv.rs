@@ -104,7 +104,7 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
 /// Append one bulk string: `$len\r\n` bytes `\r\n`, `prefix` first.
 fn bulk(out: &mut BytesMut, prefix: &[u8], bytes: &[u8]) {
     out.put_u8(b'$');
-    out.put_slice(&decimal((prefix.len() + bytes.len()) as u64, &mut [0; 20]));
+    out.put_slice(decimal((prefix.len() + bytes.len()) as u64, &mut [0; 20]));
     out.put_slice(b"\r\n");
     out.put_slice(prefix);
     out.put_slice(bytes);
@@ -113,7 +113,7 @@ fn bulk(out: &mut BytesMut, prefix: &[u8], bytes: &[u8]) {
 
 fn array(out: &mut BytesMut, n: usize) {
     out.put_u8(b'*');
-    out.put_slice(&decimal(n as u64, &mut [0; 20]));
+    out.put_slice(decimal(n as u64, &mut [0; 20]));
     out.put_slice(b"\r\n");
 }
 
@@ -257,7 +257,7 @@ impl KvConn for RedisKvConn {
             bulk(out, b"", &names.index);
             bulk(out, &[b"[".as_slice(), &names.prefix].concat(), &g.start);
             bulk(out, &[b"(".as_slice(), &names.prefix].concat(), &g.end);
-            bulk(out, b"", &decimal(u64::from(g.limit), &mut [0; 20]));
+            bulk(out, b"", decimal(u64::from(g.limit), &mut [0; 20]));
             queued += 1;
         }
         if writes {
