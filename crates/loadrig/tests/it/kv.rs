@@ -324,3 +324,34 @@ fn mariadb_runs_every_test_of_the_guide_verified() {
     crate::common::need_server("mariadb", 3306);
     each_test_verifies("mysql://bench:bench@127.0.0.1/bench", "it_each");
 }
+
+#[test]
+fn processes_verify_by_tracing_values_and_say_what_they_cannot_know() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let (r, report) = run_reported(&[
+        "run",
+        "kv",
+        "--processes",
+        "2",
+        "--target",
+        &target,
+        "--rows",
+        "5000",
+        "-n",
+        "1000",
+        "--clients",
+        "5",
+        "--test",
+        "write10",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &report, 1_000);
+    assert_verified(&r, &report);
+    assert_eq!(domain(&report, "keys_written"), 10_000);
+    assert!(
+        verdict_summary(&report).contains("known only to the processes that ran them"),
+        "{}",
+        r.dump()
+    );
+}
