@@ -355,3 +355,32 @@ fn processes_verify_by_tracing_values_and_say_what_they_cannot_know() {
         r.dump()
     );
 }
+
+#[test]
+fn skewed_key_choices_run_and_verify() {
+    for keys in ["zipfian", "latest"] {
+        let (r, report) = run_reported(&[
+            "run",
+            "kv",
+            "--rows",
+            "10000",
+            "-n",
+            "2000",
+            "--clients",
+            "20",
+            "--keys",
+            keys,
+            "--test",
+            "write10",
+        ]);
+        assert_eq!(r.code, 0, "{keys}: {}", r.dump());
+        assert_all_ok(&r, &report, 2_000);
+        assert_verified(&r, &report);
+        assert_eq!(domain(&report, "keys_written"), 20_000, "{keys}");
+        assert!(
+            r.stdout.contains(&format!("keys chosen {keys}")),
+            "{}",
+            r.dump()
+        );
+    }
+}
