@@ -209,7 +209,7 @@ registry! {
     Voltdb(VoltTarget) {
         name: "voltdb",
         schemes: ["voltdb"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| Ok(VoltTarget::new(voltdb::parse_url(rest)?)),
         example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
         about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",

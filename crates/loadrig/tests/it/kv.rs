@@ -384,3 +384,9 @@ fn skewed_key_choices_run_and_verify() {
         );
     }
 }
+
+#[test]
+fn voltdb_runs_every_test_of_the_guide_verified() {
+    crate::common::need_server("voltdb", 21212);
+    each_test_verifies("voltdb://127.0.0.1:21212", "it_each");
+}
