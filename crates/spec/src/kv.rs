@@ -17,7 +17,7 @@ pub const DEFAULT_RANGE_LENGTH: u32 = 1_000;
 /// A written value carries its writer's index and a check in its first 8
 /// bytes, so no value is shorter.
 pub const MIN_VALUE_SIZE: u32 = 8;
-pub const MAX_VALUE_SIZE: u32 = 65_536;
+pub const MAX_VALUE_SIZE: u32 = 65_535;
 /// Keys are `k` and 15 decimal digits; a value holds its row in 48 bits.
 pub const MAX_ROWS: u64 = 99_999_999_999_999;
 /// Operations in one transaction, at most (reads, writes and range rows

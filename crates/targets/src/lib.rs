@@ -195,7 +195,7 @@ registry! {
     Postgres(PostgresTarget) {
         name: "postgres",
         schemes: ["postgres", "postgresql"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| Ok(PostgresTarget::new(postgres::parse_url(rest)?)),
         example: "postgres://bench:bench@127.0.0.1:5432/bench",
         about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
@@ -204,7 +204,7 @@ registry! {
     Mariadb(MariadbTarget) {
         name: "mariadb",
         schemes: ["mysql", "mariadb"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| Ok(MariadbTarget::new(mariadb::parse_url(rest)?)),
         example: "mysql://bench:bench@127.0.0.1:3306/bench",
         about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
@@ -213,7 +213,7 @@ registry! {
     Voltdb(VoltTarget) {
         name: "voltdb",
         schemes: ["voltdb"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| Ok(VoltTarget::new(voltdb::parse_url(rest)?)),
         example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
         about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
@@ -222,7 +222,7 @@ registry! {
     Redis(RedisTarget) {
         name: "redis",
         schemes: ["redis"],
-        capabilities: [redis, pubsub],
+        capabilities: [redis, pubsub, kv],
         open: |_, rest| Ok(RedisTarget::new(redis::parse_url(rest)?)),
         example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
         about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",

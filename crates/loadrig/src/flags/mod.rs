@@ -127,7 +127,9 @@ pub enum Workload {
         after_help = KV_HELP,
         mut_arg("target", |a| a.help(with_default("Target URL", KV_DEFAULTS.target))),
         mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and one transaction in flight", KV_DEFAULTS.clients))),
-        mut_arg("duration", |a| a.help(with_default("Run this long instead of -n (e.g. 10, 10s, 2m)", format_args!("{}s", KV_DEFAULTS.duration.unwrap_or(60.0)))))
+        mut_arg("duration", |a| a.help(with_default("Run this long instead of -n (e.g. 10, 10s, 2m)", format_args!("{}s", KV_DEFAULTS.duration.unwrap_or(60.0))))),
+        mut_arg("requests", |a| a.help("Transactions in total instead of --duration")),
+        mut_arg("keep", |a| a.help("Leave the run's writes in the data (the loaded data is kept anyway, its rows put back; after --keep the next run loads again)"))
     )]
     Kv {
         #[command(flatten)]

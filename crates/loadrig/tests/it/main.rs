@@ -9,6 +9,7 @@ mod common;
 mod etcd;
 mod expect;
 mod golden;
+mod kv;
 mod memcache;
 mod multi;
 mod percentiles;

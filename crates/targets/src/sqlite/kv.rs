@@ -31,7 +31,9 @@ impl Sql {
         Sql {
             dataset: dataset.to_string(),
             get: format!("SELECT v FROM {table} WHERE k = ?1"),
-            put: format!("INSERT OR REPLACE INTO {table} (k, v) VALUES (?1, ?2)"),
+            put: format!(
+                "INSERT INTO {table} (k, v) VALUES (?1, ?2) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
+            ),
             range: format!("SELECT v FROM {table} WHERE k >= ?1 AND k < ?2 ORDER BY k LIMIT ?3"),
             table,
         }
