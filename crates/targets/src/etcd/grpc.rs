@@ -156,16 +156,12 @@ impl<M: Unpin> Channel<M> {
             sent: 0,
             received: 0,
         };
-        // The member's SETTINGS must be read before the first stream.
-        poll_fn(|cx| match Pin::new(&mut channel.conn).poll(cx) {
-            Poll::Ready(Ok(())) => Poll::Ready(Err(ChannelError::Closed)),
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
-            Poll::Pending => match channel.send.poll_ready(cx) {
-                Poll::Ready(r) => Poll::Ready(r.map_err(ChannelError::from)),
-                Poll::Pending => Poll::Pending,
-            },
-        })
-        .await?;
+        // One real call before the connection is handed out: a server
+        // that is not an etcd member (or not HTTP/2 at all) is found out
+        // here, at connect time, not as the run's first errors.
+        tokio::time::timeout(timeout, channel.probe())
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no answer to Status"))??;
         Ok(channel)
     }
 
@@ -180,10 +176,8 @@ impl<M: Unpin> Channel<M> {
     /// is done; with none in flight it waits for the connection alone.
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Result<Done<M>, ChannelError>> {
         loop {
-            match Pin::new(&mut self.conn).poll(cx) {
-                Poll::Ready(Ok(())) => return Poll::Ready(Err(ChannelError::Closed)),
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e.into())),
-                Poll::Pending => {}
+            if let Poll::Ready(Err(e)) = self.drive(cx) {
+                return Poll::Ready(Err(e));
             }
             let mut opened = false;
             while !self.queued.is_empty() {
@@ -195,11 +189,8 @@ impl<M: Unpin> Channel<M> {
                 let Some(q) = self.queued.pop_front() else {
                     break;
                 };
-                let mut req = Request::new(());
-                *req.method_mut() = http::Method::POST;
-                *req.uri_mut() = self.uris[q.method as usize].clone();
-                *req.headers_mut() = self.headers.clone();
-                let (response, mut stream) = self.send.send_request(req, false)?;
+                let (response, mut stream) =
+                    self.send.send_request(self.request(q.method), false)?;
                 self.sent += q.body.len() as u64;
                 stream.send_data(q.body, true)?;
                 self.calls.push(Call {
@@ -220,6 +211,59 @@ impl<M: Unpin> Channel<M> {
                 return Poll::Pending;
             }
         }
+    }
+
+    /// `Maintenance.Status`, answered OK, on its own (nothing else in
+    /// flight).
+    async fn probe(&mut self) -> Result<(), ChannelError> {
+        poll_fn(|cx| {
+            if let Poll::Ready(Err(e)) = self.drive(cx) {
+                return Poll::Ready(Err(e));
+            }
+            self.send.poll_ready(cx).map_err(ChannelError::from)
+        })
+        .await?;
+        let mut body = BytesMut::new();
+        loadrig_etcdwire::request::encode_empty(&mut body);
+        let (response, mut stream) = self
+            .send
+            .send_request(self.request(Method::Status), false)?;
+        stream.send_data(body.freeze(), true)?;
+        let mut call = Call {
+            meta: Some(()),
+            state: State::Head(response),
+        };
+        let done = poll_fn(|cx| {
+            if let Poll::Ready(Err(e)) = self.drive(cx) {
+                return Poll::Ready(Err(e));
+            }
+            Pin::new(&mut call).poll(cx).map(Ok)
+        })
+        .await?;
+        done.result.map(|_| ()).map_err(|e| {
+            ChannelError::Io(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("not an etcd member: {e}"),
+            ))
+        })
+    }
+
+    /// Poll the connection: `Ready(Err)` when it is gone, `Pending` while
+    /// it lives (its I/O done for now).
+    fn drive(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ChannelError>> {
+        match Pin::new(&mut self.conn).poll(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(Err(ChannelError::Closed)),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e.into())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn request(&self, method: Method) -> Request<()> {
+        let mut req = Request::new(());
+        *req.method_mut() = http::Method::POST;
+        *req.uri_mut() = self.uris[method as usize].clone();
+        *req.headers_mut() = self.headers.clone();
+        req
     }
 
     /// [`Channel::poll_next`] as a future (cancel safe).

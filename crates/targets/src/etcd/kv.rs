@@ -361,24 +361,25 @@ impl KvConn for EtcdConn {
     }
 
     async fn put_rows(&mut self, rows: &Rows) -> Result<(), TargetError> {
+        // The transactions of one batch are in flight together and etcd
+        // may apply them in any order: a key given twice is sent once,
+        // with its later value, so the order cannot matter.
+        let mut seen = std::collections::HashSet::with_capacity(rows.len());
+        let mut latest: Vec<usize> = (0..rows.len())
+            .rev()
+            .filter(|&i| rows.keys().get(i).is_some_and(|k| seen.insert(*k)))
+            .collect();
+        latest.reverse();
         let mut calls = 0u32;
-        let mut start = 0;
-        while start < rows.len() {
-            let end = (start + MAX_TXN_OPS).min(rows.len());
+        for chunk in latest.chunks(MAX_TXN_OPS) {
             let mut t = request::Txn::begin(&mut self.wbuf);
-            for i in start..end {
-                let later = rows.keys().get(i + 1..end).unwrap_or_default();
-                if let Some((k, v)) = rows.get(i) {
-                    if !later.contains(k) {
-                        t.put(prefixed(&mut self.a, &self.prefix, k), v);
-                    }
-                }
+            for (k, v) in chunk.iter().filter_map(|&i| rows.get(i)) {
+                t.put(prefixed(&mut self.a, &self.prefix, k), v);
             }
             t.finish().map_err(|e| self.failed("load", e))?;
             let body = self.wbuf.split().freeze();
             self.start_cold(Method::Txn, body, calls);
             calls += 1;
-            start = end;
         }
         for m in self.gather("load", calls as usize).await? {
             TxnResponse::decode(&m).map_err(|e| self.failed("load", e))?;

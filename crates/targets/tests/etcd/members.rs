@@ -64,8 +64,9 @@ async fn one_member_loads_counts_reads_back_and_keeps_a_marker() {
     assert_eq!(t.marker().await.unwrap(), None);
 
     let mut c = t.connect().await.unwrap();
-    // 300 rows: three transactions of at most 128 puts, plus a key given
-    // twice (etcd refuses a key put twice in one transaction).
+    // 300 rows: three transactions of at most 128 puts in flight at once,
+    // plus a key given again in the last (the later value must win,
+    // whatever order etcd applies them in).
     let mut load = rows(0..300, 0);
     load.push(key(5), b"later");
     c.put_rows(&load).await.unwrap();
