@@ -2,7 +2,9 @@
 //! the 16-byte key the primary key), markers in `kv_markers`, and one
 //! stored procedure per dataset, `kv_txn_NAME`, that runs a whole
 //! transaction (START TRANSACTION ... COMMIT, rolled back on any error):
-//! one prepared CALL, one round trip. MariaDB procedures take no arrays,
+//! one prepared CALL, one round trip. A transaction of one kind of part
+//! (only point reads, only a range, only writes) is one plain statement
+//! instead, atomic on its own. MariaDB procedures take no arrays,
 //! so keys travel concatenated (all are 16 bytes), values concatenated
 //! with their lengths beside them (2 bytes each, big-endian). Writes are
 //! sorted by key here, so two writers never wait on each other in a cycle.
@@ -173,11 +175,128 @@ impl MyKvConn {
     }
 }
 
+/// How one transaction goes to the server: a transaction of one kind of
+/// part is one plain statement, atomic on its own (InnoDB reads one
+/// consistent snapshot per statement; a multi-row upsert is all or
+/// nothing), without the procedure's cost; a mixed one is the procedure.
+enum Plan {
+    /// Point reads: the distinct keys asked for, and every key asked for
+    /// (a key asked twice is found twice).
+    Reads {
+        sql: String,
+        distinct: Vec<Value>,
+        asked: Vec<Key>,
+    },
+    Range {
+        sql: String,
+        args: Vec<Value>,
+    },
+    /// Writes in key order, so that two writers never wait in a cycle.
+    Writes {
+        sql: String,
+        args: Vec<Value>,
+    },
+    Call(Vec<Value>),
+}
+
+fn plan(table: &str, txn: &Txn) -> Plan {
+    let (reads, range, writes) = (!txn.reads.is_empty(), txn.range, !txn.writes.is_empty());
+    match (reads, range, writes) {
+        (true, None, false) => {
+            let mut distinct = txn.reads.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let places = vec!["?"; distinct.len()].join(", ");
+            Plan::Reads {
+                sql: format!("SELECT k, v FROM {table} WHERE k IN ({places})"),
+                distinct: distinct.iter().map(|k| k.to_vec().into()).collect(),
+                asked: txn.reads.clone(),
+            }
+        }
+        (false, Some(g), false) => Plan::Range {
+            sql: format!("SELECT v FROM {table} WHERE k >= ? AND k < ? ORDER BY k LIMIT ?"),
+            args: vec![
+                g.start.to_vec().into(),
+                g.end.to_vec().into(),
+                i64::from(g.limit).into(),
+            ],
+        },
+        (false, None, true) => {
+            let mut order: Vec<usize> = (0..txn.writes.len()).collect();
+            // Stable: of two writes of one key, the later stays later and wins.
+            order.sort_by_key(|&i| txn.writes.keys()[i]);
+            let places = vec!["(?, ?)"; order.len()].join(", ");
+            let mut args = Vec::with_capacity(2 * order.len());
+            for i in order {
+                if let Some((k, v)) = txn.writes.get(i) {
+                    args.push(k.to_vec().into());
+                    args.push(v.to_vec().into());
+                }
+            }
+            Plan::Writes {
+                sql: format!(
+                    "INSERT INTO {table} (k, v) VALUES {places} ON DUPLICATE KEY UPDATE v = VALUES(v)"
+                ),
+                args,
+            }
+        }
+        _ => Plan::Call(params(txn)),
+    }
+}
+
+async fn run_plan(
+    mut conn: Conn,
+    statements: Arc<[Statement]>,
+    plan: Plan,
+    tag: Tag,
+) -> Done<TxnDone> {
+    let outcome = match plan {
+        Plan::Call(args) => return call(conn, statements, args, tag).await,
+        Plan::Reads {
+            sql,
+            distinct,
+            asked,
+        } => conn
+            .exec::<(Vec<u8>, Vec<u8>), _, _>(sql, Params::Positional(distinct))
+            .await
+            .map(|rows| {
+                let here: std::collections::HashSet<Vec<u8>> =
+                    rows.into_iter().map(|(k, _)| k).collect();
+                TxnDone {
+                    found: asked.iter().filter(|k| here.contains(&k[..])).count() as u32,
+                    ranged: 0,
+                }
+            }),
+        Plan::Range { sql, args } => conn
+            .exec::<Row, _, _>(sql, Params::Positional(args))
+            .await
+            .map(|rows| TxnDone {
+                found: 0,
+                ranged: u32::try_from(rows.len()).unwrap_or(u32::MAX),
+            }),
+        Plan::Writes { sql, args } => conn
+            .exec_drop(sql, Params::Positional(args))
+            .await
+            .map(|()| TxnDone::default()),
+    };
+    match outcome {
+        Ok(done) => (
+            Some(conn),
+            Reply::Done {
+                tag,
+                result: Ok(done),
+            },
+        ),
+        Err(e @ mysql_async::Error::Server(_)) => (Some(conn), failure(tag, &e)),
+        Err(e) => (None, failure(tag, &e)),
+    }
+}
+
 impl KvConn for MyKvConn {
     fn submit(&mut self, txn: &Txn, tag: Tag) {
-        let args = params(txn);
+        let plan = plan(&self.names.table, txn);
         self.conn.submit(Box::new(move |conn, statements| {
-            call(conn, statements, args, tag).boxed()
+            run_plan(conn, statements, plan, tag).boxed()
         }));
     }
 
@@ -237,7 +356,9 @@ impl KvBackend for MariadbTarget {
     fn transactions(&self) -> String {
         format!(
             "one round trip per transaction: a prepared CALL of the stored procedure kv_txn_{} \
-             (START TRANSACTION ... COMMIT inside); ranges walk the primary key; writes in key order",
+             (START TRANSACTION ... COMMIT inside), or one plain statement when the transaction \
+             is only point reads, only a range or only writes; ranges walk the primary key; \
+             writes in key order",
             self.kv.dataset
         )
     }

@@ -15,6 +15,7 @@ use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_workloads::kv::{Key, KvBackend, KvConn, Rows, Txn, TxnDone};
 use loadrig_workloads::{Reply, TargetError};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, Statement};
 
 use super::{open, reason, reply_err, PostgresTarget};
@@ -26,6 +27,10 @@ pub(crate) struct Sql {
     dataset: String,
     table: String,
     call: String,
+    /// Point reads alone: one statement, its own snapshot.
+    reads: String,
+    /// A range alone.
+    range: String,
     put: String,
     get: String,
 }
@@ -36,6 +41,13 @@ impl Sql {
         Sql {
             dataset: dataset.to_string(),
             call: format!("SELECT kv_txn_{dataset}($1, $2, $3, $4, $5, $6)"),
+            reads: format!(
+                "SELECT count(t.v) FROM unnest($1::bytea[]) AS q(k) JOIN {table} t ON t.k = q.k"
+            ),
+            range: format!(
+                "SELECT count(s.v) FROM (SELECT v FROM {table} WHERE k >= $1 AND k < $2
+                 ORDER BY k LIMIT $3) s"
+            ),
             put: format!(
                 "INSERT INTO {table} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
                  ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
@@ -79,19 +91,33 @@ END $$;"
     }
 }
 
-/// One connection: the prepared call, the calls in flight in order.
+/// One connection: its prepared statements, the calls in flight in order.
 pub struct PgKvConn {
     config: Arc<Config>,
     sql: Arc<Sql>,
     client: Arc<Client>,
-    call: Statement,
+    prepared: Prepared,
     inflight: FuturesOrdered<BoxFuture<'static, Reply<TxnDone>>>,
 }
 
-async fn open_kv(config: &Config, sql: &Sql) -> Result<(Client, Statement), tokio_postgres::Error> {
+/// The function call, and the plain statements a transaction of only
+/// point reads or only a range uses instead (a statement is its own
+/// snapshot: no function, no PL/pgSQL, for what needs none).
+#[derive(Clone)]
+struct Prepared {
+    call: Statement,
+    reads: Statement,
+    range: Statement,
+}
+
+async fn open_kv(config: &Config, sql: &Sql) -> Result<(Client, Prepared), tokio_postgres::Error> {
     let client = open(config).await?;
-    let call = client.prepare(&sql.call).await?;
-    Ok((client, call))
+    let prepared = Prepared {
+        call: client.prepare(&sql.call).await?,
+        reads: client.prepare(&sql.reads).await?,
+        range: client.prepare(&sql.range).await?,
+    };
+    Ok((client, prepared))
 }
 
 impl PgKvConn {
@@ -105,7 +131,7 @@ impl PgKvConn {
 
 impl KvConn for PgKvConn {
     fn submit(&mut self, txn: &Txn, tag: Tag) {
-        let (client, call) = (self.client.clone(), self.call.clone());
+        let (client, prepared) = (self.client.clone(), self.prepared.clone());
         // The call owns its data: the driver reuses `txn`.
         let reads = txn.reads.clone();
         let range = txn.range;
@@ -119,18 +145,44 @@ impl KvConn for PgKvConn {
                 };
                 let wk: Vec<&[u8]> = writes.keys().iter().map(|k| &k[..]).collect();
                 let wv: Vec<&[u8]> = writes.iter().map(|(_, v)| v).collect();
-                match client
-                    .query_one(&call, &[&r, &gs, &ge, &gl, &wk, &wv])
-                    .await
-                {
-                    Ok(row) => {
-                        let result = match row.try_get::<_, i64>(0) {
-                            Ok(packed) => Ok(TxnDone {
+                let gl64 = i64::from(gl);
+                // Which statement, and where its one number goes.
+                let (answer, (statement, params)): (fn(i64) -> TxnDone, _) =
+                    match (r.is_empty(), range.is_some(), wk.is_empty()) {
+                        (false, false, true) => (
+                            |n| TxnDone {
+                                found: n as u32,
+                                ranged: 0,
+                            },
+                            (&prepared.reads, vec![&r as &(dyn ToSql + Sync)]),
+                        ),
+                        (true, true, true) => (
+                            |n| TxnDone {
+                                found: 0,
+                                ranged: n as u32,
+                            },
+                            (
+                                &prepared.range,
+                                vec![&gs as &(dyn ToSql + Sync), &ge, &gl64],
+                            ),
+                        ),
+                        _ => (
+                            |packed| TxnDone {
                                 found: (packed & 0xffff_ffff) as u32,
                                 ranged: (packed >> 32) as u32,
-                            }),
-                            Err(_) => Err(OpError::new(ErrorKind::Protocol)),
-                        };
+                            },
+                            (
+                                &prepared.call,
+                                vec![&r as &(dyn ToSql + Sync), &gs, &ge, &gl, &wk, &wv],
+                            ),
+                        ),
+                    };
+                match client.query_one(statement, &params).await {
+                    Ok(row) => {
+                        let result = row
+                            .try_get::<_, i64>(0)
+                            .map(answer)
+                            .map_err(|_| OpError::new(ErrorKind::Protocol));
                         Reply::Done { tag, result }
                     }
                     Err(e) => reply_err(tag, &e),
@@ -150,11 +202,11 @@ impl KvConn for PgKvConn {
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
         self.inflight = FuturesOrdered::new();
-        let (client, call) = open_kv(&self.config, &self.sql)
+        let (client, prepared) = open_kv(&self.config, &self.sql)
             .await
             .map_err(|_| OpError::new(ErrorKind::Connect))?;
         self.client = Arc::new(client);
-        self.call = call;
+        self.prepared = prepared;
         Ok(())
     }
 
@@ -192,7 +244,8 @@ impl KvBackend for PostgresTarget {
     fn transactions(&self) -> String {
         format!(
             "one round trip per transaction: the PL/pgSQL function kv_txn_{}(reads, range, writes) \
-             as a prepared call in autocommit; ranges walk the primary key's B-tree; writes in key order",
+             as a prepared call in autocommit, or one prepared SELECT when the transaction is only \
+             point reads or only a range; ranges walk the primary key's B-tree; writes in key order",
             self.kv.dataset
         )
     }
@@ -261,7 +314,7 @@ impl KvBackend for PostgresTarget {
     }
 
     async fn connect(&self) -> Result<Self::Conn, TargetError> {
-        let (client, call) =
+        let (client, prepared) =
             open_kv(&self.config, &self.kv)
                 .await
                 .map_err(|e| TargetError::Unreachable {
@@ -272,7 +325,7 @@ impl KvBackend for PostgresTarget {
             config: self.config.clone(),
             sql: self.kv.clone(),
             client: Arc::new(client),
-            call,
+            prepared,
             inflight: FuturesOrdered::new(),
         })
     }
