@@ -11,11 +11,12 @@ use loadrig_spec::{RunSpec, WorkloadSpec};
 use loadrig_targets::{Target, Visitor};
 use loadrig_workloads::hello::{HelloBackend, HelloBench};
 use loadrig_workloads::http::{HttpBackend, HttpBench};
+use loadrig_workloads::kv::{KvBackend, KvBench};
 use loadrig_workloads::memcache::{MemcacheBackend, MemcacheBench};
 use loadrig_workloads::pubsub::{ChatBench, PubSubBackend, PubSubBench};
 use loadrig_workloads::redis::{RedisBackend, RedisBench};
 use loadrig_workloads::voter::{VoterBackend, VoterBench};
-use loadrig_workloads::{hello, http, memcache, pubsub, redis, voter};
+use loadrig_workloads::{hello, http, kv, memcache, pubsub, redis, voter};
 use loadrig_workloads::{Bench, Capabilities, TargetError};
 
 /// What to do with the bench once it is built: run it, or verify with it.
@@ -47,6 +48,7 @@ impl<'a, U: UseBench<'a>> Visitor for Plan<'a, U> {
             WorkloadSpec::Pubsub(own) => t.pubsub(ForPubsub { own, spec, user }),
             WorkloadSpec::Chat(own) => t.pubsub(ForChat { own, spec, user }),
             WorkloadSpec::Http(own) => t.http(ForHttp { own, spec, user }),
+            WorkloadSpec::Kv(own) => t.kv(ForKv { own, spec, user }),
         }
     }
 }
@@ -79,6 +81,7 @@ build_with! {
     ForPubsub: pubsub::Visit, PubSubBackend => PubSubBench(loadrig_spec::PubSubSpec);
     ForChat: pubsub::Visit, PubSubBackend => ChatBench(loadrig_spec::ChatSpec);
     ForHttp: http::Visit, HttpBackend => HttpBench(loadrig_spec::HttpSpec);
+    ForKv: kv::Visit, KvBackend => KvBench(loadrig_spec::KvSpec);
 }
 
 /// Build the spec's workload on the target and hand it to `user`.

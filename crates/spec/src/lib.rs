@@ -6,6 +6,7 @@
 pub mod bounds;
 mod facts;
 mod http;
+mod kv;
 mod load;
 mod memcache;
 mod preset;
@@ -18,6 +19,10 @@ use serde::{Deserialize, Serialize};
 
 pub use facts::TargetFacts;
 pub use http::{HttpSpec, MAX_BODY_SIZE};
+pub use kv::{
+    KeyChoice, KvSpec, KvTest, DEFAULT_RANGE_LENGTH, DEFAULT_ROWS, DEFAULT_VALUE_MAX,
+    DEFAULT_VALUE_MIN, MAX_PER_TXN, MAX_ROWS, MAX_VALUE_SIZE, MIN_VALUE_SIZE,
+};
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};
 pub use preset::{Preset, PresetDefaults};

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ChatSpec, HttpSpec, MemcacheSpec, PubSubSpec, RedisSpec, SpecError};
+use crate::{ChatSpec, HttpSpec, KvSpec, MemcacheSpec, PubSubSpec, RedisSpec, SpecError};
 
 /// The Voter's contestants, numbered 1..=N in this order.
 pub const CONTESTANT_NAMES: [&str; 12] = [
@@ -31,6 +31,7 @@ pub enum WorkloadSpec {
     Chat(ChatSpec),
     Memcache(MemcacheSpec),
     Http(HttpSpec),
+    Kv(KvSpec),
 }
 
 /// What a workload's output adds to the common table and overall line,
@@ -45,6 +46,10 @@ pub struct OutputStyle {
     /// wrk's closing block (and, with `--latency`, its distribution and
     /// wrk2's percentile spectrum) after the overall line.
     pub wrk: bool,
+    /// FoundationDB's guide's units after the overall line (reads/s,
+    /// writes/s, operations/s, keys/s from the domain counters
+    /// `keys_read`, `range_keys`, `keys_written`).
+    pub guide_units: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +67,7 @@ impl WorkloadSpec {
             csv: CsvDialect::Loadrig,
             net_rate: false,
             wrk: false,
+            guide_units: false,
         };
         match self {
             WorkloadSpec::Redis(_) => OutputStyle {
@@ -73,6 +79,10 @@ impl WorkloadSpec {
                 ..plain
             },
             WorkloadSpec::Http(_) => OutputStyle { wrk: true, ..plain },
+            WorkloadSpec::Kv(_) => OutputStyle {
+                guide_units: true,
+                ..plain
+            },
             WorkloadSpec::Voter(_)
             | WorkloadSpec::Hello(_)
             | WorkloadSpec::Pubsub(_)
@@ -89,6 +99,7 @@ impl WorkloadSpec {
             WorkloadSpec::Chat(_) => "chat",
             WorkloadSpec::Memcache(_) => "memcache",
             WorkloadSpec::Http(_) => "http",
+            WorkloadSpec::Kv(_) => "kv",
         }
     }
 
@@ -101,6 +112,7 @@ impl WorkloadSpec {
             WorkloadSpec::Chat(c) => c.validate(),
             WorkloadSpec::Memcache(m) => m.validate(),
             WorkloadSpec::Http(h) => h.validate(),
+            WorkloadSpec::Kv(k) => k.validate(),
         }
     }
 }

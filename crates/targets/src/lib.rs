@@ -4,6 +4,8 @@
 //! capabilities it can ([`loadrig_workloads::voter::VoterBackend`], ...).
 //! [`Target::open`] turns a `--target` URL into a target.
 
+#[cfg(feature = "etcd")]
+mod etcd;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "mysql")]
@@ -39,6 +41,8 @@ mod voltdb;
 use loadrig_spec::{SpecError, TargetFacts};
 use loadrig_workloads::{Capabilities, TargetError, TargetInfo};
 
+#[cfg(feature = "etcd")]
+pub use etcd::{EtcdConn, EtcdTarget};
 #[cfg(feature = "http")]
 pub use http::{HttpConn, HttpTarget};
 #[cfg(feature = "mysql")]
@@ -187,7 +191,7 @@ registry! {
     Sqlite(SqliteTarget) {
         name: "sqlite",
         schemes: ["sqlite"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| SqliteTarget::open(rest),
         example: "sqlite:///tmp/bench.db?sync=full  (no --target: a fresh temporary database)",
         about: "embedded SQLite (bundled); one database thread, group commit, WAL",
@@ -196,7 +200,7 @@ registry! {
     Postgres(PostgresTarget) {
         name: "postgres",
         schemes: ["postgres", "postgresql"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| Ok(PostgresTarget::new(postgres::parse_url(rest)?)),
         example: "postgres://bench:bench@127.0.0.1:5432/bench",
         about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
@@ -205,7 +209,7 @@ registry! {
     Mariadb(MariadbTarget) {
         name: "mariadb",
         schemes: ["mysql", "mariadb"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| Ok(MariadbTarget::new(mariadb::parse_url(rest)?)),
         example: "mysql://bench:bench@127.0.0.1:3306/bench",
         about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
@@ -214,7 +218,7 @@ registry! {
     Voltdb(VoltTarget) {
         name: "voltdb",
         schemes: ["voltdb"],
-        capabilities: [voter, hello],
+        capabilities: [voter, hello, kv],
         open: |_, rest| Ok(VoltTarget::new(voltdb::parse_url(rest)?)),
         example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
         about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
@@ -223,7 +227,7 @@ registry! {
     Redis(RedisTarget) {
         name: "redis",
         schemes: ["redis"],
-        capabilities: [redis, pubsub],
+        capabilities: [redis, pubsub, kv],
         open: |_, rest| Ok(RedisTarget::new(redis::parse_url(rest)?)),
         example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
         about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
@@ -266,6 +270,15 @@ registry! {
         open: |_, rest| Ok(HttpTarget::new(http::parse_url(rest)?)),
         example: "http://127.0.0.1:8088/  (several ports or servers: http://127.0.0.1:8088,8089,h2:80/index.html)",
         about: "HTTP/1.1 servers (no TLS): keep-alive connections dealt over the servers round robin, pipelined",
+    },
+    #[cfg(feature = "etcd")]
+    Etcd(EtcdTarget) {
+        name: "etcd",
+        schemes: ["etcd"],
+        capabilities: [kv],
+        open: |_, rest| Ok(EtcdTarget::new(etcd::parse_url(rest)?)),
+        example: "etcd://127.0.0.1:2379  (a cluster's members: etcd://127.0.0.1:23791,23792,23793)",
+        about: "etcd v3 (gRPC over HTTP/2): a transaction is one Txn, many in flight per connection; members round robin",
     },
     Null(NullTarget) {
         name: "null",

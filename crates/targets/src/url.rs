@@ -16,7 +16,8 @@
         feature = "memcache",
         feature = "nats",
         feature = "mqtt",
-        feature = "http"
+        feature = "http",
+        feature = "etcd"
     )),
     allow(dead_code)
 )]

@@ -5,6 +5,7 @@
 //! - [`volt`]: VoltDB's client wire protocol;
 //! - [`kv`]: RESP2 (Redis) and memcached's text and binary protocols;
 //! - [`mq`]: the NATS client protocol and MQTT 3.1.1;
+//! - [`etcd`]: etcd v3's gRPC messages and gRPC's framing;
 //! - [`step`]: the parse step (done, incomplete, bad), the line-end scan,
 //!   decimals read and written.
 //!
@@ -21,6 +22,7 @@
     clippy::arithmetic_side_effects
 )]
 
+pub mod etcd;
 pub mod kv;
 pub mod mq;
 pub mod step;

@@ -6,6 +6,7 @@
 
 pub mod hello;
 pub mod http;
+pub mod kv;
 pub mod memcache;
 pub mod pubsub;
 pub mod redis;
@@ -41,6 +42,11 @@ pub const WORKLOADS: &[Workload] = &[
         name: "hello",
         capability: "hello",
         about: "Erlvolt's hello world: the smallest procedure call (select, optional insert)",
+    },
+    Workload {
+        name: "kv",
+        capability: "kv",
+        about: "FoundationDB's key-value tests (write1, write10, read10, mix, range): transactions of reads, writes and range reads over a loaded dataset",
     },
     Workload {
         name: "redis",
@@ -89,6 +95,9 @@ pub trait Capabilities: TargetInfo + Sized + 'static {
         None
     }
     fn hello<V: hello::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn kv<V: kv::Visit>(self, _visit: V) -> Option<V::Output> {
         None
     }
     fn redis<V: redis::Visit>(self, _visit: V) -> Option<V::Output> {

@@ -5,6 +5,7 @@
 mod chat;
 mod hello;
 mod http;
+mod kv;
 mod memcache;
 mod output;
 mod pubsub;
@@ -15,6 +16,7 @@ mod voter;
 pub use chat::*;
 pub use hello::*;
 pub use http::*;
+pub use kv::*;
 pub use memcache::*;
 pub use output::*;
 pub use pubsub::*;
@@ -132,6 +134,21 @@ pub enum Workload {
         run: RunArgs,
         #[command(flatten)]
         chat: ChatArgs,
+    },
+    /// FoundationDB's key-value tests: write1, write10, read10, mix, range
+    #[command(
+        after_help = KV_HELP,
+        mut_arg("target", |a| a.help(with_default("Target URL", KV_DEFAULTS.target))),
+        mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and one transaction in flight", KV_DEFAULTS.clients))),
+        mut_arg("duration", |a| a.help(with_default("Run this long instead of -n (e.g. 10, 10s, 2m)", format_args!("{}s", KV_DEFAULTS.duration.unwrap_or(60.0))))),
+        mut_arg("requests", |a| a.help("Transactions in total instead of --duration")),
+        mut_arg("keep", |a| a.help("Leave the run's writes in the data (the loaded data is kept anyway, its rows put back; after --keep the next run loads again)"))
+    )]
+    Kv {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        kv: KvArgs,
     },
     /// memaslap's load on memcached: gets and sets over a window of keys per client
     #[command(
@@ -302,6 +319,13 @@ impl Workload {
                     defaults: HTTP_DEFAULTS,
                 }
             }
+            Workload::Kv { run, kv } => Parts {
+                run,
+                url: None,
+                workload: kv.spec()?,
+                preset: None,
+                defaults: KV_DEFAULTS,
+            },
             Workload::Memcache { run, memcache } => Parts {
                 run,
                 url: None,

@@ -185,11 +185,15 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
     let mut lines = table(&measured, &kinds, &report.measured);
     lines.extend(error_lines(&report.measured));
     lines.push(overall(report));
-    if report.spec.workload.output().net_rate {
+    let style = report.spec.workload.output();
+    if style.net_rate {
         lines.push(net_rate(&report.measured));
     }
-    if report.spec.workload.output().wrk {
+    if style.wrk {
         lines.extend(http::wrk_lines(report)?);
+    }
+    if style.guide_units {
+        lines.push(guide_units(&report.measured));
     }
     Ok(lines)
 }
@@ -426,6 +430,52 @@ pub fn net_rate(m: &Measured) -> String {
         fmt::bytes(per_sec(m.bytes_sent + m.bytes_received)),
         fmt::bytes(per_sec(m.bytes_received)),
         fmt::bytes(per_sec(m.bytes_sent)),
+    )
+}
+
+/// FoundationDB's guide's units: a transaction's point reads, writes and
+/// range rows per second, from the domain counters, beside transactions
+/// per second. An operation is a key read or written; keys/s counts the
+/// rows range reads returned.
+pub fn guide_units(m: &Measured) -> String {
+    let count = |name: &str| {
+        m.domains
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v)
+    };
+    let rate = |n: u64| {
+        if m.elapsed_secs > 0.0 {
+            (n as f64 / m.elapsed_secs) as u64
+        } else {
+            0
+        }
+    };
+    let (reads, ranged, writes) = (
+        count("keys_read"),
+        count("range_keys"),
+        count("keys_written"),
+    );
+    let ok: u64 = m.kinds.iter().map(|k| k.ok).sum();
+    let mut parts = Vec::new();
+    if reads > 0 {
+        parts.push(format!("{} reads/s", group(rate(reads))));
+    }
+    if writes > 0 {
+        parts.push(format!("{} writes/s", group(rate(writes))));
+    }
+    if ranged > 0 {
+        parts.push(format!("{} keys/s in ranges", group(rate(ranged))));
+    }
+    format!(
+        "in the guide's units: {} transactions/s; {} = {} operations/s",
+        group(rate(ok)),
+        if parts.is_empty() {
+            "nothing read or written".to_string()
+        } else {
+            parts.join(" + ")
+        },
+        group(rate(reads + writes + ranged))
     )
 }
 

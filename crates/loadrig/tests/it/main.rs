@@ -6,10 +6,12 @@
 
 mod cli;
 mod common;
+mod etcd;
 mod expect;
 mod golden;
 mod hostile;
 mod http;
+mod kv;
 mod memcache;
 mod multi;
 mod percentiles;

@@ -10,6 +10,7 @@
 //! timer) without losing the call or the connection.
 
 mod hello;
+mod kv;
 mod voter;
 
 use std::collections::VecDeque;
@@ -50,6 +51,8 @@ pub struct MariadbTarget {
     opts: Opts,
     /// Read from the server at the first connection; `durability()` is sync.
     durability: OnceLock<String>,
+    /// The kv workload's dataset: its table and procedure.
+    kv: Arc<kv::Names>,
 }
 
 impl MariadbTarget {
@@ -68,6 +71,7 @@ impl MariadbTarget {
             at,
             opts: opts.into(),
             durability: OnceLock::new(),
+            kv: Arc::new(kv::Names::new("kv")),
         }
     }
 
@@ -100,13 +104,13 @@ impl MariadbTarget {
     }
 
     /// One connection for the engine, its statements prepared.
-    async fn conn<R>(&self, sql: &'static [&'static str]) -> Result<MyConn<R>, TargetError> {
+    async fn conn<R>(&self, sql: &[&str]) -> Result<MyConn<R>, TargetError> {
         let (conn, statements) = open_prepared(&self.opts, sql)
             .await
             .map_err(|e| self.unreachable(reason(&e)))?;
         Ok(MyConn {
             opts: self.opts.clone(),
-            sql,
+            sql: sql.iter().map(|s| (*s).to_string()).collect(),
             statements: statements.into(),
             idle: Some(conn),
             busy: None,
@@ -270,7 +274,7 @@ type Call<R> = Box<dyn FnOnce(Conn, Arc<[Statement]>) -> BoxFuture<'static, Done
 /// any calls queued behind it (only with a depth above one).
 pub struct MyConn<R> {
     opts: Opts,
-    sql: &'static [&'static str],
+    sql: Arc<[String]>,
     statements: Arc<[Statement]>,
     idle: Option<Conn>,
     busy: Option<BoxFuture<'static, Done<R>>>,
@@ -313,7 +317,8 @@ impl<R: Send + 'static> MyConn<R> {
         self.busy = None;
         self.waiting.clear();
         self.idle = None;
-        let (conn, statements) = open_prepared(&self.opts, self.sql)
+        let sql: Vec<&str> = self.sql.iter().map(String::as_str).collect();
+        let (conn, statements) = open_prepared(&self.opts, &sql)
             .await
             .map_err(|_| OpError::new(ErrorKind::Connect))?;
         self.idle = Some(conn);

@@ -9,6 +9,7 @@
 //! without losing a call, and several calls travel together.
 
 mod hello;
+mod kv;
 mod voter;
 
 use std::sync::{Arc, OnceLock};
@@ -50,6 +51,8 @@ pub struct PostgresTarget {
     config: Arc<Config>,
     /// Read from the server at the first connection; `durability()` is sync.
     durability: OnceLock<String>,
+    /// The kv workload's dataset: its table, function and statements.
+    kv: Arc<kv::Sql>,
 }
 
 impl PostgresTarget {
@@ -70,6 +73,7 @@ impl PostgresTarget {
             at,
             config: Arc::new(config),
             durability: OnceLock::new(),
+            kv: Arc::new(kv::Sql::new("kv")),
         }
     }
 

@@ -14,6 +14,7 @@
 //!
 //! Pub/sub (`PUBLISH`, `SUBSCRIBE`) is in [`pubsub`].
 
+mod kv;
 mod pubsub;
 
 use std::io;
@@ -72,6 +73,8 @@ pub struct RedisTarget {
     next: AtomicUsize,
     version: OnceLock<String>,
     durability: OnceLock<String>,
+    /// The kv workload's dataset: its key prefix, index and marker.
+    kv: Arc<kv::Names>,
 }
 
 impl RedisTarget {
@@ -81,6 +84,7 @@ impl RedisTarget {
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
             durability: OnceLock::new(),
+            kv: Arc::new(kv::Names::new("kv")),
         }
     }
 

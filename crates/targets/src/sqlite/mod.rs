@@ -19,6 +19,7 @@
 
 mod checkpoint;
 mod hello;
+mod kv;
 mod place;
 mod voter;
 
@@ -30,6 +31,7 @@ use loadrig_engine::Tag;
 use loadrig_metrics::OpError;
 use loadrig_spec::SpecError;
 use loadrig_workloads::hello::HelloOp;
+use loadrig_workloads::kv::{Txn, TxnDone};
 use loadrig_workloads::voter::{Vote, VoteResult};
 use loadrig_workloads::TargetInfo;
 use loadrig_workloads::{Reply, TargetError};
@@ -73,6 +75,12 @@ enum Job {
         tag: Tag,
         reply: amp::UnboundedSender<Reply<()>>,
     },
+    Kv {
+        txn: Box<Txn>,
+        sql: std::sync::Arc<kv::Sql>,
+        tag: Tag,
+        reply: amp::UnboundedSender<Reply<TxnDone>>,
+    },
     /// Set-up, counts and other cold-path work, run between batches.
     Admin(Admin),
 }
@@ -83,6 +91,8 @@ pub struct SqliteTarget {
     /// The database file's directory and its filesystem type.
     place: (PathBuf, String),
     jobs: mpsc::Sender<Job>,
+    /// The kv workload's statements, for the dataset it names.
+    kv: std::sync::Arc<kv::Sql>,
     /// Declared before `_temp`: it stops (and checkpoints) before the
     /// folder goes.
     checkpointer: checkpoint::Checkpointer,
@@ -140,6 +150,7 @@ impl SqliteTarget {
             sync,
             place,
             jobs: tx,
+            kv: std::sync::Arc::new(kv::Sql::new("kv")),
             checkpointer,
             _temp: temp,
         })
@@ -150,15 +161,9 @@ impl SqliteTarget {
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, TargetError> {
-        let (tx, rx) = oneshot::channel();
-        let job: Admin = Box::new(move |c| {
-            let _ = tx.send(f(c));
-        });
-        let gone = || self.failed("the database thread stopped".to_string());
-        self.jobs.send(Job::Admin(job)).map_err(|_| gone())?;
-        rx.await
-            .map_err(|_| gone())?
-            .map_err(|e| self.failed(e.to_string()))
+        admin(&self.jobs, f)
+            .await
+            .map_err(|reason| self.failed(reason))
     }
 
     fn failed(&self, reason: String) -> TargetError {
@@ -207,6 +212,21 @@ impl SqliteTarget {
     }
 }
 
+/// Run `f` on the database thread behind `jobs` and wait for its answer;
+/// the error in words.
+async fn admin<T: Send + 'static>(
+    jobs: &mpsc::Sender<Job>,
+    f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+) -> Result<T, String> {
+    let (tx, rx) = oneshot::channel();
+    let job: Admin = Box::new(move |c| {
+        let _ = tx.send(f(c));
+    });
+    let gone = || "the database thread stopped".to_string();
+    jobs.send(Job::Admin(job)).map_err(|_| gone())?;
+    rx.await.map_err(|_| gone())?.map_err(|e| e.to_string())
+}
+
 fn configure(conn: &mut Connection, sync: Sync) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", sync.pragma())?;
@@ -248,13 +268,14 @@ fn serve(mut conn: Connection, jobs: mpsc::Receiver<Job>) {
 
 /// Run every call in one transaction; answer only after the commit.
 fn run_batch(conn: &mut Connection, batch: &mut Vec<Job>) {
-    let outcome = (|| -> rusqlite::Result<Vec<Result<u8, OpError>>> {
+    let outcome = (|| -> rusqlite::Result<Vec<Result<u64, OpError>>> {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let mut results = Vec::with_capacity(batch.len());
         for job in batch.iter() {
             let r = match job {
-                Job::Vote { vote, .. } => voter::vote(&tx, vote).map(|r| r as u8),
+                Job::Vote { vote, .. } => voter::vote(&tx, vote).map(|r| r as u64),
                 Job::Hello { op, .. } => hello::call(&tx, op).map(|()| 0),
+                Job::Kv { txn, sql, .. } => kv::run(&tx, sql, txn),
                 Job::Admin(_) => Ok(0),
             };
             results.push(r.map_err(|e| op_error(&e)));
@@ -275,7 +296,7 @@ fn run_batch(conn: &mut Connection, batch: &mut Vec<Job>) {
         // A client that went away (reconnected, finished) needs no answer.
         match job {
             Job::Vote { tag, reply, .. } => {
-                let result = result.map(voter::result_of);
+                let result = result.map(|r| voter::result_of(r as u8));
                 let _ = reply.send(Reply::Done { tag, result });
             }
             Job::Hello { tag, reply, .. } => {
@@ -283,6 +304,10 @@ fn run_batch(conn: &mut Connection, batch: &mut Vec<Job>) {
                     tag,
                     result: result.map(|_| ()),
                 });
+            }
+            Job::Kv { tag, reply, .. } => {
+                let result = result.map(kv::done_of);
+                let _ = reply.send(Reply::Done { tag, result });
             }
             Job::Admin(_) => {}
         }

@@ -14,6 +14,7 @@
 //! managed dispatch.
 
 mod hello;
+mod kv;
 mod procs;
 mod voter;
 
@@ -67,6 +68,8 @@ pub struct VoltTarget {
     build: OnceLock<String>,
     /// What a commit promises, from the deployment; `durability()` is sync.
     durability: OnceLock<String>,
+    /// The kv workload's dataset: its table and procedure.
+    kv: Arc<kv::Names>,
 }
 
 impl VoltTarget {
@@ -76,6 +79,7 @@ impl VoltTarget {
             next_host: AtomicUsize::new(0),
             build: OnceLock::new(),
             durability: OnceLock::new(),
+            kv: Arc::new(kv::Names::new("kv")),
         }
     }
 

@@ -63,6 +63,11 @@ pub fn voter_jar() -> Result<Vec<u8>, String> {
     build(VOTER_SOURCES)
 }
 
+/// Compile other procedures (the kv workload's, generated per dataset).
+pub fn jar_of(sources: &[(&str, &str)]) -> Result<Vec<u8>, String> {
+    build(sources)
+}
+
 fn build(sources: &[(&str, &str)]) -> Result<Vec<u8>, String> {
     let jar = voltdb_jar()?;
     let dir = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;

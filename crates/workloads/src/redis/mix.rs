@@ -214,7 +214,7 @@ impl Mix {
 /// monotone discrete distributions", 1996): constant time and memory
 /// whatever `n`, as Apache Commons RNG samples it.
 #[derive(Debug, Clone, Copy)]
-struct Zipf {
+pub(crate) struct Zipf {
     n: f64,
     s: f64,
     h_x1: f64,
@@ -223,7 +223,7 @@ struct Zipf {
 }
 
 impl Zipf {
-    fn new(n: f64, s: f64) -> Zipf {
+    pub(crate) fn new(n: f64, s: f64) -> Zipf {
         let mut z = Zipf {
             n: n.max(1.0),
             s,
@@ -237,7 +237,7 @@ impl Zipf {
         z
     }
 
-    fn sample(&self, rng: &mut Rng) -> u64 {
+    pub(crate) fn sample(&self, rng: &mut Rng) -> u64 {
         loop {
             let u = self.h_n + rng.unit() * (self.h_x1 - self.h_n);
             let x = self.h_integral_inverse(u);

@@ -1,0 +1,223 @@
+//! The real binary against etcd: each of the guide's five tests verifies
+//! on the one member (:2379) and on the three-member cluster
+//! (:23791-23793), both started by `scripts/services up etcd
+//! etcd-cluster`; and a member of a cluster of the test's own, killed in
+//! the middle of a run: the run goes on on the other members, the
+//! transactions lost with it are counted (in doubt), and the data still
+//! verifies.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{
+    assert_all_ok, assert_some_failed, assert_verified, free_port, need_server, run_reported,
+    Running,
+};
+
+const TESTS: [&str; 5] = ["write1", "write10", "read10", "mix", "range"];
+
+/// Each test on `url`, `n` transactions, over one dataset of 20,000 rows
+/// (loaded by the first, reused by the others): all ok, verified.
+fn every_test(url: &str, dataset: &str, n: u64) {
+    let n_arg = n.to_string();
+    for test in TESTS {
+        let (r, report) = run_reported(&[
+            "run",
+            "kv",
+            "--target",
+            url,
+            "--test",
+            test,
+            "--rows",
+            "20000",
+            "-n",
+            &n_arg,
+            "--clients",
+            "50",
+            "--dataset",
+            dataset,
+            "--max-error-rate",
+            "0",
+        ]);
+        assert_eq!(r.code, 0, "{test}\n{}", r.dump());
+        assert_all_ok(&r, &report, n);
+        assert_verified(&r, &report);
+        assert!(
+            r.stdout.contains("durability: each commit is fsynced"),
+            "{}",
+            r.dump()
+        );
+        assert!(
+            r.stdout
+                .contains(&format!("test: {test} of FoundationDB's")),
+            "{}",
+            r.dump()
+        );
+    }
+}
+
+#[test]
+fn every_test_verifies_on_one_member() {
+    need_server("etcd", 2379);
+    every_test(
+        "etcd://127.0.0.1:2379",
+        &format!("it{}_one", std::process::id()),
+        1000,
+    );
+}
+
+#[test]
+fn every_test_verifies_on_the_three_member_cluster() {
+    for port in [23791, 23792, 23793] {
+        need_server("etcd-cluster", port);
+    }
+    every_test(
+        "etcd://127.0.0.1:23791,23792,23793",
+        &format!("it{}_three", std::process::id()),
+        1000,
+    );
+}
+
+/// A three-member cluster of the test's own, in a scratch directory:
+/// every member killed and reaped when dropped.
+struct Cluster {
+    members: Vec<std::process::Child>,
+    clients: Vec<u16>,
+    _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let clients: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let peers: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let initial: Vec<String> = peers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("m{i}=http://127.0.0.1:{p}"))
+            .collect();
+        let initial = initial.join(",");
+        let members = (0..3)
+            .map(|i| {
+                let url = |p: u16| format!("http://127.0.0.1:{p}");
+                Command::new("etcd")
+                    .args(["--name", &format!("m{i}")])
+                    .arg("--data-dir")
+                    .arg(dir.path().join(format!("m{i}")))
+                    .args(["--listen-client-urls", &url(clients[i])])
+                    .args(["--advertise-client-urls", &url(clients[i])])
+                    .args(["--listen-peer-urls", &url(peers[i])])
+                    .args(["--initial-advertise-peer-urls", &url(peers[i])])
+                    .args(["--initial-cluster", &initial])
+                    .args(["--initial-cluster-token", "loadrig-it"])
+                    .args(["--backend-batch-limit", "1000"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap_or_else(|e| {
+                        panic!("etcd runs (`scripts/services up etcd` installs it): {e}")
+                    })
+            })
+            .collect();
+        let c = Cluster {
+            members,
+            clients,
+            _dir: dir,
+        };
+        c.wait_for_a_leader();
+        c
+    }
+
+    fn endpoints(&self) -> String {
+        let all: Vec<String> = self
+            .clients
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        all.join(",")
+    }
+
+    /// Until a write through every member commits (a leader elected, all
+    /// three in it), or fail.
+    fn wait_for_a_leader(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            let ok = self.clients.iter().all(|p| {
+                Command::new("etcdctl")
+                    .env("ETCDCTL_API", "3")
+                    .args(["--endpoints", &format!("127.0.0.1:{p}")])
+                    .args(["--command-timeout", "2s", "put", "lr-ready", "1"])
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            });
+            if ok {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!(
+            "the test's own etcd cluster (data in {}) did not elect a leader in 60 s",
+            self._dir.path().display()
+        );
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for m in &mut self.members {
+            let _ = m.kill();
+            let _ = m.wait();
+        }
+    }
+}
+
+#[test]
+fn a_member_killed_mid_run_costs_transactions_in_doubt_not_the_verification() {
+    let mut cluster = Cluster::start();
+    let url = format!("etcd://{}", cluster.endpoints());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    // 30 clients over the default one connection per member: the killed
+    // member's connection has transactions in flight.
+    let mut run = Running::start(&[
+        "run",
+        "kv",
+        "--target",
+        &url,
+        "--test",
+        "write10",
+        "--rows",
+        "5000",
+        "--clients",
+        "30",
+        "-d",
+        "6s",
+        "--timeout",
+        "5s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until_first_lap();
+    let killed = &mut cluster.members[0];
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let r = run.finish();
+    let report = crate::common::report(&out);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_some_failed(&r, &report, 100);
+    let m = &report.measured;
+    let in_doubt: u64 = m
+        .kinds
+        .iter()
+        .flat_map(|k| &k.errors)
+        .filter(|(e, _)| ["io", "timeout", "protocol"].contains(&e.as_str()))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(in_doubt > 0, "no transaction in doubt\n{}", r.dump());
+    assert_verified(&r, &report);
+    assert!(
+        r.stdout.contains("in-doubt"),
+        "the verification names what was in doubt\n{}",
+        r.dump()
+    );
+}

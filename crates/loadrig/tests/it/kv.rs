@@ -1,0 +1,392 @@
+//! The kv workload (FoundationDB's tests) end to end: each test of the
+//! guide on each target verifies with its counts asserted, the dataset is
+//! reused by a second run, a store that acknowledges writes it does not
+//! keep fails verification (exit 1), and bad shapes exit 2 with one line.
+
+use std::path::Path;
+
+use crate::common::{assert_all_ok, assert_verified, domain, loadrig, run_reported, Run};
+
+/// Rows of the tests' datasets: small, so each run loads in a blink.
+const ROWS: u64 = 10_000;
+/// Transactions per run.
+const N: u64 = 2_000;
+
+/// The guide's tests: name, point reads, writes, range rows per transaction.
+const TESTS: [(&str, u64, u64, u64); 5] = [
+    ("write1", 0, 1, 0),
+    ("write10", 0, 10, 0),
+    ("read10", 10, 0, 0),
+    ("mix", 9, 1, 0),
+    ("range", 0, 0, 100),
+];
+
+/// One test on `target`: every transaction ok, the counts exact, verified.
+pub(crate) fn each_test_verifies(target: &str, dataset: &str) {
+    for (test, reads, writes, range) in TESTS {
+        let n = N.to_string();
+        let rows = ROWS.to_string();
+        let mut args = vec![
+            "run",
+            "kv",
+            "--target",
+            target,
+            "--test",
+            test,
+            "-n",
+            &n,
+            "--clients",
+            "20",
+            "--rows",
+            &rows,
+            "--dataset",
+            dataset,
+            "-q",
+        ];
+        if range > 0 {
+            // The guide's 1,000 keys is the default; 100 keeps runs short.
+            args.extend(["--range-length", "100"]);
+        }
+        let (r, report) = run_reported(&args);
+        assert_eq!(r.code, 0, "{test} on {target}: {}", r.dump());
+        assert_all_ok(&r, &report, N);
+        assert_verified(&r, &report);
+        assert_eq!(domain(&report, "keys_read"), reads * N, "{test}");
+        assert_eq!(domain(&report, "keys_written"), writes * N, "{test}");
+        assert_eq!(domain(&report, "range_keys"), range * N, "{test}");
+        assert_eq!(domain(&report, "keys_missing"), 0, "{test}");
+        assert!(
+            r.stdout.contains("in the guide's units: "),
+            "{test}: {}",
+            r.dump()
+        );
+    }
+}
+
+fn verdict_summary(report: &loadrig_report::Report) -> String {
+    report
+        .verification
+        .as_ref()
+        .and_then(|v| v.verdict.as_ref())
+        .map(|v| v.summary.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn sqlite_runs_every_test_of_the_guide_verified() {
+    each_test_verifies("sqlite://", "kv");
+}
+
+#[test]
+fn with_no_target_the_mix_runs_on_sqlite_and_speaks_the_guides_units() {
+    let (r, report) = run_reported(&["run", "kv", "--rows", "10000", "-n", "3000"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &report, 3_000);
+    assert_verified(&r, &report);
+    assert!(r.stdout.contains("kv on sqlite://"), "{}", r.dump());
+    assert!(r.stdout.contains("synchronous=NORMAL"), "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("test: mix of FoundationDB's benchmarking guide"),
+        "{}",
+        r.dump()
+    );
+    let units = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("in the guide's units: "))
+        .unwrap_or_else(|| panic!("no guide units:\n{}", r.dump()));
+    assert!(
+        units.contains("reads/s + ") && units.contains("writes/s"),
+        "{units}"
+    );
+    // 100 clients and 60 seconds are the defaults (given -n here).
+    assert!(r.stdout.contains("100 clients"), "{}", r.dump());
+    assert_eq!(domain(&report, "keys_read"), 27_000);
+    assert_eq!(domain(&report, "keys_written"), 3_000);
+}
+
+fn file_target(dir: &Path) -> String {
+    format!("sqlite://{}", dir.join("kv.db").display())
+}
+
+#[test]
+fn a_loaded_dataset_is_reused_and_loaded_again_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let run = |extra: &[&str]| -> Run {
+        let mut args = vec![
+            "run", "kv", "--target", &target, "--rows", "5000", "-n", "500",
+        ];
+        args.extend(extra);
+        let (r, report) = run_reported(&args);
+        assert_eq!(r.code, 0, "{}", r.dump());
+        assert_verified(&r, &report);
+        r
+    };
+    assert!(run(&[]).stdout.contains("load: 5,000 rows in "));
+    // The run's writes were put back: the same dataset serves the next run.
+    assert!(run(&["--test", "write10"])
+        .stdout
+        .contains("load: reused dataset kv"));
+    assert!(run(&["--load"]).stdout.contains("load: 5,000 rows in "));
+    // Other rows or another seed: another dataset, loaded.
+    assert!(run(&["--seed", "7"])
+        .stdout
+        .contains("load: 5,000 rows in "));
+    // --keep leaves the run's writes: the next run must not trust the data.
+    run(&["--keep", "--test", "write1"]);
+    assert!(run(&["--seed", "7"])
+        .stdout
+        .contains("load: 5,000 rows in "));
+}
+
+#[test]
+fn a_store_that_drops_acknowledged_writes_fails_verification() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let args = |n: &str| {
+        vec![
+            "run", "kv", "--target", &target, "--rows", "5000", "-n", n, "--test", "write1",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    let first = loadrig(&args("10").iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(first.code, 0, "{}", first.dump());
+    // From now on the store acknowledges every write to the upper half of
+    // the keys and keeps none of them.
+    let db = rusqlite::Connection::open(dir.path().join("kv.db")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER drop_writes BEFORE INSERT ON kv_kv WHEN NEW.k >= 'k000000000002500'
+         BEGIN SELECT RAISE(IGNORE); END;",
+    )
+    .unwrap();
+    drop(db);
+    let a = args("1000");
+    let (r, report) = run_reported(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert_all_ok(&r, &report, 1_000);
+    let summary = verdict_summary(&report);
+    assert!(
+        summary.starts_with("FAILED") && summary.contains("acknowledged writes missing"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn bad_shapes_exit_2_with_one_line() {
+    for (args, flag) in [
+        (
+            &["--test", "range", "--range-length", "0"][..],
+            "--range-length",
+        ),
+        (&["--reads", "0", "--writes", "0"][..], "--reads"),
+        (&["--value-size", "100-8"][..], "--value-size"),
+    ] {
+        let mut all = vec!["run", "kv"];
+        all.extend(args);
+        let r = loadrig(&all);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.dump());
+        let lines: Vec<&str> = r.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {}", r.dump());
+        assert!(lines[0].contains(flag), "{args:?}: {}", r.dump());
+    }
+}
+
+const POSTGRES: &str = "postgres://bench:bench@127.0.0.1/bench";
+
+/// SQL run by psql as the tests' user, behind the binary's back.
+fn psql(sql: &str) {
+    let out = std::process::Command::new("psql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "bench",
+            "-d",
+            "bench",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        ])
+        .env("PGPASSWORD", "bench")
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn postgres_runs_every_test_of_the_guide_verified() {
+    crate::common::need_server("postgres", 5432);
+    each_test_verifies(POSTGRES, "it_each");
+}
+
+#[test]
+fn postgres_links_cut_mid_run_leave_writes_in_doubt_and_verify_holds() {
+    crate::common::need_server("postgres", 5432);
+    let relay = crate::common::Relay::start(5432);
+    let target = format!("postgres://bench:bench@127.0.0.1:{}/bench", relay.port);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut run = crate::common::Running::start(&[
+        "run",
+        "kv",
+        "--target",
+        &target,
+        "--test",
+        "write10",
+        "--rows",
+        "10000",
+        "--dataset",
+        "it_cut",
+        "--clients",
+        "20",
+        "--duration",
+        "3",
+        "--interval",
+        "0.2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until_first_lap();
+    assert!(relay.cut() >= 1, "no link to cut");
+    let r = run.finish();
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let report = crate::common::report(&out);
+    assert!(report.measured.errors > 0, "{}", r.dump());
+    assert!(report.measured.ok > 0, "{}", r.dump());
+    assert_verified(&r, &report);
+    let summary = verdict_summary(&report);
+    assert!(!summary.contains(" 0 in-doubt"), "{summary}");
+}
+
+#[test]
+fn postgres_dropping_acknowledged_writes_fails_verification() {
+    crate::common::need_server("postgres", 5432);
+    let args = |n: &'static str| {
+        [
+            "run",
+            "kv",
+            "--target",
+            POSTGRES,
+            "--rows",
+            "5000",
+            "--dataset",
+            "it_drop",
+            "-n",
+            n,
+            "--clients",
+            "10",
+            "--test",
+            "write1",
+            "--load",
+        ]
+    };
+    let first = loadrig(&args("10"));
+    assert_eq!(first.code, 0, "{}", first.dump());
+    // The server acknowledges every write to the upper half of the keys
+    // and keeps none: a trigger that turns them into nothing.
+    psql(
+        "CREATE OR REPLACE FUNCTION it_drop_writes() RETURNS trigger LANGUAGE plpgsql AS
+           $$ BEGIN RETURN NULL; END $$;
+         DROP TRIGGER IF EXISTS drop_writes ON kv_it_drop;
+         CREATE TRIGGER drop_writes BEFORE INSERT ON kv_it_drop FOR EACH ROW
+           WHEN (NEW.k >= 'k000000000002500'::bytea) EXECUTE FUNCTION it_drop_writes();",
+    );
+    let mut a = args("1000").to_vec();
+    a.pop(); // no --load: the loaded data stays, with the trigger
+    let (r, report) = run_reported(&a);
+    psql("DROP TRIGGER IF EXISTS drop_writes ON kv_it_drop;");
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert_all_ok(&r, &report, 1_000);
+    let summary = verdict_summary(&report);
+    assert!(
+        summary.starts_with("FAILED") && summary.contains("acknowledged writes missing"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn redis_runs_every_test_of_the_guide_verified() {
+    crate::common::need_server("redis", 6379);
+    each_test_verifies("redis://127.0.0.1:6379", "it_each");
+}
+
+#[test]
+fn mariadb_runs_every_test_of_the_guide_verified() {
+    crate::common::need_server("mariadb", 3306);
+    each_test_verifies("mysql://bench:bench@127.0.0.1/bench", "it_each");
+}
+
+#[test]
+fn processes_verify_by_tracing_values_and_say_what_they_cannot_know() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let (r, report) = run_reported(&[
+        "run",
+        "kv",
+        "--processes",
+        "2",
+        "--target",
+        &target,
+        "--rows",
+        "5000",
+        "-n",
+        "1000",
+        "--clients",
+        "5",
+        "--test",
+        "write10",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &report, 1_000);
+    assert_verified(&r, &report);
+    assert_eq!(domain(&report, "keys_written"), 10_000);
+    assert!(
+        verdict_summary(&report).contains("known only to the processes that ran them"),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn skewed_key_choices_run_and_verify() {
+    for keys in ["zipfian", "latest"] {
+        let (r, report) = run_reported(&[
+            "run",
+            "kv",
+            "--rows",
+            "10000",
+            "-n",
+            "2000",
+            "--clients",
+            "20",
+            "--keys",
+            keys,
+            "--test",
+            "write10",
+        ]);
+        assert_eq!(r.code, 0, "{keys}: {}", r.dump());
+        assert_all_ok(&r, &report, 2_000);
+        assert_verified(&r, &report);
+        assert_eq!(domain(&report, "keys_written"), 20_000, "{keys}");
+        assert!(
+            r.stdout.contains(&format!("keys chosen {keys}")),
+            "{}",
+            r.dump()
+        );
+    }
+}
+
+#[test]
+fn voltdb_runs_every_test_of_the_guide_verified() {
+    crate::common::need_server("voltdb", 21212);
+    each_test_verifies("voltdb://127.0.0.1:21212", "it_each");
+}
