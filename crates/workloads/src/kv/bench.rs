@@ -346,6 +346,11 @@ impl<B: KvBackend> Bench for KvBench<B> {
         ];
         lines.extend(self.load.clone());
         lines.push(format!("transactions: {}", self.backend.transactions()));
+        // A server's setting is known only once connected, after the
+        // header: the guide's point is durable commits, so say it here too.
+        if let Some(d) = self.backend.durability() {
+            lines.push(format!("commits: {d}"));
+        }
         Ok(Results {
             lines,
             ..Results::default()
