@@ -194,6 +194,10 @@ fn a_member_killed_mid_run_costs_transactions_in_doubt_not_the_verification() {
         "6s",
         "--timeout",
         "5s",
+        // A member's share in flight fails (about 1%): counted, in doubt,
+        // and not what this test judges (the default gate is 1%).
+        "--max-error-rate",
+        "0.2",
         "--out",
         out.to_str().unwrap(),
     ]);
