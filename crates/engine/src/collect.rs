@@ -1,5 +1,7 @@
-//! The collector: merges the workers' snapshots at lap boundaries into lap
+//! The collector: merges the threads' snapshots at lap boundaries into lap
 //! figures and run totals, and shows each lap to the caller as it closes.
+//! It receives one report per engine thread per lap, however many
+//! connections each thread serves.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -13,16 +15,17 @@ use crate::{EngineConfig, Lap, Outcome};
 /// snapshots of that lap; later ones count in the next lap.
 const GRACE: Duration = Duration::from_millis(20);
 
-/// What a worker hands over: its snapshots since its last report.
+/// What a thread hands over: its workers' snapshots since its last report.
 pub(crate) struct Report {
-    pub worker: usize,
+    /// The engine thread (`lanes`), not a connection.
+    pub thread: usize,
     /// [warm-up, measured].
     pub snaps: [Snapshot; 2],
     /// Operations started and not completed.
     pub pending: u64,
-    /// The worker is done; this is its final report.
+    /// The thread's workers are all done; this is its final report.
     pub last: bool,
-    /// The worker's last completion or delivery.
+    /// The thread's last completion or delivery.
     pub last_event: Option<Instant>,
 }
 
@@ -50,6 +53,7 @@ pub struct LapView<'a> {
 pub(crate) async fn collect(
     cfg: &EngineConfig,
     mut rx: UnboundedReceiver<Report>,
+    threads: usize,
     start: Instant,
     mut on_lap: impl FnMut(&LapView<'_>),
 ) -> Outcome {
@@ -58,9 +62,9 @@ pub(crate) async fn collect(
     let mut warmup = blank();
     let mut measured = blank();
     let mut lap = blank();
-    let mut pending = vec![0u64; cfg.load.connections as usize + cfg.listeners];
+    let mut pending = vec![0u64; threads.max(1)];
     let mut last_event: Option<Instant> = None;
-    let mut live = pending.len();
+    let mut live = threads;
     let mut laps = Laps {
         start,
         measure_start,
@@ -79,7 +83,7 @@ pub(crate) async fn collect(
                 measured.merge(&r.snaps[1]);
                 lap.merge(&r.snaps[0]);
                 lap.merge(&r.snaps[1]);
-                if let Some(p) = pending.get_mut(r.worker) {
+                if let Some(p) = pending.get_mut(r.thread) {
                     *p = if r.last { 0 } else { r.pending };
                 }
                 if r.last {

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use loadrig_engine::{EngineConfig, Outcome};
+use loadrig_engine::{EngineConfig, Outcome, Threads};
 use loadrig_metrics::ProcessUsage;
 use loadrig_report::{Report, RunRecord};
 use loadrig_spec::RunSpec;
@@ -56,6 +56,9 @@ pub(super) async fn single<B: Bench>(
     } else {
         vec![None]
     };
+    // The engine's threads, started once and reused by every phase:
+    // connection k is opened on the thread that will drive it.
+    let threads = Threads::new(spec.threads)?;
     let stop = ctrl_c_flag();
     let mut begin: Option<start::Begin> = None;
     let mut total: Option<Outcome> = None;
@@ -69,8 +72,8 @@ pub(super) async fn single<B: Bench>(
         let conns = spec.load.connections as usize + cfg.listeners;
         let mut drivers = Vec::with_capacity(conns);
         for worker in 0..conns {
-            let worker = u32::try_from(worker).unwrap_or(u32::MAX);
-            drivers.push(bench.connect(worker).await?);
+            let id = u32::try_from(worker).unwrap_or(u32::MAX);
+            drivers.push(threads.homed(worker, bench.connect(id)).await?);
         }
         let at = match &begin {
             Some(_) => start::now(),
@@ -94,7 +97,10 @@ pub(super) async fn single<B: Bench>(
         };
         let first = begin.as_ref().map_or(at.at, |b| b.at);
         let outcome =
-            loadrig_engine::run(&cfg, drivers, at.at, stop.clone(), |lap| p.lap(lap)).await;
+            loadrig_engine::run_on(&cfg, &threads, drivers, at.at, stop.clone(), |lap| {
+                p.lap(lap)
+            })
+            .await;
         p.end_laps();
         if let Some(k) = phase {
             kind_elapsed.resize(kinds.len(), None);
