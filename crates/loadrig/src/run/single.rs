@@ -59,6 +59,10 @@ pub(super) async fn single<B: Bench>(
     // The engine's threads, started once and reused by every phase:
     // connection k is opened on the thread that will drive it.
     let threads = Threads::new(spec.threads)?;
+    // A descriptor per connection: thousands need more than a shell's
+    // soft limit. Failing to raise it is not an error of its own; a
+    // connection that finds no descriptor is reported as it happens.
+    let _ = loadrig_metrics::raise_open_files();
     let stop = ctrl_c_flag();
     let mut begin: Option<start::Begin> = None;
     let mut total: Option<Outcome> = None;

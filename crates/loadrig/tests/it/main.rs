@@ -15,6 +15,7 @@ mod pubsub;
 mod reading;
 mod redis;
 mod reference;
+mod scale;
 mod servers;
 mod services;
 mod sqlite;
