@@ -21,11 +21,12 @@ use crate::record::Shared;
 use crate::timer::Timer;
 use crate::{Driver, EngineConfig, Event, Tag, WARMUP_INDEX_BASE};
 
-/// Housekeeping runs at least this often (stop flag, timeouts) while
-/// operations are in flight...
-const CHECK_EVERY: Duration = Duration::from_millis(100);
-/// ... and this often otherwise (capped by the lap interval).
-const IDLE_CHECK_EVERY: Duration = Duration::from_millis(500);
+/// Housekeeping (stop flag, drain) runs at least this often, and no less
+/// often than the timeout; a timeout itself is checked when the oldest
+/// operation in flight falls due. Not a fixed 100 ms tick while busy: with
+/// thousands of connections, each waiting far longer than that for its
+/// answer, ticks would outnumber operations (docs/scale.md).
+const CHECK_EVERY: Duration = Duration::from_millis(500);
 /// Tokens one turn may admit before the loop yields (fairness, and no spin
 /// when every token fails at once, e.g. a full queue).
 const ADMIT_BUDGET: u32 = 256;
@@ -106,8 +107,13 @@ struct Role {
 
 pub(crate) struct Worker<D> {
     driver: D,
+    /// Operations in flight by tag. Made as they are first needed, up to
+    /// `depth`: a connection allowed a thousand in flight that only ever
+    /// has a few holds a few (docs/scale.md).
     slots: Vec<Slot>,
+    /// Tags of `slots` that are not busy.
     free: Vec<Tag>,
+    depth: usize,
     inflight: usize,
     source: Source,
     phase: usize,
@@ -193,18 +199,12 @@ impl<D: Driver> Worker<D> {
             );
             (warm, WARMUP, Some(main))
         };
-        let idle = Slot {
-            intended: start,
-            sent: start,
-            kind: 0,
-            phase: MEASURED,
-            busy: false,
-        };
         let listen = ends.listener || driver.listens();
         Worker {
             driver,
-            slots: vec![idle; depth.max(1)],
-            free: (0..depth.max(1) as Tag).rev().collect(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            depth: depth.max(1),
             inflight: 0,
             admit: Admission {
                 queue: VecDeque::with_capacity(queue_cap.min(1 << 16)),
@@ -319,6 +319,28 @@ impl<D: Driver> Worker<D> {
         self.fold(true);
     }
 
+    /// Whether an operation may start: a free slot, or room for a new one.
+    #[inline]
+    fn has_free(&self) -> bool {
+        !self.free.is_empty() || self.slots.len() < self.depth
+    }
+
+    /// A new slot, while fewer than `depth` exist; its tag.
+    fn new_slot(&mut self) -> Option<Tag> {
+        if self.slots.len() >= self.depth {
+            return None;
+        }
+        let tag = Tag::try_from(self.slots.len()).ok()?;
+        self.slots.push(Slot {
+            intended: self.clock.start,
+            sent: self.clock.start,
+            kind: 0,
+            phase: MEASURED,
+            busy: false,
+        });
+        Some(tag)
+    }
+
     fn outstanding(&self) -> usize {
         self.inflight + self.admit.queue.len() + usize::from(self.admit.held.is_some())
     }
@@ -349,7 +371,7 @@ impl<D: Driver> Worker<D> {
     fn admit(&mut self, now: Instant) -> Option<Instant> {
         let mut budget = ADMIT_BUDGET;
         loop {
-            if !self.free.is_empty() {
+            if self.has_free() {
                 if let Some((tok, phase)) = self
                     .admit
                     .held
@@ -391,7 +413,7 @@ impl<D: Driver> Worker<D> {
     /// not. Lateness is judged when it starts (see `start_op`).
     fn offer(&mut self, tok: Token, now: Instant) {
         let phase = self.phase;
-        if !self.free.is_empty() {
+        if self.has_free() {
             self.start_op(tok, phase, now);
         } else if !self.admit.managed {
             self.admit.held = Some((tok, phase));
@@ -408,7 +430,9 @@ impl<D: Driver> Worker<D> {
     }
 
     fn start_op(&mut self, tok: Token, phase: usize, now: Instant) {
-        let Some(tag) = self.free.pop() else { return };
+        let Some(tag) = self.free.pop().or_else(|| self.new_slot()) else {
+            return;
+        };
         if now.saturating_duration_since(tok.intended) > self.clock.max_lag {
             self.free.push(tag);
             let kind = self.driver.kind_of(tok.index);
@@ -556,16 +580,19 @@ impl<D: Driver> Worker<D> {
             self.admit.held = None;
             self.admit.queue.clear();
         }
+        let mut oldest = None;
         if self.inflight > 0 {
-            let oldest = self
+            let first = self
                 .slots
                 .iter()
                 .filter(|s| s.busy)
                 .map(|s| s.sent)
                 .min()
                 .unwrap_or(now);
-            if now.saturating_duration_since(oldest) > self.clock.timeout {
+            if now.saturating_duration_since(first) >= self.clock.timeout {
                 self.fail_in_flight(OpError::new(ErrorKind::Timeout), now);
+            } else {
+                oldest = Some(first);
             }
         }
         if now >= self.clock.next_lap {
@@ -574,16 +601,14 @@ impl<D: Driver> Worker<D> {
                 self.clock.next_lap += self.clock.interval;
             }
         }
-        // Timeouts need a close watch only while something is in flight;
-        // an idle worker (a listener, a chat client between messages)
-        // looks at the stop flag and the drain once per lap, so thousands
-        // of them cost little.
-        let every = if self.inflight > 0 {
-            CHECK_EVERY
-        } else {
-            IDLE_CHECK_EVERY
-        };
-        self.clock.next_check = (now + every).min(self.clock.next_lap);
+        // The next look: the oldest operation's timeout, the lap, or the
+        // stop flag's turn, whichever is first. An operation started after
+        // this look falls due no sooner than `timeout` from now.
+        let mut next = (now + CHECK_EVERY.min(self.clock.timeout)).min(self.clock.next_lap);
+        if let Some(first) = oldest {
+            next = next.min(first + self.clock.timeout);
+        }
+        self.clock.next_check = next;
     }
 
     /// At a lap boundary and at the end: fold what the driver tallied
