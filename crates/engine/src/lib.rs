@@ -27,8 +27,8 @@ use std::time::Duration;
 use loadrig_spec::LoadSpec;
 
 pub use collect::LapView;
-pub use lanes::{Homed, Threads};
 pub use driver::{Driver, Event, Tag};
+pub use lanes::{Homed, Threads};
 pub use loadrig_metrics::{Lap, Outcome};
 pub use timer::Timer;
 /// The clock the engine schedules by (a driver's `send_at` is told its time).
@@ -162,11 +162,8 @@ impl<D: Driver> Part<D> {
     async fn run(self) -> bool {
         let shape = (self.cfg.kinds, self.cfg.domains);
         let rec = record::Recorder::shared(self.thread, self.drivers.len(), shape, self.tx);
-        let laps = tokio::task::spawn_local(record::laps(
-            rec.clone(),
-            self.start,
-            self.cfg.interval,
-        ));
+        let laps =
+            tokio::task::spawn_local(record::laps(rec.clone(), self.start, self.cfg.interval));
         let mut handles = Vec::with_capacity(self.drivers.len());
         for (local, (k, driver)) in self.drivers.into_iter().enumerate() {
             let ends = worker::Ends {

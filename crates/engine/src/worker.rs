@@ -436,11 +436,7 @@ impl<D: Driver> Worker<D> {
         if now.saturating_duration_since(tok.intended) > self.clock.max_lag {
             self.free.push(tag);
             let kind = self.driver.kind_of(tok.index);
-            self.rec.borrow_mut().snaps[phase].failed(
-                kind,
-                OpError::new(ErrorKind::Dropped),
-                None,
-            );
+            self.rec.borrow_mut().snaps[phase].failed(kind, OpError::new(ErrorKind::Dropped), None);
             return;
         }
         let kind = self.driver.send_at(tok.index, tag, tok.intended);

@@ -100,11 +100,10 @@ pub(super) async fn single<B: Bench>(
             }
         };
         let first = begin.as_ref().map_or(at.at, |b| b.at);
-        let outcome =
-            loadrig_engine::run_on(&cfg, &threads, drivers, at.at, stop.clone(), |lap| {
-                p.lap(lap)
-            })
-            .await;
+        let outcome = loadrig_engine::run_on(&cfg, &threads, drivers, at.at, stop.clone(), |lap| {
+            p.lap(lap)
+        })
+        .await;
         p.end_laps();
         if let Some(k) = phase {
             kind_elapsed.resize(kinds.len(), None);
