@@ -162,8 +162,6 @@ impl<D: Driver> Part<D> {
     async fn run(self) -> bool {
         let shape = (self.cfg.kinds, self.cfg.domains);
         let rec = record::Recorder::shared(self.thread, self.drivers.len(), shape, self.tx);
-        let laps =
-            tokio::task::spawn_local(record::laps(rec.clone(), self.start, self.cfg.interval));
         let mut handles = Vec::with_capacity(self.drivers.len());
         for (local, (k, driver)) in self.drivers.into_iter().enumerate() {
             let ends = worker::Ends {
@@ -178,7 +176,6 @@ impl<D: Driver> Part<D> {
         for h in handles {
             panicked |= h.await.is_err();
         }
-        laps.abort();
         rec.borrow_mut().hand_over(true);
         panicked
     }

@@ -6,16 +6,16 @@
 //! a thread serving 5,000 connections holds one latency histogram per kind,
 //! not 5,000, so memory and the lap hand-over cost do not grow with the
 //! connections, and the histograms a thread records into stay in its cache.
+//! The thread's lap is handed over by the first of its workers to pass
+//! the lap boundary ([`Recorder::lap_passed`]).
 //! The recorder is an `Rc<RefCell<..>>` shared by the workers of one
 //! thread (they run on one `LocalSet`), so recording is a plain borrow and
 //! field update: no atomics, no locks. A borrow is never held across an
 //! `.await`, so it can never be found taken.
 
+use loadrig_metrics::Snapshot;
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::time::Duration;
-
-use loadrig_metrics::Snapshot;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
@@ -24,11 +24,6 @@ use crate::collect::Report;
 /// The recorder of one thread, shared by its workers.
 pub(crate) type Shared = Rc<RefCell<Recorder>>;
 
-/// How long after a lap boundary a thread hands its lap over: the workers
-/// fold their bytes and outstanding counts in at the boundary itself, and
-/// the collector closes the lap 20 ms after it (`collect::GRACE`).
-const HAND_OVER_AFTER: Duration = Duration::from_millis(5);
-
 pub(crate) struct Recorder {
     /// [warm-up, measured], since the last hand-over.
     pub snaps: [Snapshot; 2],
@@ -36,6 +31,8 @@ pub(crate) struct Recorder {
     pending: Vec<u64>,
     /// The latest completion or delivery of the thread's finished workers.
     last_event: Option<Instant>,
+    /// The lap boundary last handed over.
+    handed: Option<Instant>,
     thread: usize,
     shape: (usize, usize),
     tx: UnboundedSender<Report>,
@@ -55,6 +52,7 @@ impl Recorder {
             ],
             pending: vec![0; workers],
             last_event: None,
+            handed: None,
             thread,
             shape,
             tx,
@@ -72,6 +70,19 @@ impl Recorder {
     pub fn finished(&mut self, local: usize, at: Option<Instant>) {
         self.set_pending(local, 0);
         self.last_event = self.last_event.max(at);
+    }
+
+    /// A worker of this thread passed the lap boundary `at`: the first to
+    /// do so hands the thread's lap over, as soon as the boundary is seen
+    /// (a busy thread's workers notice it between two of their turns, a
+    /// waiting one's are woken for it), so the collector's 20 ms grace is
+    /// left to the thread. Bytes folded by the thread's later workers
+    /// count in the next lap.
+    pub fn lap_passed(&mut self, at: Instant) {
+        if self.handed.is_none_or(|h| at > h) {
+            self.handed = Some(at);
+            self.hand_over(false);
+        }
     }
 
     /// Hand the snapshots since the last hand-over to the collector and
@@ -93,19 +104,5 @@ impl Recorder {
             last,
             last_event: self.last_event,
         });
-    }
-}
-
-/// Hand the thread's lap over shortly after each lap boundary, for as long
-/// as the thread's workers run (the caller aborts this task after them).
-pub(crate) async fn laps(rec: Shared, start: Instant, interval: Duration) {
-    let mut next = start + interval + HAND_OVER_AFTER;
-    loop {
-        tokio::time::sleep_until(next).await;
-        rec.borrow_mut().hand_over(false);
-        let now = Instant::now();
-        while next <= now {
-            next += interval;
-        }
     }
 }

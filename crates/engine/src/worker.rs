@@ -596,6 +596,8 @@ impl<D: Driver> Worker<D> {
             while self.clock.next_lap <= now {
                 self.clock.next_lap += self.clock.interval;
             }
+            let boundary = self.clock.next_lap - self.clock.interval;
+            self.rec.borrow_mut().lap_passed(boundary);
         }
         // The next look: the oldest operation's timeout, the lap, or the
         // stop flag's turn, whichever is first. An operation started after
