@@ -75,6 +75,17 @@ pub(crate) async fn collect(
     let mut ticks = tokio::time::interval_at(start + cfg.interval + GRACE, cfg.interval);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
 
+    // Threads heard from since the last lap closed (or finished): a lap
+    // whose threads have not all reported by its grace waits for them, up
+    // to half an interval, so a thread that was busy or descheduled at the
+    // boundary does not leave the lap empty and double the next one.
+    let mut heard = vec![false; threads.max(1)];
+    // Threads done: nothing more to wait for from them.
+    let mut done = vec![false; threads.max(1)];
+    let all_heard = |heard: &[bool], done: &[bool]| heard.iter().zip(done).all(|(h, d)| *h || *d);
+    let mut waiting: Option<Instant> = None;
+    let hold = tokio::time::sleep_until(start);
+    tokio::pin!(hold);
     while live > 0 {
         tokio::select! {
             msg = rx.recv() => {
@@ -86,14 +97,39 @@ pub(crate) async fn collect(
                 if let Some(p) = pending.get_mut(r.thread) {
                     *p = if r.last { 0 } else { r.pending };
                 }
+                if let Some(h) = heard.get_mut(r.thread) {
+                    *h = true;
+                }
                 if r.last {
                     live -= 1;
                     last_event = last_event.max(r.last_event);
+                    if let Some(d) = done.get_mut(r.thread) {
+                        *d = true;
+                    }
+                }
+                if let Some(boundary) = waiting {
+                    if all_heard(&heard, &done) {
+                        waiting = None;
+                        heard.iter_mut().for_each(|h| *h = false);
+                        laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                    }
                 }
             }
-            at = ticks.tick() => {
+            at = ticks.tick(), if waiting.is_none() => {
                 let boundary = at - GRACE;
-                laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                if all_heard(&heard, &done) {
+                    heard.iter_mut().for_each(|h| *h = false);
+                    laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                } else {
+                    waiting = Some(boundary);
+                    hold.as_mut().reset(boundary + cfg.interval / 2);
+                }
+            }
+            () = &mut hold, if waiting.is_some() => {
+                if let Some(boundary) = waiting.take() {
+                    heard.iter_mut().for_each(|h| *h = false);
+                    laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                }
             }
         }
     }
