@@ -1,5 +1,7 @@
-//! The collector: merges the workers' snapshots at lap boundaries into lap
+//! The collector: merges the threads' snapshots at lap boundaries into lap
 //! figures and run totals, and shows each lap to the caller as it closes.
+//! It receives one report per engine thread per lap, however many
+//! connections each thread serves.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -13,16 +15,17 @@ use crate::{EngineConfig, Lap, Outcome};
 /// snapshots of that lap; later ones count in the next lap.
 const GRACE: Duration = Duration::from_millis(20);
 
-/// What a worker hands over: its snapshots since its last report.
+/// What a thread hands over: its workers' snapshots since its last report.
 pub(crate) struct Report {
-    pub worker: usize,
+    /// The engine thread (`lanes`), not a connection.
+    pub thread: usize,
     /// [warm-up, measured].
     pub snaps: [Snapshot; 2],
     /// Operations started and not completed.
     pub pending: u64,
-    /// The worker is done; this is its final report.
+    /// The thread's workers are all done; this is its final report.
     pub last: bool,
-    /// The worker's last completion or delivery.
+    /// The thread's last completion or delivery.
     pub last_event: Option<Instant>,
 }
 
@@ -50,6 +53,7 @@ pub struct LapView<'a> {
 pub(crate) async fn collect(
     cfg: &EngineConfig,
     mut rx: UnboundedReceiver<Report>,
+    threads: usize,
     start: Instant,
     mut on_lap: impl FnMut(&LapView<'_>),
 ) -> Outcome {
@@ -58,9 +62,9 @@ pub(crate) async fn collect(
     let mut warmup = blank();
     let mut measured = blank();
     let mut lap = blank();
-    let mut pending = vec![0u64; cfg.load.connections as usize + cfg.listeners];
+    let mut pending = vec![0u64; threads.max(1)];
     let mut last_event: Option<Instant> = None;
-    let mut live = pending.len();
+    let mut live = threads;
     let mut laps = Laps {
         start,
         measure_start,
@@ -71,6 +75,17 @@ pub(crate) async fn collect(
     let mut ticks = tokio::time::interval_at(start + cfg.interval + GRACE, cfg.interval);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
 
+    // Threads heard from since the last lap closed (or finished): a lap
+    // whose threads have not all reported by its grace waits for them, up
+    // to half an interval, so a thread that was busy or descheduled at the
+    // boundary does not leave the lap empty and double the next one.
+    let mut heard = vec![false; threads.max(1)];
+    // Threads done: nothing more to wait for from them.
+    let mut done = vec![false; threads.max(1)];
+    let all_heard = |heard: &[bool], done: &[bool]| heard.iter().zip(done).all(|(h, d)| *h || *d);
+    let mut waiting: Option<Instant> = None;
+    let hold = tokio::time::sleep_until(start);
+    tokio::pin!(hold);
     while live > 0 {
         tokio::select! {
             msg = rx.recv() => {
@@ -79,17 +94,42 @@ pub(crate) async fn collect(
                 measured.merge(&r.snaps[1]);
                 lap.merge(&r.snaps[0]);
                 lap.merge(&r.snaps[1]);
-                if let Some(p) = pending.get_mut(r.worker) {
+                if let Some(p) = pending.get_mut(r.thread) {
                     *p = if r.last { 0 } else { r.pending };
+                }
+                if let Some(h) = heard.get_mut(r.thread) {
+                    *h = true;
                 }
                 if r.last {
                     live -= 1;
                     last_event = last_event.max(r.last_event);
+                    if let Some(d) = done.get_mut(r.thread) {
+                        *d = true;
+                    }
+                }
+                if let Some(boundary) = waiting {
+                    if all_heard(&heard, &done) {
+                        waiting = None;
+                        heard.iter_mut().for_each(|h| *h = false);
+                        laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                    }
                 }
             }
-            at = ticks.tick() => {
+            at = ticks.tick(), if waiting.is_none() => {
                 let boundary = at - GRACE;
-                laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                if all_heard(&heard, &done) {
+                    heard.iter_mut().for_each(|h| *h = false);
+                    laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                } else {
+                    waiting = Some(boundary);
+                    hold.as_mut().reset(boundary + cfg.interval / 2);
+                }
+            }
+            () = &mut hold, if waiting.is_some() => {
+                if let Some(boundary) = waiting.take() {
+                    heard.iter_mut().for_each(|h| *h = false);
+                    laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                }
             }
         }
     }

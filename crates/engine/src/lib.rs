@@ -3,13 +3,19 @@
 //!
 //! One worker task per connection runs the single worker loop
 //! ([`worker`]); what differs between closed loop, open loop and bursts is
-//! only the source of start tokens ([`pace`]). Workers record into their own
-//! snapshots and hand them to the collector ([`collect`]) at lap
-//! boundaries, so nothing is shared on the hot path.
+//! only the source of start tokens ([`pace`]). Workers are dealt round
+//! robin to the engine's threads ([`lanes`]: thread-per-core, each a
+//! current-thread runtime with a `LocalSet`); the workers of a thread
+//! record into the thread's one recorder ([`record`]), which hands its
+//! snapshots to the collector ([`collect`]) at lap boundaries. Nothing is
+//! shared between threads on the hot path, and nothing measured is kept
+//! per connection.
 
 mod collect;
 mod driver;
+mod lanes;
 mod pace;
+mod record;
 pub mod rng;
 mod timer;
 mod worker;
@@ -22,6 +28,7 @@ use loadrig_spec::LoadSpec;
 
 pub use collect::LapView;
 pub use driver::{Driver, Event, Tag};
+pub use lanes::{Homed, Threads};
 pub use loadrig_metrics::{Lap, Outcome};
 pub use timer::Timer;
 /// The clock the engine schedules by (a driver's `send_at` is told its time).
@@ -51,9 +58,8 @@ pub struct EngineConfig {
     pub drain: Duration,
 }
 
-/// Run the load: `drivers` are connected, one per connection; the first
-/// operations start at `start`. `stop` ends the run early when set.
-/// `on_lap` sees every lap as it closes.
+/// Run the load on the caller's thread alone ([`run_on`] with
+/// [`Threads::one`]).
 pub async fn run<D: Driver>(
     cfg: &EngineConfig,
     drivers: Vec<D>,
@@ -61,29 +67,116 @@ pub async fn run<D: Driver>(
     stop: Arc<AtomicBool>,
     on_lap: impl FnMut(&LapView<'_>),
 ) -> Outcome {
+    run_on(cfg, &Threads::one(), drivers, start, stop, on_lap).await
+}
+
+/// Run the load: `drivers` are connected, one per connection (driver `k`
+/// opened through [`Threads::homed`]`(k, ..)` when `threads` has more
+/// than one); the first operations start at `start`. Worker `k` runs on
+/// thread `k mod N`; thread 0 is the caller's, which also collects.
+/// `stop` ends the run early when set. `on_lap` sees every lap as it
+/// closes.
+pub async fn run_on<D: Driver>(
+    cfg: &EngineConfig,
+    threads: &Threads,
+    drivers: Vec<D>,
+    start: Instant,
+    stop: Arc<AtomicBool>,
+    on_lap: impl FnMut(&LapView<'_>),
+) -> Outcome {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let workers = drivers.len();
-    let issuing = workers.saturating_sub(cfg.listeners);
+    let issuing = drivers.len().saturating_sub(cfg.listeners);
     let talking = Arc::new(AtomicUsize::new(issuing));
-    let mut handles = Vec::with_capacity(workers);
+    let n = threads.count();
+    let each = drivers.len().div_ceil(n);
+    let mut dealt: Vec<Vec<(usize, D)>> = (0..n).map(|_| Vec::with_capacity(each)).collect();
     for (k, driver) in drivers.into_iter().enumerate() {
-        let ends = worker::Ends {
-            stop: stop.clone(),
-            talking: talking.clone(),
-            listener: k >= issuing,
-        };
-        let w = worker::Worker::new(cfg, k, driver, start, ends, tx.clone());
-        handles.push(tokio::spawn(w.run()));
+        dealt[threads.of(k)].push((k, driver));
+    }
+    let busy = dealt.iter().filter(|d| !d.is_empty()).count();
+    let job = |t: usize, part: Vec<(usize, D)>| Part {
+        cfg: cfg.clone(),
+        thread: t,
+        drivers: part,
+        start,
+        issuing,
+        stop: stop.clone(),
+        talking: talking.clone(),
+        tx: tx.clone(),
+    };
+    let mut dealt = dealt.into_iter().enumerate();
+    let home = dealt.next().map(|(t, part)| job(t, part));
+    let mut elsewhere = Vec::new();
+    for (t, part) in dealt.filter(|(_, p)| !p.is_empty()) {
+        let part = job(t, part);
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let sent = threads.send(
+            t,
+            Box::new(move || {
+                Box::pin(async move {
+                    let _ = done_tx.send(part.run().await);
+                })
+            }),
+        );
+        // A thread that is gone cannot have run its workers: the
+        // collector would wait for them forever, so the run is a bug.
+        assert!(sent, "engine thread {t} is gone");
+        elsewhere.push(done_rx);
     }
     drop(tx);
-    let mut out = collect::collect(cfg, rx, start, on_lap).await;
-    for h in handles {
-        // A worker that panicked is a bug in a driver; its measurements
-        // up to its last lap are already merged.
-        if h.await.is_err() {
-            out.interrupted = true;
+    let local = tokio::task::LocalSet::new();
+    let home = async move {
+        match home {
+            Some(p) if !p.drivers.is_empty() => p.run().await,
+            _ => false,
         }
+    };
+    let (mut out, panicked) = local
+        .run_until(async { tokio::join!(collect::collect(cfg, rx, busy, start, on_lap), home) })
+        .await;
+    out.interrupted |= panicked;
+    for done in elsewhere {
+        // A worker that panicked is a bug in a driver; its measurements
+        // up to then are already in its thread's recorder.
+        out.interrupted |= done.await.unwrap_or(true);
     }
     out.interrupted |= stop.load(std::sync::atomic::Ordering::Relaxed);
     out
+}
+
+/// One thread's share of a run: its workers, spawned on its `LocalSet`
+/// around one recorder.
+struct Part<D> {
+    cfg: EngineConfig,
+    thread: usize,
+    drivers: Vec<(usize, D)>,
+    start: Instant,
+    issuing: usize,
+    stop: Arc<AtomicBool>,
+    talking: Arc<AtomicUsize>,
+    tx: tokio::sync::mpsc::UnboundedSender<collect::Report>,
+}
+
+impl<D: Driver> Part<D> {
+    /// Run this thread's workers to the end; `true` when one panicked.
+    async fn run(self) -> bool {
+        let shape = (self.cfg.kinds, self.cfg.domains);
+        let rec = record::Recorder::shared(self.thread, self.drivers.len(), shape, self.tx);
+        let mut handles = Vec::with_capacity(self.drivers.len());
+        for (local, (k, driver)) in self.drivers.into_iter().enumerate() {
+            let ends = worker::Ends {
+                stop: self.stop.clone(),
+                talking: self.talking.clone(),
+                listener: k >= self.issuing,
+            };
+            let w = worker::Worker::new(&self.cfg, k, driver, self.start, ends, rec.clone(), local);
+            handles.push(tokio::task::spawn_local(w.run()));
+        }
+        let mut panicked = false;
+        for h in handles {
+            panicked |= h.await.is_err();
+        }
+        rec.borrow_mut().hand_over(true);
+        panicked
+    }
 }

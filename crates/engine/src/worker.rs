@@ -1,7 +1,8 @@
 //! The worker loop: the one place operations start and complete.
 //!
 //! A worker owns one driver (one connection), its share of the callers and
-//! of the operation indices, and its own snapshots. Each turn it serves
+//! of the operation indices; it records into its thread's recorder
+//! (`record`), not into snapshots of its own. Each turn it serves
 //! held and queued operations, asks its [`Source`] for start tokens while
 //! slots are free, and then waits for whichever comes first: a completion,
 //! the next intended start, or housekeeping (laps, timeouts, Ctrl-C).
@@ -11,21 +12,21 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadrig_metrics::{ErrorKind, OpError, Snapshot};
+use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::{Dispatch, Stop};
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
-use crate::collect::Report;
 use crate::pace::{Indices, Next, Share, Source, Token};
+use crate::record::Shared;
 use crate::timer::Timer;
 use crate::{Driver, EngineConfig, Event, Tag, WARMUP_INDEX_BASE};
 
-/// Housekeeping runs at least this often (stop flag, timeouts) while
-/// operations are in flight...
-const CHECK_EVERY: Duration = Duration::from_millis(100);
-/// ... and this often otherwise (capped by the lap interval).
-const IDLE_CHECK_EVERY: Duration = Duration::from_millis(500);
+/// Housekeeping (stop flag, drain) runs at least this often, and no less
+/// often than the timeout; a timeout itself is checked when the oldest
+/// operation in flight falls due. Not a fixed 100 ms tick while busy: with
+/// thousands of connections, each waiting far longer than that for its
+/// answer, ticks would outnumber operations (docs/scale.md).
+const CHECK_EVERY: Duration = Duration::from_millis(500);
 /// Tokens one turn may admit before the loop yields (fairness, and no spin
 /// when every token fails at once, e.g. a full queue).
 const ADMIT_BUDGET: u32 = 256;
@@ -106,16 +107,21 @@ struct Role {
 
 pub(crate) struct Worker<D> {
     driver: D,
-    id: usize,
+    /// Operations in flight by tag. Made as they are first needed, up to
+    /// `depth`: a connection allowed a thousand in flight that only ever
+    /// has a few holds a few (docs/scale.md).
     slots: Vec<Slot>,
+    /// Tags of `slots` that are not busy.
     free: Vec<Tag>,
+    depth: usize,
     inflight: usize,
     source: Source,
     phase: usize,
     /// The measured phase's source, made when the warm-up ends.
     main: Option<Source>,
-    snaps: [Snapshot; 2],
-    shape: (usize, usize),
+    /// The thread's recorder, and this worker's place among its workers.
+    rec: Shared,
+    local: usize,
     since_yield: u32,
     /// The open loop and bursts: operations have intended starts, so the
     /// worker wakes for them precisely and records each one's send lag.
@@ -132,7 +138,6 @@ pub(crate) struct Worker<D> {
     ending: Ending,
     /// Whether it issues, listens, or both.
     role: Role,
-    tx: UnboundedSender<Report>,
 }
 
 impl<D: Driver> Worker<D> {
@@ -142,7 +147,8 @@ impl<D: Driver> Worker<D> {
         driver: D,
         start: Instant,
         ends: Ends,
-        tx: UnboundedSender<Report>,
+        rec: Shared,
+        local: usize,
     ) -> Self {
         let load = &cfg.load;
         let k = id as u32;
@@ -193,19 +199,12 @@ impl<D: Driver> Worker<D> {
             );
             (warm, WARMUP, Some(main))
         };
-        let idle = Slot {
-            intended: start,
-            sent: start,
-            kind: 0,
-            phase: MEASURED,
-            busy: false,
-        };
         let listen = ends.listener || driver.listens();
         Worker {
             driver,
-            id,
-            slots: vec![idle; depth.max(1)],
-            free: (0..depth.max(1) as Tag).rev().collect(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            depth: depth.max(1),
             inflight: 0,
             admit: Admission {
                 queue: VecDeque::with_capacity(queue_cap.min(1 << 16)),
@@ -216,11 +215,8 @@ impl<D: Driver> Worker<D> {
             source,
             phase,
             main,
-            snaps: [
-                Snapshot::new(cfg.kinds, cfg.domains),
-                Snapshot::new(cfg.kinds, cfg.domains),
-            ],
-            shape: (cfg.kinds, cfg.domains),
+            rec,
+            local,
             clock: Clock {
                 max_lag: Duration::from_secs_f64(load.max_lag_secs),
                 timeout: cfg.timeout,
@@ -251,7 +247,6 @@ impl<D: Driver> Worker<D> {
             since_yield: 0,
             paced: !matches!(load.pacing, loadrig_spec::Pacing::Steady),
             timer: Timer::new(),
-            tx,
         }
     }
 
@@ -268,7 +263,10 @@ impl<D: Driver> Worker<D> {
                 self.housekeeping(now);
             }
             if !self.link.connected {
-                self.reconnect().await;
+                // Boxed: reconnecting (a dial, a login, a back-off) is the
+                // largest state this loop can be in and the rarest, and
+                // every connection's task would otherwise carry its size.
+                Box::pin(self.reconnect()).await;
                 continue;
             }
             let due = self.admit(now);
@@ -318,7 +316,29 @@ impl<D: Driver> Worker<D> {
                 () = &mut sleep => {}
             }
         }
-        self.report(true);
+        self.fold(true);
+    }
+
+    /// Whether an operation may start: a free slot, or room for a new one.
+    #[inline]
+    fn has_free(&self) -> bool {
+        !self.free.is_empty() || self.slots.len() < self.depth
+    }
+
+    /// A new slot, while fewer than `depth` exist; its tag.
+    fn new_slot(&mut self) -> Option<Tag> {
+        if self.slots.len() >= self.depth {
+            return None;
+        }
+        let tag = Tag::try_from(self.slots.len()).ok()?;
+        self.slots.push(Slot {
+            intended: self.clock.start,
+            sent: self.clock.start,
+            kind: 0,
+            phase: MEASURED,
+            busy: false,
+        });
+        Some(tag)
     }
 
     fn outstanding(&self) -> usize {
@@ -351,7 +371,7 @@ impl<D: Driver> Worker<D> {
     fn admit(&mut self, now: Instant) -> Option<Instant> {
         let mut budget = ADMIT_BUDGET;
         loop {
-            if !self.free.is_empty() {
+            if self.has_free() {
                 if let Some((tok, phase)) = self
                     .admit
                     .held
@@ -374,7 +394,9 @@ impl<D: Driver> Worker<D> {
                 Next::Completion => return None,
                 Next::Done => match self.main.take() {
                     Some(main) if !self.ending.stopping => {
-                        self.driver.take_counts(&mut self.snaps[WARMUP].domains);
+                        let mut rec = self.rec.borrow_mut();
+                        self.driver.take_counts(&mut rec.snaps[WARMUP].domains);
+                        drop(rec);
                         self.source = main;
                         self.phase = MEASURED;
                     }
@@ -391,7 +413,7 @@ impl<D: Driver> Worker<D> {
     /// not. Lateness is judged when it starts (see `start_op`).
     fn offer(&mut self, tok: Token, now: Instant) {
         let phase = self.phase;
-        if !self.free.is_empty() {
+        if self.has_free() {
             self.start_op(tok, phase, now);
         } else if !self.admit.managed {
             self.admit.held = Some((tok, phase));
@@ -399,23 +421,30 @@ impl<D: Driver> Worker<D> {
             self.admit.queue.push_back((tok, phase));
         } else {
             let kind = self.driver.kind_of(tok.index);
-            self.snaps[phase].failed(kind, OpError::new(ErrorKind::QueueFull), None);
+            self.rec.borrow_mut().snaps[phase].failed(
+                kind,
+                OpError::new(ErrorKind::QueueFull),
+                None,
+            );
         }
     }
 
     fn start_op(&mut self, tok: Token, phase: usize, now: Instant) {
-        let Some(tag) = self.free.pop() else { return };
+        let Some(tag) = self.free.pop().or_else(|| self.new_slot()) else {
+            return;
+        };
         if now.saturating_duration_since(tok.intended) > self.clock.max_lag {
             self.free.push(tag);
             let kind = self.driver.kind_of(tok.index);
-            self.snaps[phase].failed(kind, OpError::new(ErrorKind::Dropped), None);
+            self.rec.borrow_mut().snaps[phase].failed(kind, OpError::new(ErrorKind::Dropped), None);
             return;
         }
         let kind = self.driver.send_at(tok.index, tag, tok.intended);
         if self.paced {
             // The closed loop sends when due: its lag is 0 by
             // construction and is not recorded (no per-op cost there).
-            self.snaps[phase].lagged(kind, now.saturating_duration_since(tok.intended));
+            self.rec.borrow_mut().snaps[phase]
+                .lagged(kind, now.saturating_duration_since(tok.intended));
         }
         self.slots[tag as usize] = Slot {
             intended: tok.intended,
@@ -434,19 +463,24 @@ impl<D: Driver> Worker<D> {
                 kind,
                 latency,
                 domain,
-            } => self.snaps[self.phase].delivery(kind, latency, domain),
+            } => self.rec.borrow_mut().snaps[self.phase].delivery(kind, latency, domain),
             Event::Done { tag, result } => {
                 let Some(slot) = self.slots.get_mut(tag as usize).filter(|s| s.busy) else {
                     // A driver answered a tag it was not given: count it
                     // as a protocol error rather than trust it.
-                    self.snaps[self.phase].failed(0, OpError::new(ErrorKind::Protocol), None);
+                    self.rec.borrow_mut().snaps[self.phase].failed(
+                        0,
+                        OpError::new(ErrorKind::Protocol),
+                        None,
+                    );
                     return;
                 };
                 slot.busy = false;
                 let s = *slot;
                 self.free.push(tag);
                 self.inflight -= 1;
-                let snap = &mut self.snaps[s.phase];
+                let mut rec = self.rec.borrow_mut();
+                let snap = &mut rec.snaps[s.phase];
                 match result {
                     // The closed loop sends when due: one duration, one record.
                     Ok(domain) if s.intended == s.sent => {
@@ -462,11 +496,12 @@ impl<D: Driver> Worker<D> {
 
     /// The connection is gone: everything in flight on it failed.
     fn fail_in_flight(&mut self, e: OpError, now: Instant) {
+        let mut rec = self.rec.borrow_mut();
         for (tag, slot) in self.slots.iter_mut().enumerate() {
             if slot.busy {
                 slot.busy = false;
                 let timing = (now - slot.intended, now - slot.sent);
-                self.snaps[slot.phase].failed(slot.kind, e, Some(timing));
+                rec.snaps[slot.phase].failed(slot.kind, e, Some(timing));
                 self.free.push(tag as Tag);
             }
         }
@@ -487,10 +522,10 @@ impl<D: Driver> Worker<D> {
                 self.link.connected = true;
                 self.link.down_since = None;
                 self.link.backoff = Duration::from_millis(50);
-                self.snaps[self.phase].reconnects += 1;
+                self.rec.borrow_mut().snaps[self.phase].reconnects += 1;
             }
             _ => {
-                self.snaps[self.phase].connect_failures += 1;
+                self.rec.borrow_mut().snaps[self.phase].connect_failures += 1;
                 tokio::time::sleep(self.link.backoff).await;
                 self.link.backoff = (self.link.backoff * 2).min(Duration::from_secs(1));
                 let now = Instant::now();
@@ -513,16 +548,18 @@ impl<D: Driver> Worker<D> {
             .into_iter()
             .chain(self.admit.queue.drain(..))
             .collect();
+        let mut rec = self.rec.borrow_mut();
         for (tok, phase) in waiting {
             let kind = self.driver.kind_of(tok.index);
-            self.snaps[phase].failed(kind, conn, None);
+            rec.snaps[phase].failed(kind, conn, None);
         }
         if self.ending.counted && !self.ending.stopping {
             let left = self.main.as_ref().unwrap_or(&self.source).remaining();
-            if let Some(k) = self.snaps[MEASURED].kinds.first_mut() {
+            if let Some(k) = rec.snaps[MEASURED].kinds.first_mut() {
                 k.errors.by_kind[ErrorKind::Connect.index()] += left;
             }
         }
+        drop(rec);
         self.source.stop();
         self.main = None;
         self.phase = MEASURED;
@@ -539,56 +576,54 @@ impl<D: Driver> Worker<D> {
             self.admit.held = None;
             self.admit.queue.clear();
         }
+        let mut oldest = None;
         if self.inflight > 0 {
-            let oldest = self
+            let first = self
                 .slots
                 .iter()
                 .filter(|s| s.busy)
                 .map(|s| s.sent)
                 .min()
                 .unwrap_or(now);
-            if now.saturating_duration_since(oldest) > self.clock.timeout {
+            if now.saturating_duration_since(first) >= self.clock.timeout {
                 self.fail_in_flight(OpError::new(ErrorKind::Timeout), now);
+            } else {
+                oldest = Some(first);
             }
         }
         if now >= self.clock.next_lap {
-            self.report(false);
+            self.fold(false);
             while self.clock.next_lap <= now {
                 self.clock.next_lap += self.clock.interval;
             }
+            let boundary = self.clock.next_lap - self.clock.interval;
+            self.rec.borrow_mut().lap_passed(boundary);
         }
-        // Timeouts need a close watch only while something is in flight;
-        // an idle worker (a listener, a chat client between messages)
-        // looks at the stop flag and the drain once per lap, so thousands
-        // of them cost little.
-        let every = if self.inflight > 0 {
-            CHECK_EVERY
-        } else {
-            IDLE_CHECK_EVERY
-        };
-        self.clock.next_check = (now + every).min(self.clock.next_lap);
+        // The next look: the oldest operation's timeout, the lap, or the
+        // stop flag's turn, whichever is first. An operation started after
+        // this look falls due no sooner than `timeout` from now.
+        let mut next = (now + CHECK_EVERY.min(self.clock.timeout)).min(self.clock.next_lap);
+        if let Some(first) = oldest {
+            next = next.min(first + self.clock.timeout);
+        }
+        self.clock.next_check = next;
     }
 
-    fn report(&mut self, last: bool) {
+    /// At a lap boundary and at the end: fold what the driver tallied
+    /// (bytes, domain counts) and what is outstanding into the thread's
+    /// recorder, which hands the thread's lap over as a whole.
+    fn fold(&mut self, last: bool) {
         let (sent, received) = self.driver.take_bytes();
-        self.snaps[self.phase].bytes_sent += sent;
-        self.snaps[self.phase].bytes_received += received;
-        self.driver.take_counts(&mut self.snaps[self.phase].domains);
-        // Handed over unsettled: the collector's merge folds `same` into
-        // both histograms, so a worker never grows three.
-        let fresh = || Snapshot::new(self.shape.0, self.shape.1);
-        let snaps = [
-            std::mem::replace(&mut self.snaps[WARMUP], fresh()),
-            std::mem::replace(&mut self.snaps[MEASURED], fresh()),
-        ];
-        // The collector outlives every worker; if it is gone the run is
-        // over and there is no one left to tell.
-        let _ = self.tx.send(Report {
-            worker: self.id,
-            snaps,
-            pending: self.outstanding() as u64,
-            last,
-            last_event: self.ending.last_event,
-        });
+        let outstanding = self.outstanding() as u64;
+        let mut rec = self.rec.borrow_mut();
+        let snap = &mut rec.snaps[self.phase];
+        snap.bytes_sent += sent;
+        snap.bytes_received += received;
+        self.driver.take_counts(&mut snap.domains);
+        if last {
+            rec.finished(self.local, self.ending.last_event);
+        } else {
+            rec.set_pending(self.local, outstanding);
+        }
     }
 }

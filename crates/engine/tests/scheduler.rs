@@ -493,3 +493,44 @@ async fn a_short_drain_misses_what_is_still_in_flight() {
     let got = out.measured.kinds[1].ok;
     assert_eq!(got, 71, "delivered {got}");
 }
+
+/// Several engine threads (real clock: each thread has its own runtime):
+/// workers dealt round robin still issue every index once, and the
+/// threads' recorders add up to every operation, with one lap hand-over
+/// per thread rather than per connection.
+#[test]
+fn threads_share_the_indices_and_their_recorders_add_up() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let threads = loadrig_engine::Threads::new(3).unwrap();
+        let mut cfg = config(load(Pacing::Steady, 7, Stop::Count(700)));
+        cfg.interval = Duration::from_millis(50);
+        let log: Log = Arc::default();
+        let start = Instant::now() + Duration::from_millis(10);
+        let mut drivers = Vec::new();
+        for k in 0..7 {
+            let d = Fifo::new(Duration::from_micros(50), None, log.clone());
+            drivers.push(threads.homed(k, async { d }).await);
+        }
+        let out = loadrig_engine::run_on(
+            &cfg,
+            &threads,
+            drivers,
+            start,
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )
+        .await;
+        assert!(!out.interrupted);
+        assert_eq!(out.measured.ops(), 700);
+        assert_eq!(out.measured.kinds[0].latency.len(), 700);
+        let mut seen: Vec<u64> = log.lock().unwrap().iter().map(|e| e.0).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..700).collect::<Vec<_>>());
+        let laps: u64 = out.laps.iter().map(|l| l.ok).sum();
+        assert_eq!(laps, 700);
+    });
+}

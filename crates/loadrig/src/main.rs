@@ -18,7 +18,6 @@ mod verify;
 
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use loadrig_report::Report;
-use loadrig_spec::RunSpec;
 
 use flags::{Cli, Command};
 
@@ -162,7 +161,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 start: args.start(),
                 role,
             };
-            runtime(&spec)?.block_on(plan::run(&spec, target, &opts))
+            runtime()?.block_on(plan::run(&spec, target, &opts))
         }
         Command::Merge(m) => merge::run(&m.reports, m.out.as_deref(), m.force),
         Command::Compare(c) => compare::run(&c.baseline, &c.candidate, c.max_regression),
@@ -187,7 +186,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 .clone()
                 .unwrap_or_else(|| report.spec.target.clone());
             let target = plan::open(report.spec.workload.name(), Some(&url))?;
-            runtime(&report.spec)?.block_on(plan::verify(&report, target))
+            runtime()?.block_on(plan::verify(&report, target))
         }
     }
 }
@@ -224,18 +223,16 @@ fn check_out(out: &std::path::Path, csv: bool) -> Result<(), loadrig_spec::SpecE
         .map_err(|e| bad(format!("cannot write in {}: {e}", dir.display())))
 }
 
-/// One thread: tokio's current-thread scheduler, everything on the thread
-/// that runs `main` (no hand-offs between a worker thread and it);
-/// several: the multi-thread scheduler with that many workers.
-fn runtime(spec: &RunSpec) -> anyhow::Result<tokio::runtime::Runtime> {
-    let mut b = if spec.threads == 1 {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(spec.threads);
-        b
-    };
-    Ok(b.enable_all().build()?)
+/// tokio's current-thread scheduler on the thread that runs `main`: it
+/// connects, prepares, collects and prints, and is the engine's thread 0.
+/// `--threads N` adds N - 1 engine threads of their own when the load
+/// runs (`loadrig_engine::Threads`, thread-per-core), not a work-stealing
+/// pool: a connection stays on one thread and records into that thread's
+/// measurements.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }
 
 fn print_targets() {

@@ -14,6 +14,6 @@ mod verdict;
 pub use error::{ErrorKind, OpError};
 pub use histo::Histo;
 pub use outcome::{Lap, Outcome};
-pub use rusage::{ProcessUsage, Usage};
+pub use rusage::{raise_open_files, ProcessUsage, Usage};
 pub use snapshot::{ErrorCounts, KindStats, Snapshot};
 pub use verdict::{Check, Results, Verdict};

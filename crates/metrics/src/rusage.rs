@@ -96,6 +96,30 @@ fn vm_hwm() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Raise this process's soft limit on open files to its hard limit, and
+/// return the limit now in force: a run of thousands of connections needs
+/// a descriptor each, and a shell's soft limit (often 1,024) is far below
+/// the hard one. The hard limit is the host's decision; nothing asks for
+/// more.
+pub fn raise_open_files() -> std::io::Result<u64> {
+    // SAFETY: getrlimit and setrlimit only read and write the struct
+    // passed, which lives on this stack frame.
+    #[allow(unsafe_code)]
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(lim.rlim_cur)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +136,13 @@ mod tests {
         let u = ProcessUsage::now().since(&a);
         assert!(u.cpu >= Duration::from_millis(10), "{u:?}");
         assert!(u.max_rss_bytes > 0);
+    }
+
+    #[test]
+    fn open_files_are_raised_to_the_hard_limit() {
+        let limit = raise_open_files().expect("getrlimit works");
+        assert!(limit >= 64, "{limit}");
+        assert_eq!(raise_open_files().expect("again"), limit);
     }
 
     #[test]

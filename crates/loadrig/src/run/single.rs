@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use loadrig_engine::{EngineConfig, Outcome};
+use loadrig_engine::{EngineConfig, Outcome, Threads};
 use loadrig_metrics::ProcessUsage;
 use loadrig_report::{Report, RunRecord};
 use loadrig_spec::RunSpec;
@@ -60,6 +60,13 @@ pub(super) async fn single<B: Bench>(
     } else {
         vec![None]
     };
+    // The engine's threads, started once and reused by every phase:
+    // connection k is opened on the thread that will drive it.
+    let threads = Threads::new(spec.threads)?;
+    // A descriptor per connection: thousands need more than a shell's
+    // soft limit. Failing to raise it is not an error of its own; a
+    // connection that finds no descriptor is reported as it happens.
+    let _ = loadrig_metrics::raise_open_files();
     let mut begin: Option<start::Begin> = None;
     let mut total: Option<Outcome> = None;
     let mut kind_elapsed: Vec<Option<Duration>> = Vec::new();
@@ -77,8 +84,11 @@ pub(super) async fn single<B: Bench>(
         let mut drivers = Vec::with_capacity(conns);
         let mut lost = None;
         for worker in 0..conns {
-            let worker = u32::try_from(worker).unwrap_or(u32::MAX);
-            match d.connect("a connection", bench.connect(worker)).await {
+            let id = u32::try_from(worker).unwrap_or(u32::MAX);
+            match d
+                .connect("a connection", threads.homed(worker, bench.connect(id)))
+                .await
+            {
                 Ok(d) => drivers.push(d),
                 // Before any load, nothing was measured: the error is the
                 // run's. After a phase ran, its measurements are kept.
@@ -119,8 +129,10 @@ pub(super) async fn single<B: Bench>(
             }
         };
         let first = begin.as_ref().map_or(at.at, |b| b.at);
-        let outcome =
-            loadrig_engine::run(&cfg, drivers, at.at, stop.clone(), |lap| p.lap(lap)).await;
+        let outcome = loadrig_engine::run_on(&cfg, &threads, drivers, at.at, stop.clone(), |lap| {
+            p.lap(lap)
+        })
+        .await;
         p.end_laps();
         if let Some(k) = phase {
             kind_elapsed.resize(kinds.len(), None);

@@ -5,7 +5,9 @@
 //! into `wbuf`; `fill` writes what is queued and waits until more bytes
 //! are in `rbuf`. Only `try_*` calls touch the socket, after readiness, and
 //! both buffers live here, so dropping `fill` (the engine serves a timer)
-//! loses nothing.
+//! loses nothing. The buffers start at a few hundred bytes, grow with a burst
+//! and shrink after it ([`fit`]), so thousands of mostly idle connections
+//! hold little memory.
 
 use std::io;
 use std::time::Duration;
@@ -13,6 +15,9 @@ use std::time::Duration;
 use bytes::{Buf, BytesMut};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
+
+mod fit;
+use fit::Fit;
 
 #[cfg(any(
     feature = "redis",
@@ -35,8 +40,8 @@ pub struct Socket {
     stream: TcpStream,
     pub wbuf: BytesMut,
     pub rbuf: BytesMut,
-    /// Read buffer growth step.
-    chunk: usize,
+    /// Buffer sizes that follow the connection's traffic.
+    fit: Fit,
     sent: u64,
     received: u64,
 }
@@ -55,9 +60,9 @@ impl Socket {
         stream.set_nodelay(true)?;
         Ok(Socket {
             stream,
-            wbuf: BytesMut::with_capacity(chunk),
-            rbuf: BytesMut::with_capacity(chunk),
-            chunk,
+            wbuf: BytesMut::new(),
+            rbuf: BytesMut::new(),
+            fit: Fit::new(chunk),
             sent: 0,
             received: 0,
         })
@@ -74,7 +79,8 @@ impl Socket {
             };
             let ready = self.stream.ready(interest).await?;
             if ready.is_readable() {
-                self.rbuf.reserve(self.chunk);
+                let step = self.fit.before_read(&mut self.rbuf);
+                self.rbuf.reserve(step);
                 let room = self.rbuf.capacity() - self.rbuf.len();
                 // A short read took all the socket held: it is reported to
                 // tokio as WouldBlock, which clears the readiness tokio saw
@@ -95,6 +101,7 @@ impl Socket {
                 match (got, r) {
                     (Some(0), _) => return Err(io::ErrorKind::UnexpectedEof.into()),
                     (Some(n), _) => {
+                        self.fit.after_read(n, room);
                         self.received += n as u64;
                         return Ok(());
                     }
@@ -107,6 +114,10 @@ impl Socket {
 
     /// Write what the socket takes now.
     pub fn flush(&mut self) -> io::Result<()> {
+        if self.wbuf.is_empty() {
+            return Ok(());
+        }
+        self.fit.before_flush(self.wbuf.len());
         while !self.wbuf.is_empty() {
             match self.stream.try_write(&self.wbuf) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -118,6 +129,7 @@ impl Socket {
                 Err(e) => return Err(e),
             }
         }
+        self.fit.after_flush(&mut self.wbuf);
         Ok(())
     }
 
