@@ -28,6 +28,13 @@ impl Watch {
         }
     }
 
+    /// A child that has been reaped: its id may soon be another's.
+    pub fn release(&self, pid: u32) {
+        if let (Ok(pid), Ok(mut c)) = (i32::try_from(pid), self.children.lock()) {
+            c.retain(|&p| p != pid);
+        }
+    }
+
     fn tell_children(&self, sig: i32) {
         if let Ok(c) = self.children.lock() {
             for &pid in c.iter() {

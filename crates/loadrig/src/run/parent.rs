@@ -81,11 +81,18 @@ pub async fn parent<B: Bench>(
         let child = cmd
             .spawn()
             .with_context(|| format!("starting process {i}"))?;
-        signals.adopt(child.id());
-        // Reading both pipes to the end while it runs, off the runtime.
+        let pid = child.id();
+        signals.adopt(pid);
+        let watch = signals.clone();
+        // Reading both pipes to the end while it runs, off the runtime;
+        // once reaped, its id may be another process's: no more signals.
         running.push((
             path,
-            tokio::task::spawn_blocking(move || child.wait_with_output()),
+            tokio::task::spawn_blocking(move || {
+                let out = child.wait_with_output();
+                watch.release(pid);
+                out
+            }),
         ));
     }
     p.phase(&format!("run {k} processes"));
