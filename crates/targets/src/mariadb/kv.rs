@@ -399,15 +399,8 @@ impl KvBackend for MariadbTarget {
     }
 
     async fn count(&self) -> Result<u64, TargetError> {
-        let rows = self
-            .int_rows(&format!("SELECT COUNT(*) FROM {}", self.kv.table))
-            .await?;
-        Ok(rows
-            .first()
-            .and_then(|r| r.first())
-            .copied()
-            .unwrap_or(0)
-            .max(0) as u64)
+        let n = crate::sql::count(self, &format!("SELECT COUNT(*) FROM {}", self.kv.table)).await?;
+        Ok(n.max(0) as u64)
     }
 
     async fn teardown(&self) -> Result<(), TargetError> {
