@@ -397,6 +397,28 @@ fn pump(mut from: TcpStream, mut to: TcpStream, count: Option<Arc<AtomicU64>>) {
 /// A port nothing listened on a moment ago. Another process may take it
 /// before the caller uses it, so every caller checks and tries again
 /// ([`OwnServer::start`], [`with_refused_port`]).
+/// A server of a test's own on a free port: every connection is handed
+/// to `serve` on a thread of its own. Setting the flag (then connecting
+/// once, to wake the accept) stops it taking new connections.
+pub fn own_server(serve: impl Fn(TcpStream) + Send + Sync + 'static) -> (u16, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let done = Arc::new(AtomicBool::new(false));
+    let stop = done.clone();
+    let serve = Arc::new(serve);
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let Ok(conn) = conn else { continue };
+            let serve = serve.clone();
+            std::thread::spawn(move || serve(conn));
+        }
+    });
+    (port, done)
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()

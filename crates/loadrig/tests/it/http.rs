@@ -7,15 +7,15 @@
 //! bad flags; wrk's closing lines matched against a real wrk run's.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use loadrig_report::Report;
 
 use crate::common::{
-    assert_all_ok, assert_verified, domain, loadrig, need_server, run_reported, Run, Running,
+    assert_all_ok, assert_verified, domain, loadrig, need_server, own_server, run_reported, Run,
+    Running,
 };
 use crate::golden::{golden, mask};
 
@@ -232,25 +232,6 @@ fn a_404_is_counted_as_non_2xx() {
         "http://127.0.0.1:8088/no-such-file",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
-}
-
-/// A server of the test's own: every connection is handed to `serve`.
-fn own_server(serve: fn(TcpStream)) -> (u16, Arc<AtomicBool>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let done = Arc::new(AtomicBool::new(false));
-    let stop = done.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
-            if let Ok(c) = conn {
-                std::thread::spawn(move || serve(c));
-            }
-        }
-    });
-    (port, done)
 }
 
 /// Read one request head (these tests send no bodies).

@@ -8,7 +8,7 @@
 //! that uses the server holds its lock.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +20,9 @@ use std::collections::HashSet;
 use loadrig_spec::{MemcacheSpec, RunSpec, WorkloadSpec};
 use loadrig_workloads::memcache::load::Load;
 
-use crate::common::{hold, json, loadrig, need_server, with_refused_port, OwnServer, Run};
+use crate::common::{
+    hold, json, loadrig, need_server, own_server, with_refused_port, OwnServer, Run,
+};
 
 const URL: &str = "memcache://127.0.0.1:11211";
 
@@ -329,33 +331,20 @@ fn a_value_changed_behind_the_clients_back_is_caught() {
 /// A fake server: `stats` and `version` answered as memcached would,
 /// everything else with `garbage`.
 fn garbage_server(garbage: &'static [u8]) -> (u16, Arc<AtomicBool>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let done = Arc::new(AtomicBool::new(false));
-    let stop = done.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            if stop.load(Ordering::Relaxed) {
+    own_server(move |mut conn| {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = conn.read(&mut buf) {
+            let answer: &[u8] = match &buf[..n] {
+                [] => return,
+                b"stats\r\n" => b"STAT cmd_set 0\r\nEND\r\n",
+                b"version\r\n" => b"VERSION fake\r\n",
+                _ => garbage,
+            };
+            if conn.write_all(answer).is_err() {
                 return;
             }
-            let Ok(mut conn) = conn else { continue };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = conn.read(&mut buf) {
-                    let answer: &[u8] = match &buf[..n] {
-                        [] => return,
-                        b"stats\r\n" => b"STAT cmd_set 0\r\nEND\r\n",
-                        b"version\r\n" => b"VERSION fake\r\n",
-                        _ => garbage,
-                    };
-                    if conn.write_all(answer).is_err() {
-                        return;
-                    }
-                }
-            });
         }
-    });
-    (port, done)
+    })
 }
 
 /// Garbage, a response nobody asked for, a binary packet of another

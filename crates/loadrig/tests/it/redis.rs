@@ -8,7 +8,7 @@
 //! parallel without touching each other's keys.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use loadrig_engine::rng::mix64;
 use loadrig_spec::{RedisSpec, WorkloadSpec};
 use loadrig_workloads::redis::mix::Mix;
 
-use crate::common::{json, loadrig, need_server, with_refused_port, OwnServer};
+use crate::common::{json, loadrig, need_server, own_server, with_refused_port, OwnServer};
 
 const URL: &str = "redis://127.0.0.1:6379";
 
@@ -379,27 +379,14 @@ fn error_replies_and_changed_values() {
 
 /// A fake server that answers every read with `garbage`.
 fn garbage_server(garbage: &'static [u8]) -> (u16, Arc<AtomicBool>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let done = Arc::new(AtomicBool::new(false));
-    let stop = done.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            if stop.load(Ordering::Relaxed) {
+    own_server(move |mut conn| {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = conn.read(&mut buf) {
+            if n == 0 || conn.write_all(garbage).is_err() {
                 return;
             }
-            let Ok(mut conn) = conn else { continue };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = conn.read(&mut buf) {
-                    if n == 0 || conn.write_all(garbage).is_err() {
-                        return;
-                    }
-                }
-            });
         }
-    });
-    (port, done)
+    })
 }
 
 /// Bytes that are not RESP, an absurd length, a bad element in an array:
