@@ -52,7 +52,7 @@ fn main() {
         Ok((cli, matches)) => match execute(cli, &matches) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("error: {}", printable(&one_line(&e)));
+                eprintln!("error: {}", loadrig_spec::printable(&one_line(&e)));
                 exit::code_of(&e)
             }
         },
@@ -85,7 +85,7 @@ fn main() {
                     true => first,
                     false => format!("{first} ({})", rest.join("; ")),
                 };
-                eprintln!("{}", printable(&line));
+                eprintln!("{}", loadrig_spec::printable(&line));
                 exit::USAGE
             }
         },
@@ -94,17 +94,6 @@ fn main() {
 }
 
 /// The error and its causes on one line.
-/// `s` with control characters shown as escapes (`\u{1b}`): what a user
-/// typed is echoed in errors, and must not drive the terminal.
-pub(crate) fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            c if c.is_control() => c.escape_default().to_string(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
 pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in e.chain() {

@@ -177,6 +177,17 @@ impl RunSpec {
     }
 }
 
+/// `s` with control characters shown as escapes (`\u{1b}`): what a user
+/// typed is echoed in headers and errors, and must not drive the terminal.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            c if c.is_control() => c.escape_default().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

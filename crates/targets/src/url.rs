@@ -167,13 +167,7 @@ impl TargetUrl {
 pub(crate) fn masked(rest: &str) -> String {
     // Control characters (an escape sequence typed or pasted into a URL)
     // are shown, not sent to the terminal.
-    let rest: String = rest
-        .chars()
-        .map(|c| match c {
-            c if c.is_control() => c.escape_default().to_string(),
-            c => c.to_string(),
-        })
-        .collect();
+    let rest = loadrig_spec::printable(rest);
     let rest = rest.as_str();
     let (rest, query) = match rest.split_once('?') {
         Some((r, q)) => (r, Some(q)),
