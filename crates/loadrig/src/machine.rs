@@ -3,7 +3,6 @@
 //! processes) is more than the memory available now is refused at once,
 //! with the estimate and the flag that drives it (docs/limits.md).
 
-use loadrig_spec::bounds::{BYTES_PER_CONNECTION, BYTES_PER_QUEUED, BYTES_PER_SLOT};
 use loadrig_spec::{Dispatch, RunSpec, SpecError};
 
 use loadrig_report::fmt::bytes;
@@ -18,30 +17,20 @@ pub fn admit(spec: &RunSpec) -> Result<(), SpecError> {
 }
 
 fn check(spec: &RunSpec, available: u64) -> Result<(), SpecError> {
-    let planned = spec.load.planned_bytes(spec.processes);
-    if planned <= available {
+    let planned = spec.load.planned(spec.processes);
+    if planned.total() <= available {
         return Ok(());
     }
-    let load = &spec.load;
-    let processes = u64::from(spec.processes.max(1));
-    let connections = u64::from(load.connections) * BYTES_PER_CONNECTION * processes;
-    let (slots, queue) = match load.dispatch {
-        Dispatch::Direct => (
-            u64::from(load.clients) * u64::from(load.pipeline) * BYTES_PER_SLOT,
-            0,
-        ),
-        Dispatch::Managed { queue, slots } => (
-            u64::from(load.connections) * u64::from(slots) * BYTES_PER_SLOT,
-            u64::from(queue) * BYTES_PER_QUEUED,
-        ),
-    };
-    let flag = if spec.processes > 1 && connections >= slots.max(queue) {
-        "--processes"
-    } else if connections >= slots.max(queue) {
-        "--clients"
-    } else if queue >= slots {
+    // The flag that drives the largest share of the estimate.
+    let flag = if planned.connections >= planned.slots.max(planned.queue) {
+        if spec.processes > 1 {
+            "--processes"
+        } else {
+            "--clients"
+        }
+    } else if planned.queue >= planned.slots {
         "--queue"
-    } else if matches!(load.dispatch, Dispatch::Managed { .. }) {
+    } else if matches!(spec.load.dispatch, Dispatch::Managed { .. }) {
         "--slots"
     } else {
         "--pipeline"
@@ -51,7 +40,7 @@ fn check(spec: &RunSpec, available: u64) -> Result<(), SpecError> {
         format!(
             "this run would hold about {} at once (connections, requests in flight, queue), \
              more than the {} this machine has available",
-            bytes(planned),
+            bytes(planned.total()),
             bytes(available)
         ),
     ))

@@ -74,15 +74,33 @@ pub fn count(flag: &'static str, v: u64, min: u64, max: u64) -> Result<(), SpecE
     ))
 }
 
-/// The memory a run plans to hold at once in one process: connections,
-/// operation slots, queue. An estimate to refuse the impossible early, not
-/// a promise.
-pub fn planned_bytes(connections: u64, slots: u64, queue: u64, processes: u64) -> u64 {
-    let one = connections
-        .saturating_mul(BYTES_PER_CONNECTION)
-        .saturating_add(slots.saturating_mul(BYTES_PER_SLOT))
-        .saturating_add(queue.saturating_mul(BYTES_PER_QUEUED));
-    one.saturating_mul(processes.max(1))
+/// The memory a run plans to hold at once, by what holds it, over all its
+/// processes. An estimate to refuse the impossible early, not a promise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Planned {
+    pub connections: u64,
+    /// Operations in flight.
+    pub slots: u64,
+    /// Operations waiting in the managed queue.
+    pub queue: u64,
+}
+
+impl Planned {
+    /// `connections`, `slots` and `queued` in each of `processes`.
+    pub fn of(connections: u64, slots: u64, queued: u64, processes: u64) -> Planned {
+        let each = |n: u64, bytes: u64| n.saturating_mul(bytes).saturating_mul(processes.max(1));
+        Planned {
+            connections: each(connections, BYTES_PER_CONNECTION),
+            slots: each(slots, BYTES_PER_SLOT),
+            queue: each(queued, BYTES_PER_QUEUED),
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.connections
+            .saturating_add(self.slots)
+            .saturating_add(self.queue)
+    }
 }
 
 #[cfg(test)]
@@ -109,7 +127,11 @@ mod tests {
 
     #[test]
     fn the_estimate_saturates() {
-        assert_eq!(planned_bytes(1, 0, 0, 1), BYTES_PER_CONNECTION);
-        assert_eq!(planned_bytes(u64::MAX, u64::MAX, u64::MAX, 8), u64::MAX);
+        assert_eq!(Planned::of(1, 0, 0, 1).total(), BYTES_PER_CONNECTION);
+        assert_eq!(
+            Planned::of(u64::MAX, u64::MAX, u64::MAX, 8).total(),
+            u64::MAX
+        );
+        assert_eq!(Planned::of(0, 10, 0, 2).slots, 20 * BYTES_PER_SLOT);
     }
 }

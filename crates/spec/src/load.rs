@@ -174,18 +174,17 @@ impl LoadSpec {
         Ok(())
     }
 
-    /// The memory this process's part of the load holds at once, by
-    /// [`bounds::planned_bytes`].
-    pub fn planned_bytes(&self, processes: u32) -> u64 {
-        let slots = match self.dispatch {
-            Dispatch::Direct => u64::from(self.clients) * u64::from(self.pipeline),
-            Dispatch::Managed { slots, .. } => u64::from(self.connections) * u64::from(slots),
+    /// The memory the load holds at once over `processes` processes
+    /// ([`bounds::Planned`]).
+    pub fn planned(&self, processes: u32) -> bounds::Planned {
+        let (slots, queue) = match self.dispatch {
+            Dispatch::Direct => (u64::from(self.clients) * u64::from(self.pipeline), 0),
+            Dispatch::Managed { queue, slots } => (
+                u64::from(self.connections) * u64::from(slots),
+                u64::from(queue),
+            ),
         };
-        let queue = match self.dispatch {
-            Dispatch::Direct => 0,
-            Dispatch::Managed { queue, .. } => queue.into(),
-        };
-        bounds::planned_bytes(self.connections.into(), slots, queue, processes.into())
+        bounds::Planned::of(self.connections.into(), slots, queue, processes.into())
     }
 
     /// Callers served by connection `k` (callers are dealt round robin).
