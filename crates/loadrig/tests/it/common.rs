@@ -398,9 +398,12 @@ fn pump(mut from: TcpStream, mut to: TcpStream, count: Option<Arc<AtomicU64>>) {
 /// before the caller uses it, so every caller checks and tries again
 /// ([`OwnServer::start`], [`with_refused_port`]).
 /// A server of a test's own on a free port: every connection is handed
-/// to `serve` on a thread of its own. Setting the flag (then connecting
-/// once, to wake the accept) stops it taking new connections.
-pub fn own_server(serve: impl Fn(TcpStream) + Send + Sync + 'static) -> (u16, Arc<AtomicBool>) {
+/// to `serve` on a thread of its own, with the stop flag. Setting the flag
+/// (then connecting once, to wake the accept) stops it taking new
+/// connections, and tells the ones being served to end.
+pub fn own_server(
+    serve: impl Fn(TcpStream, &AtomicBool) + Send + Sync + 'static,
+) -> (u16, Arc<AtomicBool>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let done = Arc::new(AtomicBool::new(false));
@@ -412,8 +415,8 @@ pub fn own_server(serve: impl Fn(TcpStream) + Send + Sync + 'static) -> (u16, Ar
                 return;
             }
             let Ok(conn) = conn else { continue };
-            let serve = serve.clone();
-            std::thread::spawn(move || serve(conn));
+            let (serve, stop) = (serve.clone(), stop.clone());
+            std::thread::spawn(move || serve(conn, &stop));
         }
     });
     (port, done)

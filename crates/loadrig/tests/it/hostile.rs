@@ -5,13 +5,13 @@
 //! one line saying why.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::loadrig;
+use crate::common::{loadrig, own_server};
 
 #[derive(Debug, Clone, Copy)]
 enum Behaviour {
@@ -55,20 +55,7 @@ struct Hostile {
 
 impl Hostile {
     fn start(b: Behaviour) -> Hostile {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.load(Ordering::Relaxed) {
-                    return;
-                }
-                let Ok(conn) = conn else { continue };
-                let s = s.clone();
-                thread::spawn(move || serve(conn, b, &s));
-            }
-        });
+        let (port, stop) = own_server(move |c, stop| serve(c, b, stop));
         Hostile { port, stop }
     }
 }

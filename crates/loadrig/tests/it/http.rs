@@ -273,7 +273,7 @@ fn silent(mut c: TcpStream) {
 }
 
 fn against(serve: fn(TcpStream), extra: &[&str]) -> (Run, Report, Duration) {
-    let (port, done) = own_server(serve);
+    let (port, done) = own_server(move |c, _| serve(c));
     let url = format!("http://127.0.0.1:{port}/");
     let mut args = vec!["-d", "1", "-c", "2", "-t", "1", "--timeout", "1"];
     args.extend_from_slice(extra);
@@ -532,7 +532,7 @@ fn chunked(mut c: TcpStream) {
 
 #[test]
 fn chunked_bodies_are_framed_and_compared_by_their_data() {
-    let (port, done) = own_server(chunked);
+    let (port, done) = own_server(|c, _| chunked(c));
     let url = format!("http://127.0.0.1:{port}/");
     let (r, report) = http(&["-n", "2000", "-c", "2", "-t", "1", "-P", "4", &url]);
     done.store(true, Ordering::Relaxed);

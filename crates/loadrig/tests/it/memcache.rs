@@ -331,7 +331,7 @@ fn a_value_changed_behind_the_clients_back_is_caught() {
 /// A fake server: `stats` and `version` answered as memcached would,
 /// everything else with `garbage`.
 fn garbage_server(garbage: &'static [u8]) -> (u16, Arc<AtomicBool>) {
-    own_server(move |mut conn| {
+    own_server(move |mut conn, _| {
         let mut buf = [0u8; 4096];
         while let Ok(n) = conn.read(&mut buf) {
             let answer: &[u8] = match &buf[..n] {

@@ -379,7 +379,7 @@ fn error_replies_and_changed_values() {
 
 /// A fake server that answers every read with `garbage`.
 fn garbage_server(garbage: &'static [u8]) -> (u16, Arc<AtomicBool>) {
-    own_server(move |mut conn| {
+    own_server(move |mut conn, _| {
         let mut buf = [0u8; 4096];
         while let Ok(n) = conn.read(&mut buf) {
             if n == 0 || conn.write_all(garbage).is_err() {
