@@ -76,12 +76,17 @@ fn within(what: &str, got: f64, want: Duration, share: f64) {
 /// up to about 1.2% late (202.4 ms for 200 ms seen alone), so 2%.
 const TAIL: f64 = 0.02;
 
+/// The maximum is one sample, so one late wake-up decides it: CI's shared
+/// two cores once showed 204.1 ms for 200 ms (2.04%) in the open loop.
+/// 5% still catches a lost timer tick or a request counted twice.
+const MAX_TAIL: f64 = 0.05;
+
 /// The maximum: never below the injected delay (nothing answers faster
-/// than the server), and within [`TAIL`] above it.
+/// than the server), and within [`MAX_TAIL`] above it.
 fn near_max(what: &str, got: f64, want: Duration) {
     let want = want.as_secs_f64() * 1e6;
     assert!(
-        got >= want * 0.999 && got <= want * (1.0 + TAIL),
+        got >= want * 0.999 && got <= want * (1.0 + MAX_TAIL),
         "{what}: {got} us, injected {want} us"
     );
 }
