@@ -138,6 +138,8 @@ pub(crate) struct Worker<D> {
     ending: Ending,
     /// Whether it issues, listens, or both.
     role: Role,
+    /// Per-kind counts of operations passed over (reused, see `pass_over`).
+    tally: Vec<u64>,
 }
 
 impl<D: Driver> Worker<D> {
@@ -178,12 +180,13 @@ impl<D: Driver> Worker<D> {
                 Some(measure_start + Duration::from_secs_f64(s)),
             ),
         };
+        let max_lag = Duration::from_secs_f64(load.max_lag_secs);
         let main = Source::new(
             &load.pacing,
             &share,
             Indices::new(share.global, total, end),
             measure_start,
-            deadline,
+            (deadline, max_lag),
             cfg.seed,
         );
         let (source, phase, main) = if cfg.warmup.is_zero() || ends.listener {
@@ -194,7 +197,7 @@ impl<D: Driver> Worker<D> {
                 &share,
                 Indices::new(WARMUP_INDEX_BASE + share.global, total, u64::MAX),
                 start,
-                Some(measure_start),
+                (Some(measure_start), max_lag),
                 cfg.seed ^ WARMUP_INDEX_BASE,
             );
             (warm, WARMUP, Some(main))
@@ -218,7 +221,7 @@ impl<D: Driver> Worker<D> {
             rec,
             local,
             clock: Clock {
-                max_lag: Duration::from_secs_f64(load.max_lag_secs),
+                max_lag,
                 timeout: cfg.timeout,
                 interval: cfg.interval,
                 start,
@@ -239,6 +242,7 @@ impl<D: Driver> Worker<D> {
                 listen,
                 listener: ends.listener,
             },
+            tally: Vec::new(),
             link: LinkState {
                 connected: true,
                 down_since: None,
@@ -390,6 +394,11 @@ impl<D: Driver> Worker<D> {
             budget -= 1;
             match self.source.next(now, self.outstanding()) {
                 Next::Token(tok) => self.offer(tok, now),
+                Next::Dropped {
+                    first,
+                    stride,
+                    count,
+                } => self.pass_over(first, stride, count),
                 Next::At(t) => return Some(t),
                 Next::Completion => return None,
                 Next::Done => match self.main.take() {
@@ -426,6 +435,27 @@ impl<D: Driver> Worker<D> {
                 OpError::new(ErrorKind::QueueFull),
                 None,
             );
+        }
+    }
+
+    /// Count `count` operations the schedule passed over as dropped, each
+    /// under its kind. `kind_of` is pure and cheap, so the tally is a loop
+    /// of additions with one recording per kind.
+    fn pass_over(&mut self, first: u64, stride: u64, count: u64) {
+        let tally = &mut self.tally;
+        tally.clear();
+        for i in 0..count {
+            let kind = self
+                .driver
+                .kind_of(first.wrapping_add(i.wrapping_mul(stride)));
+            if tally.len() <= kind {
+                tally.resize(kind + 1, 0);
+            }
+            tally[kind] += 1;
+        }
+        let mut rec = self.rec.borrow_mut();
+        for (kind, n) in tally.iter().enumerate().filter(|(_, n)| **n > 0) {
+            rec.snaps[self.phase].dropped(kind, *n);
         }
     }
 
