@@ -114,7 +114,7 @@ pub struct RunArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Threads driving the load [default: the number of cores]
-    #[arg(long)]
+    #[arg(long, value_parser = count::<usize>)]
     pub threads: Option<usize>,
     /// An operation unanswered this long fails as a timeout
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]

@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod etcd;
 mod expect;
+mod fuzz;
 mod golden;
 mod hostile;
 mod http;
