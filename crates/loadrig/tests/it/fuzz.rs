@@ -9,8 +9,11 @@ use std::time::{Duration, Instant};
 
 use crate::common::BIN;
 
-/// Values for flags that take a count: (accepted, refused).
-const COUNTS: (&[&str], &[&str]) = (
+/// Values a flag accepts, and values it refuses.
+type Values = (&'static [&'static str], &'static [&'static str]);
+
+/// Values for flags that take a count.
+const COUNTS: Values = (
     &["1", "3", "2k", "1e1"],
     &[
         "0",
@@ -29,13 +32,13 @@ const COUNTS: (&[&str], &[&str]) = (
 
 /// Values for `--rate`: the accepted ones finish 300 operations well
 /// inside the bound.
-const RATES: (&[&str], &[&str]) = (
+const RATES: Values = (
     &["5k", "1e6", "1e8"],
     &["0", "-5", "nan", "inf", "1e-300", "1e300", "abc", ""],
 );
 
 /// Values for flags that take a time.
-const TIMES: (&[&str], &[&str]) = (
+const TIMES: Values = (
     &["1ms", "10ms", "0.01"],
     &[
         "-1",
@@ -50,7 +53,7 @@ const TIMES: (&[&str], &[&str]) = (
     ],
 );
 
-const FLAGS: &[(&str, (&[&str], &[&str]))] = &[
+const FLAGS: &[(&str, Values)] = &[
     ("--clients", COUNTS),
     ("--connections", COUNTS),
     ("--pipeline", COUNTS),
@@ -67,7 +70,7 @@ const FLAGS: &[(&str, (&[&str], &[&str]))] = &[
     ("--burst-delay", TIMES),
 ];
 
-const TARGETS: (&[&str], &[&str]) = (
+const TARGETS: Values = (
     &["null://", "null://?delay=1ms"],
     &[
         "null://?delay=nan",
@@ -85,7 +88,7 @@ struct Draw(u64);
 
 impl Draw {
     /// An accepted value two times in three, a refused one otherwise.
-    fn pick<'a>(&mut self, (good, bad): (&[&'a str], &[&'a str])) -> &'a str {
+    fn pick(&mut self, (good, bad): Values) -> &'static str {
         if self.below(3) == 0 {
             bad[self.below(bad.len())]
         } else {
