@@ -27,6 +27,10 @@ use crate::{Driver, EngineConfig, Event, Tag, WARMUP_INDEX_BASE};
 /// thousands of connections, each waiting far longer than that for its
 /// answer, ticks would outnumber operations (docs/scale.md).
 const CHECK_EVERY: Duration = Duration::from_millis(500);
+/// After a stop signal, what is in flight has this long (or the timeout,
+/// if shorter) to be answered; then it fails as a timeout, in doubt for
+/// verification, so a stop ends promptly (docs/limits.md).
+const STOP_GRACE: Duration = Duration::from_secs(1);
 /// Tokens one turn may admit before the loop yields (fairness, and no spin
 /// when every token fails at once, e.g. a full queue).
 const ADMIT_BUDGET: u32 = 256;
@@ -85,6 +89,9 @@ struct Clock {
 struct Ending {
     stop: Arc<AtomicBool>,
     stopping: bool,
+    /// When this worker saw the stop signal: in-flight operations get
+    /// [`STOP_GRACE`] from here.
+    stopped_at: Option<Instant>,
     /// This worker has issued and settled everything (said once).
     quiet: bool,
     talking: Arc<AtomicUsize>,
@@ -231,6 +238,7 @@ impl<D: Driver> Worker<D> {
             ending: Ending {
                 stop: ends.stop,
                 stopping: false,
+                stopped_at: None,
                 quiet: false,
                 talking: ends.talking,
                 drain: cfg.drain,
@@ -599,8 +607,10 @@ impl<D: Driver> Worker<D> {
 
     fn housekeeping(&mut self, now: Instant) {
         if !self.ending.stopping && self.ending.stop.load(Ordering::Relaxed) {
-            // Ctrl-C: start nothing more; what is in flight may finish.
+            // Ctrl-C: start nothing more; what is in flight may finish
+            // within the grace.
             self.ending.stopping = true;
+            self.ending.stopped_at = Some(now);
             self.source.stop();
             self.main = None;
             self.admit.held = None;
@@ -615,7 +625,11 @@ impl<D: Driver> Worker<D> {
                 .map(|s| s.sent)
                 .min()
                 .unwrap_or(now);
-            if now.saturating_duration_since(first) >= self.clock.timeout {
+            let graced = self
+                .ending
+                .stopped_at
+                .is_some_and(|t| now.saturating_duration_since(t) >= STOP_GRACE);
+            if graced || now.saturating_duration_since(first) >= self.clock.timeout {
                 self.fail_in_flight(OpError::new(ErrorKind::Timeout), now);
             } else {
                 oldest = Some(first);
@@ -635,6 +649,9 @@ impl<D: Driver> Worker<D> {
         let mut next = (now + CHECK_EVERY.min(self.clock.timeout)).min(self.clock.next_lap);
         if let Some(first) = oldest {
             next = next.min(first + self.clock.timeout);
+            if let Some(t) = self.ending.stopped_at {
+                next = next.min(t + STOP_GRACE);
+            }
         }
         self.clock.next_check = next;
     }
