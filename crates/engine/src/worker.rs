@@ -364,6 +364,7 @@ impl<D: Driver> Worker<D> {
         }
         if !self.ending.quiet {
             self.ending.quiet = true;
+            self.driver.issued_all();
             if !self.role.listener {
                 self.ending.talking.fetch_sub(1, Ordering::AcqRel);
             }
@@ -372,11 +373,14 @@ impl<D: Driver> Worker<D> {
             return true;
         }
         // Listening: go on until every issuing worker is done and the
-        // drain period after that has passed.
+        // drain period after that has passed, or the driver has received
+        // all it can expect.
         if self.ending.drain_until.is_none() && self.ending.talking.load(Ordering::Acquire) == 0 {
             self.ending.drain_until = Some(now + self.ending.drain);
         }
-        self.ending.drain_until.is_some_and(|t| now >= t)
+        self.ending
+            .drain_until
+            .is_some_and(|t| now >= t || self.driver.caught_up())
     }
 
     /// Start what may start now; return when the source next has something.

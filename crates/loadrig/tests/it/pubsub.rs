@@ -59,9 +59,11 @@ fn two_publishers_three_subscribers_every_message_counted() {
         need_server(name, port);
         let target = url(i, port);
         let out = dir.path().join(format!("{scheme}{i}.json"));
+        // A drain of 30 s is a ceiling: the subscribers have every
+        // message long before, and the run ends then.
         let mut args = vec![
             "run", "pubsub", "--target", &target, "--pubs", "2", "--subs", "3", "-n", "20000",
-            "--size", "64",
+            "--size", "64", "--drain", "30s",
         ];
         if i == 2 {
             // Mosquitto queues at most 1,000 QoS 1 messages per subscriber
@@ -70,8 +72,15 @@ fn two_publishers_three_subscribers_every_message_counted() {
             // so. Paced, every one arrives.
             args.extend(["--rate", "10000"]);
         }
+        let t = std::time::Instant::now();
         let (r, report) = run_to(&out, &args);
         assert_eq!(r.code, 0, "{target}: {}", r.dump());
+        assert!(
+            t.elapsed() < Duration::from_secs(25),
+            "{target}: the drain waited for nothing: {:?}\n{}",
+            t.elapsed(),
+            r.dump()
+        );
         assert!(
             r.stdout
                 .contains("verify ... ok (20,000 messages to each of 3 subscribers"),
