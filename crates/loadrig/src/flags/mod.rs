@@ -68,6 +68,44 @@ pub enum Command {
     Report(ReportArgs),
     /// Run one workload over a list or range of one parameter's values (docs/sweep.md)
     Sweep(SweepArgs),
+    /// redis-benchmark's command line, as its manual spells it (`--help` lists the flags)
+    #[command(name = "redis-benchmark", disable_help_flag = true)]
+    RedisBenchmark(PeerArgs),
+    /// memtier_benchmark's command line, as its manual spells it
+    #[command(name = "memtier_benchmark", disable_help_flag = true)]
+    MemtierBenchmark(PeerArgs),
+    /// memaslap's command line, as its manual spells it
+    #[command(name = "memaslap", disable_help_flag = true)]
+    Memaslap(PeerArgs),
+    /// nats-bench's command line, as its manual spells it (`-np 2 -ns 3 ...`)
+    #[command(name = "nats-bench", disable_help_flag = true)]
+    NatsBench(PeerArgs),
+    /// wrk's command line (and wrk2's -R), as its manual spells it
+    #[command(name = "wrk", disable_help_flag = true)]
+    Wrk(PeerArgs),
+}
+
+/// A peer tool's words, taken apart by `crate::peers`, not by clap.
+#[derive(Debug, Args)]
+pub struct PeerArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0.., value_name = "ARGS")]
+    pub args: Vec<OsString>,
+}
+
+impl Command {
+    /// The peer whose command line this is, and its words.
+    pub fn peer(&self) -> Option<(crate::peers::Peer, &[OsString])> {
+        use crate::peers::Peer;
+        let (peer, args) = match self {
+            Command::RedisBenchmark(a) => (Peer::RedisBenchmark, a),
+            Command::MemtierBenchmark(a) => (Peer::MemtierBenchmark, a),
+            Command::Memaslap(a) => (Peer::Memaslap, a),
+            Command::NatsBench(a) => (Peer::NatsBench, a),
+            Command::Wrk(a) => (Peer::Wrk, a),
+            _ => return None,
+        };
+        Some((peer, &args.args))
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -188,6 +188,7 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
     let style = report.spec.workload.output();
     if style.net_rate {
         lines.push(net_rate(&report.measured));
+        lines.push(memaslap_line(&report.measured));
     }
     if style.wrk {
         lines.extend(http::wrk_lines(report)?);
@@ -430,6 +431,23 @@ pub fn net_rate(m: &Measured) -> String {
         fmt::bytes(per_sec(m.bytes_sent + m.bytes_received)),
         fmt::bytes(per_sec(m.bytes_received)),
         fmt::bytes(per_sec(m.bytes_sent)),
+    )
+}
+
+/// memaslap's closing line, in its layout (the Rai DS guide's script reads
+/// its seventh word, the TPS): run time, operations, operations per second
+/// and bytes in and out per second in MiB.
+pub fn memaslap_line(m: &Measured) -> String {
+    let per_sec = |v: f64| match m.elapsed_secs > 0.0 {
+        true => v / m.elapsed_secs,
+        false => 0.0,
+    };
+    format!(
+        "Run time: {:.1}s Ops: {} TPS: {:.0} Net_rate: {:.1}M/s",
+        m.elapsed_secs,
+        m.ops,
+        per_sec(m.ops as f64),
+        per_sec((m.bytes_sent + m.bytes_received) as f64) / (1024.0 * 1024.0),
     )
 }
 
