@@ -129,8 +129,8 @@ pub enum Workload {
     /// redis-benchmark's tests and flags, one test after the other
     #[command(
         after_help = REDIS_HELP,
-        mut_arg("target", |a| a.short(None).help(with_default("Target URL", REDIS_DEFAULTS.target))),
-        mut_arg("duration", |a| a.short(None).help("Measure each test for this long instead of -n (e.g. 10, 10s, 500ms)")),
+        mut_arg("target", |a| a.help(with_default("Target URL", REDIS_DEFAULTS.target))),
+        mut_arg("duration", |a| a.help("Measure each test for this long instead of -n (e.g. 10, 10s, 500ms)")),
         mut_arg("requests", |a| a.help(with_default("Requests per test, over all clients", DEFAULT_REQUESTS))),
         mut_arg("clients", |a| a.help(with_default("Clients, each with its connection", REDIS_DEFAULTS.clients))),
         mut_arg("threads", |a| a.help(with_default("Threads driving the load, as redis-benchmark", threads(REDIS_DEFAULTS)))),
@@ -205,8 +205,8 @@ pub enum Workload {
     /// wrk's load and output on HTTP/1.1 servers (wrk2's open loop with -R)
     #[command(
         after_help = HTTP_HELP,
-        mut_arg("target", |a| a.short(None).help(with_default("Target URL (or give it as the last word, as wrk)", HTTP_DEFAULTS.target))),
-        mut_arg("threads", |a| a.short('t').help(with_default("Threads driving the load, as wrk's -t", threads(HTTP_DEFAULTS)))),
+        mut_arg("target", |a| a.help(with_default("Target URL (or give it as the last word, as wrk)", HTTP_DEFAULTS.target))),
+        mut_arg("threads", |a| a.help(with_default("Threads driving the load, as wrk's -t", threads(HTTP_DEFAULTS)))),
         mut_arg("clients", |a| a.help(with_default("Connections to keep open, as wrk's -c (each a client of the closed loop)", HTTP_DEFAULTS.clients))),
         mut_arg("duration", |a| a.help(with_default("Duration of the test, as wrk's -d (e.g. 10, 10s, 2m)", format_args!("{}s", HTTP_SECONDS)))),
         mut_arg("requests", |a| a.help("Requests in total instead of --duration")),
@@ -754,7 +754,7 @@ pub(crate) mod tests {
             "loadrig",
             "run",
             "http",
-            "-t",
+            "--threads",
             "3",
             "-c",
             "7",
@@ -783,6 +783,47 @@ pub(crate) mod tests {
             all.extend_from_slice(args);
             let e = parse_all(&all).unwrap_err();
             assert!(e.starts_with(&format!("{flag}:")), "{e}");
+        }
+    }
+
+    #[test]
+    fn short_flags_mean_the_same_in_every_workload() {
+        for (workload, url) in [
+            ("voter", "null://"),
+            ("redis", "redis://127.0.0.1:6390"),
+            ("http", "http://127.0.0.1:8090/"),
+            ("memcache", "memcache://127.0.0.1:11290"),
+            ("pubsub", "nats://127.0.0.1:4290"),
+        ] {
+            let s = parse_all(&["loadrig", "run", workload, "-t", url, "-d", "3"]).unwrap();
+            assert!(url.starts_with(&s.target), "{workload}: {}", s.target);
+            assert_eq!(s.load.stop, Stop::Seconds(3.0), "{workload}");
+        }
+    }
+
+    #[test]
+    fn every_payload_is_value_size_and_old_names_still_work() {
+        for (workload, old) in [
+            ("redis", "--data-size"),
+            ("http", "--put-size"),
+            ("pubsub", "--size"),
+            ("chat", "--size"),
+            ("memcache", "--value-size"),
+            ("kv", "--value-size"),
+        ] {
+            for flag in ["--value-size", old] {
+                let s = parse_all(&["loadrig", "run", workload, flag, "100"]).unwrap();
+                let size = match &s.workload {
+                    WorkloadSpec::Redis(r) => r.data_size,
+                    WorkloadSpec::Http(h) => h.put_size,
+                    WorkloadSpec::Pubsub(p) => p.size,
+                    WorkloadSpec::Chat(c) => c.size,
+                    WorkloadSpec::Memcache(m) => m.value_max,
+                    WorkloadSpec::Kv(k) => k.value_max as usize,
+                    _ => unreachable!(),
+                };
+                assert_eq!(size, 100, "{workload} {flag}");
+            }
         }
     }
 

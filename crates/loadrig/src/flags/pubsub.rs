@@ -61,8 +61,8 @@ pub struct PubSubArgs {
     pub subs: u32,
     /// Bytes per message, the 24-byte stamp included (nats-bench -ms)
     #[arg(
-        long = "size",
-        visible_alias = "ms",
+        long = "value-size",
+        aliases = ["size", "ms"],
         value_name = "BYTES",
         default_value_t = 128
     )]

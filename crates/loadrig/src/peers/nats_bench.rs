@@ -19,7 +19,7 @@ pub(super) const OPTS: &[Opt] = &[
         Some("N"),
         "--requests, messages over all publishers [100000]",
     ),
-    takes(&["-ms", "-size"], Some("BYTES"), "--size [128]"),
+    takes(&["-ms", "-size"], Some("BYTES"), "--value-size [128]"),
     refused(
         &["-csv"],
         Some("FILE"),
@@ -57,7 +57,7 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
                 "-ms {size}: sent as {STAMP} bytes, the stamp each message carries (latency, losses, order)"
             ));
         }
-        run.set("--size", size.max(STAMP).to_string());
+        run.set("--value-size", size.max(STAMP).to_string());
     }
     // nats-bench's default is no subscriber.
     run.set("--subs", g.get("-ns").unwrap_or("0"));
@@ -90,7 +90,10 @@ mod tests {
             &["-np", "2", "-ns", "3", "-n", "1000", "-ms", "16", "foo"],
         )
         .unwrap();
-        assert_eq!(w.join(" "), "--pubs 2 --requests 1000 --size 24 --subs 3");
+        assert_eq!(
+            w.join(" "),
+            "--pubs 2 --requests 1000 --value-size 24 --subs 3"
+        );
         let w = run(
             Peer::NatsBench,
             &["-s", "nats://a:4222,nats://b:4223", "--np=1", "foo"],

@@ -14,6 +14,7 @@ mod http;
 mod kv;
 mod memcache;
 mod multi;
+mod peers;
 mod percentiles;
 mod plot;
 mod pubsub;

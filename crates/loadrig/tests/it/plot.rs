@@ -194,7 +194,7 @@ fn plot_reads_a_loadrig_report_and_a_real_redis_benchmark_csv() {
         "redis",
         "--target",
         "redis://127.0.0.1:6379",
-        "-t",
+        "--tests",
         "set,get,incr",
         "-n",
         "2000",
