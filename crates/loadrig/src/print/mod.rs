@@ -4,6 +4,7 @@
 //! machine-readable CSV takes standard output.
 
 pub mod csv;
+pub mod erlvolt;
 pub mod http;
 pub mod redis;
 
@@ -28,6 +29,8 @@ pub struct Printer {
     bar: bool,
     total_ops: Option<u64>,
     total_secs: Option<f64>,
+    /// The Erlvolt bench's setup this run follows: its lines, not loadrig's laps.
+    preset: Option<loadrig_spec::Preset>,
 }
 
 impl Printer {
@@ -47,6 +50,7 @@ impl Printer {
             bar: quiet && std::io::stderr().is_terminal(),
             total_ops,
             total_secs,
+            preset: spec.preset,
         }
     }
 
@@ -72,6 +76,9 @@ impl Printer {
     /// later, and the report holds it.
     pub fn header(&mut self, spec: &RunSpec, durability: Option<&str>) {
         self.line(&header(spec));
+        if let Some(client) = erlvolt::client_line(spec, self.quiet) {
+            self.line(&client);
+        }
         if let Some(d) = durability {
             self.line(&format!("durability: {d}"));
         }
@@ -81,7 +88,11 @@ impl Printer {
         if self.bar {
             self.progress(l);
         } else if !self.quiet {
-            self.line(&lap_line(l));
+            let line = match self.preset {
+                Some(p) => erlvolt::lap_line(p, l),
+                None => lap_line(l),
+            };
+            self.line(&line);
         }
     }
 
@@ -196,6 +207,7 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
     if style.guide_units {
         lines.push(guide_units(&report.measured));
     }
+    lines.extend(erlvolt::closing(report));
     Ok(lines)
 }
 
