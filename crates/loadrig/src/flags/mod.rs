@@ -134,7 +134,7 @@ pub enum Workload {
         mut_arg("requests", |a| a.help(with_default("Requests per test, over all clients", DEFAULT_REQUESTS))),
         mut_arg("clients", |a| a.help(with_default("Clients, each with its connection", REDIS_DEFAULTS.clients))),
         mut_arg("threads", |a| a.help(with_default("Threads driving the load, as redis-benchmark", threads(REDIS_DEFAULTS)))),
-        mut_arg("quiet", |a| a.help("No lap lines: one line per test, as redis-benchmark -q")),
+        mut_arg("quiet", |a| a.help("One line per test on standard output, as redis-benchmark -q (the rest on standard error)")),
         mut_arg("csv", |a| a.help("redis-benchmark's CSV on standard output (the rest goes to standard error)"))
     )]
     Redis {
@@ -150,6 +150,10 @@ pub enum Workload {
         mut_arg("requests", |a| a.help(with_default("Messages in total, over all publishers", DEFAULT_REQUESTS))),
         mut_arg("clients", |a| a.hide(true)),
         mut_arg("connections", |a| a.hide(true)),
+        mut_arg("processes", |a| a.hide(true)),
+        mut_arg("keep", |a| a.hide(true)),
+        mut_arg("queue", |a| a.hide(true)),
+        mut_arg("slots", |a| a.hide(true)),
         mut_arg("pipeline", |a| a.default_value("1024").help("Messages each publisher keeps in flight (written but not yet flushed, or not yet acknowledged)"))
     )]
     Pubsub {
@@ -165,7 +169,9 @@ pub enum Workload {
         mut_arg("duration", |a| a.help(with_default("How long clients send, Chut's T (e.g. 10, 10s, 2m)", format_args!("{CHAT_SECONDS}s")))),
         mut_arg("requests", |a| a.help("Messages in total instead of --duration")),
         mut_arg("clients", |a| a.hide(true)),
-        mut_arg("connections", |a| a.hide(true))
+        mut_arg("connections", |a| a.hide(true)),
+        mut_arg("processes", |a| a.hide(true)),
+        mut_arg("keep", |a| a.hide(true))
     )]
     Chat {
         #[command(flatten)]
@@ -310,6 +316,7 @@ impl Workload {
             },
             Workload::Pubsub { run, pubsub } => {
                 one_connection_per_client(run)?;
+                no_managed_mode(run)?;
                 Parts {
                     run,
                     url: None,
@@ -824,6 +831,27 @@ pub(crate) mod tests {
                 };
                 assert_eq!(size, 100, "{workload} {flag}");
             }
+        }
+    }
+
+    #[test]
+    fn pubsub_and_chat_refuse_what_they_do_not_list() {
+        for (args, flag) in [
+            (&["pubsub", "--keep"][..], "--keep"),
+            (&["chat", "--keep"][..], "--keep"),
+            (&["pubsub", "--queue", "5"][..], "--queue"),
+            (&["pubsub", "--processes", "2"][..], "--processes"),
+        ] {
+            let mut all = vec!["loadrig", "run"];
+            all.extend_from_slice(args);
+            let e = parse_all(&all).unwrap_err();
+            assert!(e.starts_with(&format!("{flag}:")), "{e}");
+            let help = Cli::command()
+                .find_subcommand_mut("run")
+                .and_then(|r| r.find_subcommand_mut(args[0]))
+                .map(|c| c.render_help().to_string())
+                .unwrap();
+            assert!(!help.contains(&format!("{flag} ")), "{}: {help}", args[0]);
         }
     }
 

@@ -24,6 +24,9 @@ use fmt::{dur, rate};
 /// Where human-readable output goes, and how.
 pub struct Printer {
     out: Box<dyn Write>,
+    /// Where a sequential run's test lines go when they are all that
+    /// standard output carries (redis-benchmark's `-q`).
+    tests_out: Option<Box<dyn Write>>,
     quiet: bool,
     /// A progress bar on standard error (quiet, on a terminal).
     bar: bool,
@@ -35,10 +38,17 @@ pub struct Printer {
 
 impl Printer {
     pub fn new(spec: &RunSpec, quiet: bool, csv: bool) -> Printer {
-        let out: Box<dyn Write> = if csv {
+        // redis-benchmark's -q prints a line per test and nothing else:
+        // those lines alone on standard output, the rest on standard error.
+        let tests_only = quiet && !csv && matches!(spec.workload, WorkloadSpec::Redis(_));
+        let out: Box<dyn Write> = if csv || tests_only {
             Box::new(std::io::stderr())
         } else {
             Box::new(std::io::stdout())
+        };
+        let tests_out: Option<Box<dyn Write>> = match tests_only {
+            true => Some(Box::new(std::io::stdout())),
+            false => None,
         };
         let (total_ops, total_secs) = match spec.load.stop {
             Stop::Count(n) => (Some(n), None),
@@ -46,6 +56,7 @@ impl Printer {
         };
         Printer {
             out,
+            tests_out,
             quiet,
             bar: quiet && std::io::stderr().is_terminal(),
             total_ops,
@@ -121,7 +132,14 @@ impl Printer {
     /// `-q` line for the redis workload), in every mode.
     pub fn test_line(&mut self, title: &str, s: &Snapshot, kind: usize, elapsed: Duration) {
         if let Some(k) = s.kinds.get(kind) {
-            self.line(&redis::quiet_line(title, k, elapsed));
+            let line = redis::quiet_line(title, k, elapsed);
+            match &mut self.tests_out {
+                Some(out) => {
+                    let _ = writeln!(out, "{line}");
+                    let _ = out.flush();
+                }
+                None => self.line(&line),
+            }
         }
     }
 

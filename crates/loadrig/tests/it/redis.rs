@@ -146,8 +146,15 @@ fn every_redis_benchmark_test_runs() {
         for (l, t) in lines.iter().zip(titles.iter()) {
             assert!(l.starts_with(&format!("{t}: ")), "-t {name}: {l}");
         }
-        assert!(r.stdout.contains("verify ... "), "-t {name}: {}", r.dump());
-        assert!(!r.stdout.contains("FAILED"), "-t {name}: {}", r.dump());
+        // As redis-benchmark -q: those lines alone on standard output.
+        assert_eq!(
+            r.stdout.lines().count(),
+            titles.len(),
+            "-t {name}: {}",
+            r.dump()
+        );
+        assert!(r.stderr.contains("verify ... "), "-t {name}: {}", r.dump());
+        assert!(!r.stderr.contains("FAILED"), "-t {name}: {}", r.dump());
     }
     // Every test in one run, with random keys: one report, one kind per
     // test with its own time, verified against the server, then cleaned up.
@@ -169,9 +176,9 @@ fn every_redis_benchmark_test_runs() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
-    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    assert!(r.stderr.contains("verify ... ok ("), "{}", r.dump());
     assert!(
-        r.stdout.contains("key:* written, all there"),
+        r.stderr.contains("key:* written, all there"),
         "{}",
         r.dump()
     );
