@@ -362,7 +362,7 @@ impl Peer {
             .max()
             .unwrap_or(0);
         let mut out = format!(
-            "loadrig {} ARGS...: {}'s flags, run as `loadrig run {}` (docs/peers.md)\n",
+            "loadrig {} ARGS...: {}'s flags, as `loadrig run {}` (docs/peers.md)\n",
             self.name(),
             self.name(),
             self.workload()
@@ -374,10 +374,34 @@ impl Peer {
                 Does::Refused(w) => format!("refused: {w}"),
                 Does::Help => "this list".to_string(),
             };
-            out.push_str(&format!("  {:<width$}  {what}\n", spell(o)));
+            let lines = wrap(&what, COLUMNS.saturating_sub(width + 4).max(30));
+            for (i, line) in lines.iter().enumerate() {
+                let name = if i == 0 { spell(o) } else { String::new() };
+                out.push_str(&format!("  {name:<width$}  {line}\n"));
+            }
         }
         out
     }
+}
+
+/// The width the flag lists fit in.
+const COLUMNS: usize = 100;
+
+/// Words into lines of at most `width` characters (a longer word alone).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines
 }
 
 /// The run line being built, and notes for standard error.
@@ -506,6 +530,22 @@ mod tests {
                 assert!(text.contains(o.names[0]), "{}: {}", peer.name(), o.names[0]);
             }
         }
+    }
+
+    #[test]
+    fn flag_lists_fit_100_columns() {
+        for peer in [
+            Peer::RedisBenchmark,
+            Peer::MemtierBenchmark,
+            Peer::Memaslap,
+            Peer::NatsBench,
+            Peer::Wrk,
+        ] {
+            for line in peer.flag_list().lines() {
+                assert!(line.len() <= COLUMNS, "{}: {line}", peer.name());
+            }
+        }
+        assert_eq!(wrap("a bb ccc", 4), ["a bb", "ccc"]);
     }
 
     #[test]
