@@ -333,15 +333,16 @@ pub fn lap_line(l: &LapView<'_>) -> String {
     // in runs that have listeners.
     let delivered = if l.total.deliveries() > 0 || l.lap.deliveries() > 0 {
         format!(
-            "  delivered lap {}/s total {}",
+            " delivered lap {}/s total {}",
             group(rate(l.lap.deliveries(), l.length) as u64),
             group(l.total.deliveries())
         )
     } else {
         String::new()
     };
+    // Single spaces: 100 columns hold a lap of a fast run.
     format!(
-        "  at {:>7.3}s  lap {}/s  {total}  ok {}  fail {}  pending {}  avg {avg}  p99 {p99}  max {max}{delivered}",
+        "  at {:.3}s lap {}/s {total} ok {} fail {} pending {} avg {avg} p99 {p99} max {max}{delivered}",
         l.elapsed.as_secs_f64(),
         group(rate(l.lap.ok_ops(), l.length) as u64),
         group(l.total.ok_ops()),
