@@ -6,6 +6,7 @@
 pub mod csv;
 pub mod erlvolt;
 pub mod http;
+pub mod memtier;
 pub mod redis;
 
 use std::io::{IsTerminal, Write};
@@ -226,6 +227,7 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
         lines.push(guide_units(&report.measured));
     }
     lines.extend(erlvolt::closing(report));
+    lines.extend(memtier::all_stats(report)?);
     Ok(lines)
 }
 

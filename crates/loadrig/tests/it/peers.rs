@@ -266,6 +266,26 @@ fn memtier_benchmark_multiplies_clients_and_requests() {
         .find(|l| l.starts_with("overall:"))
         .unwrap();
     assert!(overall.contains(" 1,000 ops"), "{overall}");
+    // memtier's closing table, in its layout; GETs are hits or misses.
+    let table: Vec<&str> = r.stdout.lines().skip_while(|l| *l != "ALL STATS").collect();
+    assert_eq!(table.len(), 8, "{}", r.dump());
+    assert_eq!(
+        table[2],
+        "Type         Ops/sec     Hits/sec   Misses/sec    Avg. Latency     p50 Latency     \
+         p99 Latency   p99.9 Latency       KB/sec"
+    );
+    let cells = |row: &str| -> Vec<String> {
+        let line = table.iter().find(|l| l.starts_with(row)).unwrap();
+        line.split_whitespace().map(str::to_string).collect()
+    };
+    let (gets, totals) = (cells("Gets"), cells("Totals"));
+    let num = |s: &str| s.parse::<f64>().unwrap();
+    assert!(num(&totals[1]) > 0.0, "{totals:?}");
+    let get_rate = num(&gets[1]);
+    assert!(
+        (num(&gets[2]) + num(&gets[3]) - get_rate).abs() < 0.02,
+        "{gets:?}"
+    );
 }
 
 #[test]
