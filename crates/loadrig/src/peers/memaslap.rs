@@ -4,24 +4,23 @@
 
 use super::{help, notes, number, refused, takes, Bad, Given, Opt, Run};
 
+/// memaslap's operations without -t or -x.
+const EXECUTE_NUMBER: &str = "1000000";
+
 pub(super) const OPTS: &[Opt] = &[
     takes(
         &["-s", "--servers"],
         Some("HOST:PORT,..."),
         "--target memcache://HOST:PORT,...",
     ),
-    takes(&["-T", "--threads"], Some("N"), "--threads [1]"),
-    takes(&["-c", "--concurrency"], Some("N"), "--clients [16]"),
+    takes(&["-T", "--threads"], Some("N"), "--threads"),
+    takes(&["-c", "--concurrency"], Some("N"), "--clients"),
     takes(
         &["-n", "--conn_sock"],
         Some("N"),
         "1 only: one connection per client",
     ),
-    takes(
-        &["-x", "--execute_number"],
-        Some("N"),
-        "--requests [1000000]",
-    ),
+    takes(&["-x", "--execute_number"], Some("N"), "--requests").or(EXECUTE_NUMBER),
     takes(
         &["-t", "--time"],
         Some("TIME"),
@@ -32,14 +31,14 @@ pub(super) const OPTS: &[Opt] = &[
         Some("FILE"),
         "its key, value and cmd sections: --key-size, --value-size, --ratio (one line each)",
     ),
-    takes(&["-w", "--win_size"], Some("SIZE"), "--window [10k]"),
+    takes(&["-w", "--win_size"], Some("SIZE"), "--window"),
     takes(&["-X", "--fixed_size"], Some("SIZE"), "--value-size"),
     takes(
         &["-v", "--verify"],
         Some("PROPORTION"),
         "--verify-gets (values are checked here by default: 1)",
     ),
-    takes(&["-d", "--division"], Some("N"), "--multiget [1]"),
+    takes(&["-d", "--division"], Some("N"), "--multiget"),
     takes(
         &["-S", "--stat_freq"],
         Some("TIME"),
@@ -118,7 +117,7 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
     }
     match (g.get("-t"), g.get("-x")) {
         (Some(t), _) => run.set("--duration", t),
-        (None, x) => run.set("--requests", x.unwrap_or("1000000")),
+        (None, x) => run.set("--requests", x.unwrap_or(EXECUTE_NUMBER)),
     }
     if let Some(path) = g.get("-F") {
         let text = std::fs::read_to_string(path).map_err(|e| ("-F", format!("{path}: {e}")))?;

@@ -4,27 +4,36 @@
 
 use super::{escape, help, host_port, notes, number, refused, takes, Bad, Given, Opt, Run};
 
+// memtier's defaults, applied where loadrig's differ.
+const HOST: &str = "127.0.0.1";
+const PORT: &str = "6379";
+const THREADS: &str = "4";
+const CLIENTS: &str = "50";
+const REQUESTS: &str = "10000";
+const RATIO: &str = "1:10";
+const DATA_SIZE: &str = "32";
+
 const NOT_REDIS: &str = "only the Redis protocol is taken (memcached: `loadrig memaslap`)";
 
 pub(super) const OPTS: &[Opt] = &[
-    takes(&["-s", "--server"], Some("ADDR"), "the server's host in --target [127.0.0.1]"),
-    takes(&["-p", "--port"], Some("PORT"), "the server's port in --target [6379]"),
+    takes(&["-s", "--server"], Some("ADDR"), "the server's host in --target").or(HOST),
+    takes(&["-p", "--port"], Some("PORT"), "the server's port in --target").or(PORT),
     refused(&["-S", "--unix-socket"], Some("SOCKET"), "Unix sockets are not taken; give -s and -p"),
     takes(&["-P", "--protocol"], Some("PROTOCOL"), "redis (or resp2) only"),
     takes(&["-a", "--authenticate"], Some("CREDENTIALS"), "PASSWORD or USER:PASSWORD in --target"),
-    takes(&["-n", "--requests"], Some("NUMBER"), "requests per client, times the clients: --requests [10000]"),
-    takes(&["-c", "--clients"], Some("NUMBER"), "clients per thread, times -t: --clients [50]"),
-    takes(&["-t", "--threads"], Some("NUMBER"), "--threads [4]"),
+    takes(&["-n", "--requests"], Some("NUMBER"), "requests per client, times the clients: --requests").or(REQUESTS),
+    takes(&["-c", "--clients"], Some("NUMBER"), "clients per thread, times -t: --clients").or(CLIENTS),
+    takes(&["-t", "--threads"], Some("NUMBER"), "--threads").or(THREADS),
     takes(&["--test-time"], Some("SECS"), "--duration instead of -n"),
-    takes(&["--ratio"], Some("SET:GET"), "--ratio [1:10]"),
-    takes(&["--pipeline"], Some("NUMBER"), "--pipeline [1]"),
-    takes(&["-d", "--data-size"], Some("SIZE"), "--value-size [32]"),
+    takes(&["--ratio"], Some("SET:GET"), "--ratio").or(RATIO),
+    takes(&["--pipeline"], Some("NUMBER"), "--pipeline"),
+    takes(&["-d", "--data-size"], Some("SIZE"), "--value-size").or(DATA_SIZE),
     takes(&["--data-size-range"], Some("MIN-MAX"), "--data-size-range"),
     takes(&["--data-size-list"], Some("SIZE:WEIGHT,..."), "--data-size-list"),
-    takes(&["--key-prefix"], Some("PREFIX"), "--key-prefix [memtier-]"),
-    takes(&["--key-minimum"], Some("NUMBER"), "--key-minimum [0]"),
-    takes(&["--key-maximum"], Some("NUMBER"), "--key-maximum [10000000]"),
-    takes(&["--key-pattern"], Some("SET:GET"), "--key-pattern [R:R]"),
+    takes(&["--key-prefix"], Some("PREFIX"), "--key-prefix"),
+    takes(&["--key-minimum"], Some("NUMBER"), "--key-minimum"),
+    takes(&["--key-maximum"], Some("NUMBER"), "--key-maximum"),
+    takes(&["--key-pattern"], Some("SET:GET"), "--key-pattern"),
     takes(&["--key-zipf-exp"], Some("EXP"), "--key-zipf-exp"),
     takes(&["--select-db"], Some("DB"), "--dbnum (loadrig's default is 9, not 0, away from other data)"),
     takes(&["--rate-limiting"], Some("RPS"), "requests per second per connection, times the clients: --rate"),
@@ -58,10 +67,7 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
         ));
     }
     if g.has("-s") || g.has("-p") || g.has("-a") {
-        let at = host_port(
-            g.get("-s").unwrap_or("127.0.0.1"),
-            g.get("-p").unwrap_or("6379"),
-        );
+        let at = host_port(g.get("-s").unwrap_or(HOST), g.get("-p").unwrap_or(PORT));
         let who = match g.get("-a") {
             Some(cred) => match cred.split_once(':') {
                 Some((u, p)) => format!("{}:{}@", escape(u), escape(p)),
@@ -71,8 +77,8 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
         };
         run.set("--target", format!("redis://{who}{at}"));
     }
-    let threads = number("-t", g.get("-t").unwrap_or("4"))?;
-    let per_thread = number("-c", g.get("-c").unwrap_or("50"))?;
+    let threads = number("-t", g.get("-t").unwrap_or(THREADS))?;
+    let per_thread = number("-c", g.get("-c").unwrap_or(CLIENTS))?;
     let clients = per_thread.saturating_mul(threads);
     run.set("--threads", threads.to_string());
     run.set("--clients", clients.to_string());
@@ -85,13 +91,13 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
             ))
         }
         (None, n) => {
-            let each = number("-n", n.unwrap_or("10000"))?;
+            let each = number("-n", n.unwrap_or(REQUESTS))?;
             run.set("--requests", each.saturating_mul(clients).to_string());
         }
     }
-    run.set("--ratio", g.get("--ratio").unwrap_or("1:10"));
+    run.set("--ratio", g.get("--ratio").unwrap_or(RATIO));
     if !g.has("--data-size-range") && !g.has("--data-size-list") {
-        run.set("--value-size", g.get("-d").unwrap_or("32"));
+        run.set("--value-size", g.get("-d").unwrap_or(DATA_SIZE));
     }
     for (peer, flag) in [
         ("--pipeline", "--pipeline"),

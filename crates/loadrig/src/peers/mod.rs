@@ -60,6 +60,17 @@ pub(crate) struct Opt {
     /// The value's name, `None` for a switch.
     value: Option<&'static str>,
     does: Does,
+    /// The peer's default, when the run line applies it (the constant
+    /// the translation uses, so the list cannot drift from it).
+    default: Option<&'static str>,
+}
+
+impl Opt {
+    /// The same flag with the default the translation applies.
+    const fn or(mut self, default: &'static str) -> Opt {
+        self.default = Some(default);
+        self
+    }
 }
 
 #[derive(Debug)]
@@ -83,6 +94,7 @@ const fn takes(
         names,
         value,
         does: Does::Takes(what),
+        default: None,
     }
 }
 
@@ -95,6 +107,7 @@ const fn notes(
         names,
         value,
         does: Does::Notes(note),
+        default: None,
     }
 }
 
@@ -107,6 +120,7 @@ const fn refused(
         names,
         value,
         does: Does::Refused(why),
+        default: None,
     }
 }
 
@@ -115,6 +129,7 @@ const fn help(names: &'static [&'static str]) -> Opt {
         names,
         value: None,
         does: Does::Help,
+        default: None,
     }
 }
 
@@ -367,9 +382,16 @@ impl Peer {
             self.name(),
             self.workload()
         );
+        out.push_str(&format!(
+            "defaults not listed are `loadrig run {}`'s (its --help shows them)\n",
+            self.workload()
+        ));
         for o in self.opts() {
             let what = match o.does {
-                Does::Takes(w) => w.to_string(),
+                Does::Takes(w) => match o.default {
+                    Some(d) => format!("{w} [default: {d}]"),
+                    None => w.to_string(),
+                },
                 Does::Notes(n) => format!("taken, changes nothing: {n}"),
                 Does::Refused(w) => format!("refused: {w}"),
                 Does::Help => "this list".to_string(),

@@ -3,6 +3,9 @@
 
 use super::{help, number, refused, takes, Bad, Given, Opt, Run};
 
+/// nats-bench's subscribers: none unless -ns.
+const SUBSCRIBERS: &str = "0";
+
 /// The bytes of loadrig's stamp, the smallest message it sends.
 const STAMP: u64 = 24;
 
@@ -12,14 +15,14 @@ pub(super) const OPTS: &[Opt] = &[
         Some("URLS"),
         "--target (nats://h:4222, several separated by commas)",
     ),
-    takes(&["-np", "-pub"], Some("N"), "--pubs [1]"),
-    takes(&["-ns", "-sub"], Some("N"), "--subs [0]"),
+    takes(&["-np", "-pub"], Some("N"), "--pubs"),
+    takes(&["-ns", "-sub"], Some("N"), "--subs").or(SUBSCRIBERS),
     takes(
         &["-n", "-msgs"],
         Some("N"),
-        "--requests, messages over all publishers [100000]",
+        "--requests, messages over all publishers",
     ),
-    takes(&["-ms", "-size"], Some("BYTES"), "--value-size [128]"),
+    takes(&["-ms", "-size"], Some("BYTES"), "--value-size"),
     refused(
         &["-csv"],
         Some("FILE"),
@@ -60,7 +63,7 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
         run.set("--value-size", size.max(STAMP).to_string());
     }
     // nats-bench's default is no subscriber.
-    run.set("--subs", g.get("-ns").unwrap_or("0"));
+    run.set("--subs", g.get("-ns").unwrap_or(SUBSCRIBERS));
     match &g.words[..] {
         [] | [_] => {}
         [_, second, ..] => {

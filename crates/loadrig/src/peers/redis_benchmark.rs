@@ -3,19 +3,15 @@
 
 use super::{escape, help, host_port, notes, refused, takes, Bad, Given, Opt, Run};
 
+// redis-benchmark's server when -h or -p is given without the other.
+const HOST: &str = "127.0.0.1";
+const PORT: &str = "6379";
+
 const TLS: &str = "TLS is not taken by loadrig's redis-benchmark line";
 
 pub(super) const OPTS: &[Opt] = &[
-    takes(
-        &["-h"],
-        Some("HOST"),
-        "the server's host in --target [127.0.0.1]",
-    ),
-    takes(
-        &["-p"],
-        Some("PORT"),
-        "the server's port in --target [6379]",
-    ),
+    takes(&["-h"], Some("HOST"), "the server's host in --target").or(HOST),
+    takes(&["-p"], Some("PORT"), "the server's port in --target").or(PORT),
     refused(
         &["-s"],
         Some("SOCKET"),
@@ -28,16 +24,16 @@ pub(super) const OPTS: &[Opt] = &[
     ),
     takes(&["--user"], Some("USER"), "the user in --target (with -a)"),
     takes(&["-u"], Some("URI"), "--target (redis://...)"),
-    takes(&["-c"], Some("CLIENTS"), "--clients [50]"),
-    takes(&["-n"], Some("REQUESTS"), "--requests, per test [100000]"),
-    takes(&["-d"], Some("SIZE"), "--value-size [3]"),
+    takes(&["-c"], Some("CLIENTS"), "--clients"),
+    takes(&["-n"], Some("REQUESTS"), "--requests, per test"),
+    takes(&["-d"], Some("SIZE"), "--value-size"),
     takes(
         &["--dbnum"],
         Some("DB"),
         "--dbnum (loadrig's default is 9, not 0, away from other data)",
     ),
     refused(&["-3"], None, "RESP3 is not spoken; loadrig speaks RESP2"),
-    takes(&["--threads"], Some("NUM"), "--threads [1]"),
+    takes(&["--threads"], Some("NUM"), "--threads"),
     refused(&["--cluster"], None, "cluster mode is not taken"),
     refused(&["--enable-tracking"], None, "client tracking is not taken"),
     takes(
@@ -46,7 +42,7 @@ pub(super) const OPTS: &[Opt] = &[
         "1: connections are kept (always so here); 0 is refused",
     ),
     takes(&["-r"], Some("KEYSPACELEN"), "--keyspace"),
-    takes(&["-P"], Some("NUMREQ"), "--pipeline [1]"),
+    takes(&["-P"], Some("NUMREQ"), "--pipeline"),
     notes(
         &["-e"],
         None,
@@ -105,10 +101,7 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
         }
         run.set("--target", uri);
     } else if g.has("-h") || g.has("-p") || login {
-        let at = host_port(
-            g.get("-h").unwrap_or("127.0.0.1"),
-            g.get("-p").unwrap_or("6379"),
-        );
+        let at = host_port(g.get("-h").unwrap_or(HOST), g.get("-p").unwrap_or(PORT));
         let who = match (g.get("--user"), g.get("-a")) {
             (Some(u), Some(p)) => format!("{}:{}@", escape(u), escape(p)),
             (None, Some(p)) => format!(":{}@", escape(p)),

@@ -3,13 +3,13 @@
 use super::{help, refused, takes, Bad, Given, Opt, Run};
 
 pub(super) const OPTS: &[Opt] = &[
-    takes(&["-c", "--connections"], Some("N"), "--clients [10]"),
-    takes(&["-d", "--duration"], Some("T"), "--duration [10s]"),
-    takes(&["-t", "--threads"], Some("N"), "--threads [2]"),
+    takes(&["-c", "--connections"], Some("N"), "--clients"),
+    takes(&["-d", "--duration"], Some("T"), "--duration"),
+    takes(&["-t", "--threads"], Some("N"), "--threads"),
     refused(&["-s", "--script"], Some("S"), "Lua scripts are not run; `loadrig run http` has --method, --body, -H and -P (pipeline.lua)"),
     takes(&["-H", "--header"], Some("H"), "--header (repeatable)"),
     takes(&["-L", "--latency"], None, "--latency: wrk's distribution and wrk2's spectrum"),
-    takes(&["-T", "--timeout"], Some("T"), "--timeout [2s]"),
+    takes(&["-T", "--timeout"], Some("T"), "--timeout"),
     takes(&["-R", "--rate"], Some("T"), "wrk2's rate: --rate, the open loop"),
     refused(&["-U", "--u_latency"], None, "wrk2's uncorrected latency is loadrig's service time, printed beside latency"),
     refused(&["-B", "--batch_latency"], None, "latency is measured per request"),
