@@ -85,52 +85,34 @@ enum Does {
     Help,
 }
 
-const fn takes(
-    names: &'static [&'static str],
-    value: Option<&'static str>,
-    what: &'static str,
-) -> Opt {
+/// A flag's spellings.
+type Names = &'static [&'static str];
+/// A flag's value's name (`None`: a switch).
+type Value = Option<&'static str>;
+
+const fn opt(names: Names, value: Value, does: Does) -> Opt {
     Opt {
         names,
         value,
-        does: Does::Takes(what),
+        does,
         default: None,
     }
 }
 
-const fn notes(
-    names: &'static [&'static str],
-    value: Option<&'static str>,
-    note: &'static str,
-) -> Opt {
-    Opt {
-        names,
-        value,
-        does: Does::Notes(note),
-        default: None,
-    }
+const fn takes(names: Names, value: Value, what: &'static str) -> Opt {
+    opt(names, value, Does::Takes(what))
 }
 
-const fn refused(
-    names: &'static [&'static str],
-    value: Option<&'static str>,
-    why: &'static str,
-) -> Opt {
-    Opt {
-        names,
-        value,
-        does: Does::Refused(why),
-        default: None,
-    }
+const fn notes(names: Names, value: Value, note: &'static str) -> Opt {
+    opt(names, value, Does::Notes(note))
 }
 
-const fn help(names: &'static [&'static str]) -> Opt {
-    Opt {
-        names,
-        value: None,
-        does: Does::Help,
-        default: None,
-    }
+const fn refused(names: Names, value: Value, why: &'static str) -> Opt {
+    opt(names, value, Does::Refused(why))
+}
+
+const fn help(names: Names) -> Opt {
+    opt(names, None, Does::Help)
 }
 
 /// The flags given, in order, by their first spelling, and the other words.
