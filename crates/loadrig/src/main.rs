@@ -52,13 +52,16 @@ fn code() -> i32 {
     // The matches are kept: a parent of --processes passes the flags the
     // user gave on to its children, as given.
     let mut parsed = parse(std::env::args_os());
-    // A peer's command line becomes a `run` line, parsed as one.
+    // A peer's command line becomes a `run` line, parsed as one; its
+    // errors say which line they come from (they name loadrig's flags).
+    let mut context = String::new();
     if let Some((peer, args)) = parsed.as_ref().ok().and_then(|(cli, _)| cli.command.peer()) {
         match peer.line(args) {
             Ok(peers::Line::Run { args, notes }) => {
                 for n in notes {
                     eprintln!("{}", loadrig_spec::printable(&n));
                 }
+                context = format!("{} as `loadrig {}`: ", peer.name(), peer.run_words(&args));
                 parsed = parse(args);
             }
             Ok(peers::Line::Help(text)) => {
@@ -75,7 +78,8 @@ fn code() -> i32 {
         Ok((cli, matches)) => match execute(cli, &matches) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("error: {}", loadrig_spec::printable(&one_line(&e)));
+                let line = format!("{context}{}", one_line(&e));
+                eprintln!("error: {}", loadrig_spec::printable(&line));
                 exit::code_of(&e)
             }
         },
@@ -107,6 +111,10 @@ fn code() -> i32 {
                 let line = match rest.is_empty() {
                     true => first,
                     false => format!("{first} ({})", rest.join("; ")),
+                };
+                let line = match line.strip_prefix("error: ") {
+                    Some(message) if !context.is_empty() => format!("error: {context}{message}"),
+                    _ => line,
                 };
                 eprintln!("{}", loadrig_spec::printable(&line));
                 exit::USAGE

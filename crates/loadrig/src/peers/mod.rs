@@ -252,6 +252,17 @@ impl Peer {
         Ok(Line::Run { args, notes })
     }
 
+    /// `run WORKLOAD ...` of a translated line, for messages: a password
+    /// in a URL masked.
+    pub fn run_words(self, args: &[OsString]) -> String {
+        let words: Vec<String> = args
+            .iter()
+            .skip(1)
+            .map(|a| loadrig_targets::mask_password(&a.to_string_lossy()))
+            .collect();
+        words.join(" ")
+    }
+
     fn find(self, name: &str) -> Option<&'static Opt> {
         self.opts().iter().find(|o| o.names.contains(&name))
     }
@@ -553,8 +564,18 @@ mod tests {
     }
 
     #[test]
-    fn passwords_are_escaped_in_urls() {
+    fn passwords_are_escaped_in_urls_and_masked_in_messages() {
         assert_eq!(escape("p@ss:w/rd"), "p%40ss%3Aw%2Frd");
+        let Ok(Line::Run { args, .. }) =
+            Peer::RedisBenchmark.line(&["-a".into(), "s3cret".into(), "-c".into(), "x".into()])
+        else {
+            panic!("a run line")
+        };
+        let shown = Peer::RedisBenchmark.run_words(&args);
+        assert!(
+            !shown.contains("s3cret") && shown.contains("--clients x"),
+            "{shown}"
+        );
         assert_eq!(host_port("::1", "6379"), "[::1]:6379");
     }
 }

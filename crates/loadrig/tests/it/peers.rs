@@ -53,6 +53,11 @@ fn flags_not_taken_are_named_with_exit_2() {
             "wrk -s: ",
         ),
         (&["wrk", "-t2"][..], "wrk URL: "),
+        // A bad value is refused by the run line's checks, which say so.
+        (
+            &["redis-benchmark", "-c", "abc"][..],
+            "redis-benchmark as `loadrig run redis --clients abc`: invalid value 'abc'",
+        ),
     ] {
         let r = loadrig(args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.dump());
