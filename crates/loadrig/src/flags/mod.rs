@@ -307,13 +307,27 @@ impl Workload {
                     defaults: DB_DEFAULTS,
                 }
             }
-            Workload::Redis { run, redis } => Parts {
-                run,
-                url: None,
-                workload: redis.spec()?,
-                preset: None,
-                defaults: REDIS_DEFAULTS,
-            },
+            Workload::Redis { run, redis } => {
+                // `-t get` from before -t was --target everywhere.
+                if let Some(t) = run.target.as_deref() {
+                    if !t.contains("://") && loadrig_spec::RedisTest::select(t).is_ok() {
+                        return Err(SpecError::new(
+                            "--target",
+                            format!(
+                                "'{t}' is a list of tests, not a URL: -t is --target in every \
+                                 workload; the tests are --tests (or `loadrig redis-benchmark -t {t}`)"
+                            ),
+                        ));
+                    }
+                }
+                Parts {
+                    run,
+                    url: None,
+                    workload: redis.spec()?,
+                    preset: None,
+                    defaults: REDIS_DEFAULTS,
+                }
+            }
             Workload::Pubsub { run, pubsub } => {
                 one_connection_per_client(run)?;
                 no_managed_mode(run)?;
@@ -350,11 +364,16 @@ impl Workload {
                 }
             }
             Workload::Http { run, http } => {
-                if let (Some(_), Some(_)) = (&http.url, &run.target) {
-                    return Err(SpecError::new(
-                        "--target",
-                        "give the URL once (as --target or as the last word)",
-                    ));
+                if let (Some(_), Some(t)) = (&http.url, &run.target) {
+                    // `-t2` from wrk's spelling, before -t was --target everywhere.
+                    let why = match t.parse::<u32>() {
+                        Ok(_) => format!(
+                            "'{t}' is not a URL: -t is --target in every workload; wrk's -t \
+                             (threads) is --threads (or `loadrig wrk -t{t} ...`)"
+                        ),
+                        Err(_) => "give the URL once (as --target or as the last word)".to_string(),
+                    };
+                    return Err(SpecError::new("--target", why));
                 }
                 Parts {
                     run,
@@ -806,6 +825,18 @@ pub(crate) mod tests {
             assert!(url.starts_with(&s.target), "{workload}: {}", s.target);
             assert_eq!(s.load.stop, Stop::Seconds(3.0), "{workload}");
         }
+    }
+
+    #[test]
+    fn the_old_short_flags_get_a_hint() {
+        let e = parse_all(&["loadrig", "run", "redis", "-t", "set,get"]).unwrap_err();
+        assert!(
+            e.starts_with("--target: 'set,get' is a list of tests"),
+            "{e}"
+        );
+        let e =
+            parse_all(&["loadrig", "run", "http", "-t2", "http://127.0.0.1:8088/"]).unwrap_err();
+        assert!(e.contains("wrk's -t (threads) is --threads"), "{e}");
     }
 
     #[test]
