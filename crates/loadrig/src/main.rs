@@ -7,6 +7,7 @@ mod exit;
 mod flags;
 mod machine;
 mod merge;
+mod peers;
 mod plan;
 mod plot;
 mod print;
@@ -43,16 +44,42 @@ macro_rules! say_part {
 }
 
 fn main() {
+    std::process::exit(code());
+}
+
+/// What the program does and the code it exits with.
+fn code() -> i32 {
     // The matches are kept: a parent of --processes passes the flags the
     // user gave on to its children, as given.
-    let parsed = Cli::command()
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
-    let code = match parsed {
+    let mut parsed = parse(std::env::args_os());
+    // A peer's command line becomes a `run` line, parsed as one; its
+    // errors say which line they come from (they name loadrig's flags).
+    let mut context = String::new();
+    if let Some((peer, args)) = parsed.as_ref().ok().and_then(|(cli, _)| cli.command.peer()) {
+        match peer.line(args) {
+            Ok(peers::Line::Run { args, notes }) => {
+                for n in notes {
+                    eprintln!("{}", loadrig_spec::printable(&n));
+                }
+                context = format!("{} as `loadrig {}`: ", peer.name(), peer.run_words(&args));
+                parsed = parse(args);
+            }
+            Ok(peers::Line::Help(text)) => {
+                crate::say_part!("{text}");
+                return exit::OK;
+            }
+            Err(e) => {
+                eprintln!("error: {}", loadrig_spec::printable(&e.to_string()));
+                return exit::USAGE;
+            }
+        }
+    }
+    match parsed {
         Ok((cli, matches)) => match execute(cli, &matches) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("error: {}", loadrig_spec::printable(&one_line(&e)));
+                let line = format!("{context}{}", one_line(&e));
+                eprintln!("error: {}", loadrig_spec::printable(&line));
                 exit::code_of(&e)
             }
         },
@@ -85,12 +112,24 @@ fn main() {
                     true => first,
                     false => format!("{first} ({})", rest.join("; ")),
                 };
+                let line = match line.strip_prefix("error: ") {
+                    Some(message) if !context.is_empty() => format!("error: {context}{message}"),
+                    _ => line,
+                };
                 eprintln!("{}", loadrig_spec::printable(&line));
                 exit::USAGE
             }
         },
-    };
-    std::process::exit(code);
+    }
+}
+
+/// The command line as clap takes it apart, with the matches kept.
+fn parse(
+    words: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<(Cli, ArgMatches), clap::Error> {
+    Cli::command()
+        .try_get_matches_from(words)
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)))
 }
 
 /// The error and its causes on one line.
@@ -168,6 +207,12 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Sweep(s) => sweep::run(&s),
+        // Taken apart into a `run` line before this (`main`).
+        Command::RedisBenchmark(_)
+        | Command::MemtierBenchmark(_)
+        | Command::Memaslap(_)
+        | Command::NatsBench(_)
+        | Command::Wrk(_) => Ok(exit::USAGE),
         Command::Verify(v) => {
             let report = Report::read(&v.report)?;
             let url = v

@@ -15,6 +15,7 @@ mod http;
 mod kv;
 mod memcache;
 mod multi;
+mod peers;
 mod percentiles;
 mod plot;
 mod pubsub;

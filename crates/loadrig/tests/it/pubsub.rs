@@ -62,8 +62,20 @@ fn two_publishers_three_subscribers_every_message_counted() {
         // A drain of 30 s is a ceiling: the subscribers have every
         // message long before, and the run ends then.
         let mut args = vec![
-            "run", "pubsub", "--target", &target, "--pubs", "2", "--subs", "3", "-n", "20000",
-            "--size", "64", "--drain", "30s",
+            "run",
+            "pubsub",
+            "--target",
+            &target,
+            "--pubs",
+            "2",
+            "--subs",
+            "3",
+            "-n",
+            "20000",
+            "--value-size",
+            "64",
+            "--drain",
+            "30s",
         ];
         if i == 2 {
             // Mosquitto queues at most 1,000 QoS 1 messages per subscriber
@@ -181,7 +193,7 @@ fn a_subscriber_cut_off_shows_its_losses() {
                         "20000",
                         "--duration",
                         "4",
-                        "--size",
+                        "--value-size",
                         "64",
                     ],
                 )
@@ -361,7 +373,7 @@ fn sent_received(report: &serde_json::Value) -> (u64, u64) {
 #[test]
 fn bad_flags_get_one_line_and_exit_2() {
     for args in [
-        &["run", "pubsub", "--size", "10"][..],
+        &["run", "pubsub", "--value-size", "10"][..],
         &["run", "pubsub", "--clients", "4"],
         &["run", "chat", "--cpg", "1"],
         &["run", "chat", "--mode", "realistic", "--rate", "10"],
