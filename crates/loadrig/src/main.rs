@@ -118,6 +118,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         Command::Run { workload } => {
             let parts = workload.parts()?;
             let args = parts.run;
+            args.tls.apply()?;
             // The target first: it parses its URL and states the facts
             // the spec is resolved against, before anything connects.
             let target = plan::open(parts.workload.name(), Some(parts.target()))?;
@@ -169,6 +170,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         }
         Command::Sweep(s) => sweep::run(&s),
         Command::Verify(v) => {
+            v.tls.apply()?;
             let report = Report::read(&v.report)?;
             let url = v
                 .target

@@ -11,6 +11,7 @@ mod output;
 mod pubsub;
 mod redis;
 mod run;
+mod tls;
 mod voter;
 
 pub use chat::*;
@@ -22,6 +23,7 @@ pub use output::*;
 pub use pubsub::*;
 pub use redis::*;
 pub use run::*;
+pub use tls::*;
 pub use voter::*;
 
 use std::ffi::OsString;
@@ -344,6 +346,8 @@ pub struct VerifyArgs {
     /// The target, if not the one named in the report
     #[arg(long, short = 't')]
     pub target: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 #[derive(Debug, Args)]
@@ -360,7 +364,7 @@ pub struct MergeArgs {
 }
 
 /// Flags that the parent of `--processes` sets for each child itself.
-const PARENT_ONLY: [&str; 10] = [
+const PARENT_ONLY: [&str; 11] = [
     "processes",
     "hdr_log",
     "html",
@@ -368,6 +372,7 @@ const PARENT_ONLY: [&str; 10] = [
     "start_delay",
     "out",
     "csv",
+    "json",
     "quiet",
     "shard",
     "child",
