@@ -6,6 +6,7 @@ mod compare;
 mod exit;
 mod flags;
 mod machine;
+mod manual;
 mod merge;
 mod plan;
 mod plot;
@@ -145,6 +146,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             let opts = run::Options {
                 quiet: args.quiet,
                 csv: args.csv,
+                json: args.json,
                 out: args.out.clone(),
                 hdr_log: args.hdr_log.clone(),
                 html: args.html.clone(),
@@ -169,6 +171,8 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Sweep(s) => sweep::run(&s),
+        Command::Completions { shell } => manual::completions(shell),
+        Command::Man { dir } => manual::man(dir.as_deref()),
         Command::Verify(v) => {
             v.tls.apply()?;
             let report = Report::read(&v.report)?;

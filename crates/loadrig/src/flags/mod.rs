@@ -70,6 +70,18 @@ pub enum Command {
     Report(ReportArgs),
     /// Run one workload over a list or range of one parameter's values (docs/sweep.md)
     Sweep(SweepArgs),
+    /// Print a shell completion script (e.g. `loadrig completions bash > /etc/bash_completion.d/loadrig`)
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; `loadrig man | man -l -`), or write one per subcommand to --dir
+    Man {
+        /// Write loadrig.1, loadrig-run.1, loadrig-run-redis.1, ... to this directory
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,6 +5,7 @@
 
 pub mod csv;
 pub mod http;
+pub mod json;
 pub mod redis;
 
 use std::io::{IsTerminal, Write};
