@@ -107,7 +107,7 @@ fn a_server_certificate_from_another_ca_is_refused_at_connect() {
         assert_eq!(errors.len(), 1, "{name}: one error line\n{}", r.dump());
         assert!(
             errors[0].starts_with("cannot reach ")
-                && errors[0].ends_with("invalid peer certificate: UnknownIssuer"),
+                && errors[0].ends_with("TLS: invalid peer certificate: UnknownIssuer"),
             "{name}: {}",
             r.dump()
         );

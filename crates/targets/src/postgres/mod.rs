@@ -307,6 +307,11 @@ fn reason(e: &tokio_postgres::Error) -> String {
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            // tokio-rustls hands rustls's error (a certificate refused)
+            // inside an I/O error: said as the other targets say it.
+            if let Some(tls) = io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) {
+                return format!("TLS: {tls}");
+            }
             return match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
                 std::io::ErrorKind::TimedOut => "connection timed out".to_string(),
