@@ -196,3 +196,44 @@ fn a_bad_sslmode_is_a_usage_error_and_nats_tls_needs_a_server_that_offers_it() {
         r.dump()
     );
 }
+
+#[test]
+fn verify_takes_the_same_tls_flags_as_run() {
+    need_server("postgres-tls", 5432);
+    let _lock = hold("postgres");
+    let ca = cert("ca.pem");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let url = "postgres://bench:bench@127.0.0.1/bench?sslmode=verify-full";
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "-t",
+        url,
+        "-n",
+        "1000",
+        "-q",
+        "--cacert",
+        &ca,
+        "--no-verify",
+        "--keep",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let out = out.to_str().unwrap();
+    // The report's target URL says sslmode; the trust is the command's.
+    let refused = loadrig(&["verify", out, "-t", url]);
+    assert_eq!(refused.code, 3, "{}", refused.dump());
+    assert!(
+        refused.stderr.contains("TLS: invalid peer certificate"),
+        "{}",
+        refused.dump()
+    );
+    let ok = loadrig(&["verify", out, "-t", url, "--cacert", &ca]);
+    assert_eq!(ok.code, 0, "{}", ok.dump());
+    assert!(ok.stdout.contains("verify ... ok"), "{}", ok.dump());
+    // A run without --keep drops the tables the kept run left.
+    let r = loadrig(&["run", "voter", "-t", url, "-n", "10", "-q", "--cacert", &ca]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+}
