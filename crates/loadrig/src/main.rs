@@ -6,6 +6,7 @@ mod compare;
 mod exit;
 mod flags;
 mod machine;
+mod manual;
 mod merge;
 mod peers;
 mod plan;
@@ -157,6 +158,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         Command::Run { workload } => {
             let parts = workload.parts()?;
             let args = parts.run;
+            args.tls.apply()?;
             // The target first: it parses its URL and states the facts
             // the spec is resolved against, before anything connects.
             let target = plan::open(parts.workload.name(), Some(parts.target()))?;
@@ -183,6 +185,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             let opts = run::Options {
                 quiet: args.quiet,
                 csv: args.csv,
+                json: args.json,
                 out: args.out.clone(),
                 hdr_log: args.hdr_log.clone(),
                 html: args.html.clone(),
@@ -213,7 +216,10 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         | Command::Memaslap(_)
         | Command::NatsBench(_)
         | Command::Wrk(_) => Ok(exit::USAGE),
+        Command::Completions { shell } => manual::completions(shell),
+        Command::Man { dir } => manual::man(dir.as_deref()),
         Command::Verify(v) => {
+            v.tls.apply()?;
             let report = Report::read(&v.report)?;
             let url = v
                 .target

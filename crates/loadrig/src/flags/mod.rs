@@ -11,6 +11,7 @@ mod output;
 mod pubsub;
 mod redis;
 mod run;
+mod tls;
 mod voter;
 
 pub use chat::*;
@@ -22,6 +23,7 @@ pub use output::*;
 pub use pubsub::*;
 pub use redis::*;
 pub use run::*;
+pub use tls::*;
 pub use voter::*;
 
 use std::ffi::OsString;
@@ -68,6 +70,18 @@ pub enum Command {
     Report(ReportArgs),
     /// Run one workload over a list or range of one parameter's values (docs/sweep.md)
     Sweep(SweepArgs),
+    /// Print a shell completion script (e.g. `loadrig completions bash > /etc/bash_completion.d/loadrig`)
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; `loadrig man | man -l -`), or write one per subcommand to --dir
+    Man {
+        /// Write loadrig.1, loadrig-run.1, loadrig-run-redis.1, ... to this directory
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// redis-benchmark's command line, as its manual spells it (`--help` lists the flags)
     #[command(name = "redis-benchmark", disable_help_flag = true)]
     RedisBenchmark(PeerArgs),
@@ -408,6 +422,8 @@ pub struct VerifyArgs {
     /// The target, if not the one named in the report
     #[arg(long, short = 't')]
     pub target: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 #[derive(Debug, Args)]
@@ -424,7 +440,7 @@ pub struct MergeArgs {
 }
 
 /// Flags that the parent of `--processes` sets for each child itself.
-const PARENT_ONLY: [&str; 10] = [
+const PARENT_ONLY: [&str; 11] = [
     "processes",
     "hdr_log",
     "html",
@@ -432,6 +448,7 @@ const PARENT_ONLY: [&str; 10] = [
     "start_delay",
     "out",
     "csv",
+    "json",
     "quiet",
     "shard",
     "child",

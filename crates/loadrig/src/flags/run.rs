@@ -137,12 +137,17 @@ pub struct RunArgs {
     /// Print the results table as CSV on standard output (the rest goes to standard error)
     #[arg(long)]
     pub csv: bool,
+    /// Print the run's summary as one JSON object on standard output (the rest goes to standard error; docs/json.md)
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
     /// Do not check the target's data afterwards (check later with `loadrig verify`)
     #[arg(long)]
     pub no_verify: bool,
     /// Keep the schema and data after the run
     #[arg(long)]
     pub keep: bool,
+    #[command(flatten)]
+    pub tls: super::TlsArgs,
 }
 
 /// Default managed-mode sizes when only one of --queue/--slots is given.

@@ -6,6 +6,7 @@
 pub mod csv;
 pub mod erlvolt;
 pub mod http;
+pub mod json;
 pub mod memtier;
 pub mod redis;
 

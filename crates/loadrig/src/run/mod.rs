@@ -24,6 +24,8 @@ use crate::start::StartRule;
 pub struct Options {
     pub quiet: bool,
     pub csv: bool,
+    /// `--json`: the summary as one JSON object on standard output.
+    pub json: bool,
     pub out: Option<PathBuf>,
     /// `--hdr-log`: the laps as an HdrHistogram interval log.
     pub hdr_log: Option<PathBuf>,
@@ -35,10 +37,11 @@ pub struct Options {
 }
 
 impl Options {
-    /// Standard output carries data (CSV, or the report with `--out -`),
+    /// Standard output carries data (CSV, JSON, or the report with `--out -`),
     /// so the human text goes to standard error.
     pub fn data_on_stdout(&self) -> bool {
         self.csv
+            || self.json
             || self.out.as_deref().is_some_and(|p| {
                 p == std::path::Path::new("-") || p == std::path::Path::new("/dev/stdout")
             })

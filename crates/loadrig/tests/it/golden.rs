@@ -93,7 +93,7 @@ pub(crate) fn mask(text: &str) -> String {
 }
 
 /// Every path in a JSON document with its type, arrays by their first element.
-fn shape(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+pub(crate) fn shape(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
     use serde_json::Value;
     match v {
         Value::Object(m) => {
