@@ -116,12 +116,8 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Run { workload } => {
-            let parts = workload.parts()?;
-            let args = parts.run;
-            // The target first: it parses its URL and states the facts
-            // the spec is resolved against, before anything connects.
-            let target = plan::open(parts.workload.name(), Some(parts.target()))?;
-            let spec = parts.spec(&target.facts(parts.target()))?;
+            let (target, spec) = open_run(&workload)?;
+            let args = workload.parts()?.run;
             machine::admit(&spec)?;
             if let Some(out) = &args.out {
                 check_out(out, args.csv)?;
@@ -152,7 +148,25 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             };
             runtime()?.block_on(plan::run(&spec, target, &opts))
         }
-        Command::Merge(m) => merge::run(&m.reports, m.out.as_deref(), m.force),
+        Command::Prepare { workload } => {
+            let (target, spec) = open_run(&workload)?;
+            let args = workload.parts()?.run;
+            if let Some(out) = &args.out {
+                check_out(out, false)?;
+            }
+            runtime()?.block_on(plan::prepare(
+                &spec,
+                target,
+                args.out.as_deref(),
+                args.quiet,
+            ))
+        }
+        Command::Teardown { workload } => {
+            let (target, spec) = open_run(&workload)?;
+            let quiet = workload.parts()?.run.quiet;
+            runtime()?.block_on(plan::teardown(&spec, target, quiet))
+        }
+        Command::Merge(m) => merge::run(&m),
         Command::Compare(c) => compare::run(&c.baseline, &c.candidate, c.max_regression),
         Command::Plot(p) => plot::run(&p.files, &p.out, p.gnuplot.as_deref()),
         Command::Report(r) => {
@@ -178,6 +192,18 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             runtime()?.block_on(plan::verify(&report, target))
         }
     }
+}
+
+/// A workload's command line (`run`, `prepare`, `teardown`): the target
+/// first, since it parses its URL and states the facts the spec is
+/// resolved against, before anything connects.
+fn open_run(
+    workload: &flags::Workload,
+) -> anyhow::Result<(loadrig_targets::Target, loadrig_spec::RunSpec)> {
+    let parts = workload.parts()?;
+    let target = plan::open(parts.workload.name(), Some(parts.target()))?;
+    let spec = parts.spec(&target.facts(parts.target()))?;
+    Ok((target, spec))
 }
 
 /// `--out` must name a file that can be written, checked before the run

@@ -425,6 +425,7 @@ pub(crate) mod tests {
             keep: false,
             preset: None,
             processes: 1,
+            prepare: true,
         }
     }
 

@@ -52,6 +52,16 @@ pub enum Command {
         #[command(subcommand)]
         workload: Workload,
     },
+    /// A many-host run's first step: create the schema and data once, record the baseline (--out)
+    Prepare {
+        #[command(subcommand)]
+        workload: Workload,
+    },
+    /// A many-host run's last step: drop what `loadrig prepare` created
+    Teardown {
+        #[command(subcommand)]
+        workload: Workload,
+    },
     /// List the targets and the workloads each can run
     Targets,
     /// List the workloads
@@ -348,9 +358,12 @@ pub struct VerifyArgs {
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The reports, one per process or host
+    /// The reports, one per process or host; - reads standard input, one report per line (other lines are skipped)
     #[arg(required = true, value_name = "REPORT")]
     pub reports: Vec<PathBuf>,
+    /// The record of `loadrig prepare --out`: its baseline goes into the merged report, for `loadrig verify`
+    #[arg(long, value_name = "FILE")]
+    pub prepared: Option<PathBuf>,
     /// Write the merged report (JSON, schema loadrig.report/1) to this file
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,

@@ -95,6 +95,12 @@ pub struct RunArgs {
     /// This process's part of a split run, i/N
     #[arg(long, value_name = "i/N")]
     pub shard: Option<String>,
+    /// This process's part is i/N, i from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)
+    #[arg(long, value_name = "N", value_parser = count::<u32>, conflicts_with_all = ["shard", "processes"])]
+    pub shards: Option<u32>,
+    /// A shard of a many-host run: create nothing, drop nothing, verify nothing (`loadrig prepare`, `verify`, `teardown` do, once)
+    #[arg(long, conflicts_with = "processes")]
+    pub no_prepare: bool,
     /// Run K local processes, each a shard, begun together and merged (clients count per process)
     #[arg(long, value_name = "K", value_parser = count::<u32>)]
     pub processes: Option<u32>,
@@ -150,6 +156,10 @@ pub(super) const DEFAULT_QUEUE: u32 = 1_000;
 pub(super) const DEFAULT_SLOTS: u32 = 100;
 pub const DEFAULT_REQUESTS: u64 = 100_000;
 
+/// Where `--shards N` reads this process's index: the variable Kubernetes
+/// sets in each pod of an Indexed Job.
+pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+
 /// The failure gate by default: a run where more than 1% of the operations
 /// failed or were dropped exits 1, with its report (docs/limits.md).
 pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.01;
@@ -201,10 +211,7 @@ impl RunArgs {
             (None, None, Some(d)) => Stop::Seconds(d),
             (None, None, None) => Stop::Count(defaults.map_or(DEFAULT_REQUESTS, |d| d.requests)),
         };
-        let shard = match &self.shard {
-            Some(s) => Shard::parse(s)?,
-            None => Shard::WHOLE,
-        };
+        let shard = self.shard_of(std::env::var(INDEX_ENV).ok().as_deref())?;
         let processes = self.processes.unwrap_or(1);
         if processes > 1 && !facts.shared {
             return Err(SpecError::new(
@@ -248,6 +255,7 @@ impl RunArgs {
             keep: self.keep,
             preset,
             processes,
+            prepare: !self.no_prepare,
         };
         spec.apply_workload_rules()?;
         spec.validate()?;
@@ -301,6 +309,29 @@ impl RunArgs {
             }
         }
         Ok(pacing)
+    }
+
+    /// `--shard i/N`, or `--shards N` with i from `index` (the value of
+    /// [`INDEX_ENV`]), or the whole run.
+    pub(super) fn shard_of(&self, index: Option<&str>) -> Result<Shard, SpecError> {
+        match (&self.shard, self.shards) {
+            (Some(s), _) => Shard::parse(s),
+            (None, Some(n)) => {
+                let i = index.ok_or_else(|| {
+                    SpecError::new(
+                        "--shards",
+                        format!("needs ${INDEX_ENV} (set in a Kubernetes Indexed Job's pods) or --shard i/N"),
+                    )
+                })?;
+                Shard::parse(&format!("{}/{n}", i.trim())).map_err(|_| {
+                    SpecError::new(
+                        "--shards",
+                        format!("${INDEX_ENV} is '{i}', not an index below {n}"),
+                    )
+                })
+            }
+            (None, None) => Ok(Shard::WHOLE),
+        }
     }
 
     /// When the load begins, if not at once.

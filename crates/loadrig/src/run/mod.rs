@@ -5,11 +5,14 @@
 //! ([`single`]; a child of `--processes` only connects, runs and writes its
 //! report), or the parent of `--processes` ([`parent`]), which does the
 //! rest once. Both end through [`conclude`]; neither calls the other.
+//! A shard of a many-host run (`--no-prepare`) runs as a child does; the
+//! parts done once are [`phases`].
 
 mod conclude;
 mod deadline;
 pub use deadline::Deadlines;
 mod parent;
+pub mod phases;
 mod single;
 
 use std::path::PathBuf;
@@ -55,6 +58,7 @@ pub enum Role {
     /// merges, verifies and tears down.
     Parent { child: ChildLine },
     /// One of the parent's children: connect, run, write the report.
+    /// A shard of `--no-prepare` plays this part too.
     Child,
 }
 

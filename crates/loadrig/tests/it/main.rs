@@ -15,6 +15,7 @@ mod kv;
 mod memcache;
 mod multi;
 mod percentiles;
+mod phases;
 mod plot;
 mod pubsub;
 mod reading;
