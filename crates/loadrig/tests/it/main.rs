@@ -14,6 +14,7 @@ mod http;
 mod kv;
 mod memcache;
 mod multi;
+mod netns;
 mod percentiles;
 mod phases;
 mod plot;
