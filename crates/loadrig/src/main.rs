@@ -7,6 +7,7 @@ mod exit;
 mod flags;
 mod machine;
 mod merge;
+mod pin;
 mod plan;
 mod plot;
 mod print;
@@ -16,6 +17,7 @@ mod start;
 mod sweep;
 mod verify;
 
+use anyhow::Context;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use loadrig_report::Report;
 
@@ -128,15 +130,33 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             if args.child && !signals::die_with_parent() {
                 anyhow::bail!("the parent of this --child process is gone");
             }
+            // Each process on a CPU of its own: the parent hands them out,
+            // any other process pins itself before its threads start.
+            let cpus = args
+                .cpus
+                .as_deref()
+                .map(pin::parse_list)
+                .transpose()
+                .map_err(|e| loadrig_spec::SpecError::new("--cpus", e))?;
+            let parent = !args.child && spec.processes > 1;
+            let cpus = pin::plan(
+                args.pin,
+                cpus.as_deref(),
+                if parent { spec.processes } else { 1 },
+            )?;
             let role = if args.child {
                 run::Role::Child
-            } else if spec.processes > 1 {
+            } else if parent {
                 run::Role::Parent {
                     child: flags::child_line(matches),
+                    cpus: cpus.clone(),
                 }
             } else {
                 run::Role::Single
             };
+            if let (false, Some(&cpu)) = (parent, cpus.as_deref().and_then(<[usize]>::first)) {
+                pin::pin(cpu).with_context(|| format!("pinning this process to CPU {cpu}"))?;
+            }
             let opts = run::Options {
                 quiet: args.quiet,
                 csv: args.csv,

@@ -471,6 +471,7 @@ pub(crate) mod tests {
                 target: "null".into(),
                 server_version: None,
                 durability: None,
+                cpu: None,
             },
             started_unix_ms: started,
             kinds: &KINDS,

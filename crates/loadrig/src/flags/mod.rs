@@ -373,7 +373,7 @@ pub struct MergeArgs {
 }
 
 /// Flags that the parent of `--processes` sets for each child itself.
-const PARENT_ONLY: [&str; 10] = [
+const PARENT_ONLY: [&str; 12] = [
     "processes",
     "hdr_log",
     "html",
@@ -384,6 +384,8 @@ const PARENT_ONLY: [&str; 10] = [
     "quiet",
     "shard",
     "child",
+    "pin",
+    "cpus",
 ];
 
 /// Flags a child of `--processes` receives in its environment, never on

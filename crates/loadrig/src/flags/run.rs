@@ -104,6 +104,12 @@ pub struct RunArgs {
     /// Run K local processes, each a shard, begun together and merged (clients count per process)
     #[arg(long, value_name = "K", value_parser = count::<u32>)]
     pub processes: Option<u32>,
+    /// Pin each process to a CPU of its own (process k of --processes to the k-th CPU it may run on)
+    #[arg(long)]
+    pub pin: bool,
+    /// Pin to these CPUs, process k to the k-th (e.g. 0,2,4-7; as taskset -c)
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
     /// Begin the load at this wall-clock time (UNIX seconds), after connecting
     #[arg(long, value_name = "UNIX_TIME", value_parser = unix_time, conflicts_with = "start_delay")]
     pub start_at: Option<f64>,
