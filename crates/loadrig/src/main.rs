@@ -107,7 +107,19 @@ pub(crate) fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
+/// With this variable set (to anything), the binary parses its command
+/// line and stops before it reads, connects or writes anything: the flags
+/// (clap), and for `run`, `prepare` and `teardown` the second stage too (the
+/// target URL, environment included, and the run spec). It prints the run's
+/// header line, or `parsed`, and exits 0. How the Kubernetes manifests'
+/// command lines are checked without a cluster (tests/it/kube.rs), the argv
+/// exactly as a pod would run it.
+const PARSE_ONLY_ENV: &str = "LOADRIG_PARSE_ONLY";
+
 fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
+    if std::env::var_os(PARSE_ONLY_ENV).is_some() {
+        return parse_only(&cli.command);
+    }
     match cli.command {
         Command::Targets => {
             print_targets();
@@ -212,6 +224,20 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             runtime()?.block_on(plan::verify(&report, target))
         }
     }
+}
+
+/// See [`PARSE_ONLY_ENV`].
+fn parse_only(command: &Command) -> anyhow::Result<i32> {
+    match command {
+        Command::Run { workload }
+        | Command::Prepare { workload }
+        | Command::Teardown { workload } => {
+            let (_, spec) = open_run(workload)?;
+            crate::say!("{}", print::header(&spec));
+        }
+        _ => crate::say!("parsed"),
+    }
+    Ok(exit::OK)
 }
 
 /// A workload's command line (`run`, `prepare`, `teardown`): the target

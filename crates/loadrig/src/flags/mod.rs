@@ -351,8 +351,8 @@ impl Workload {
 pub struct VerifyArgs {
     /// The report of the run to check
     pub report: PathBuf,
-    /// The target, if not the one named in the report
-    #[arg(long, short = 't')]
+    /// The target (or $LOADRIG_TARGET), if not the one named in the report (where a password is masked)
+    #[arg(long, short = 't', env = TARGET_ENV, hide_env_values = true)]
     pub target: Option<String>,
 }
 

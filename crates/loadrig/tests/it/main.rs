@@ -11,6 +11,7 @@ mod expect;
 mod golden;
 mod hostile;
 mod http;
+mod kube;
 mod kv;
 mod memcache;
 mod multi;
