@@ -31,7 +31,7 @@ pub async fn prepare<B: Bench>(
     p.header(spec, bench.target().durability().as_deref());
     let d = Deadlines::of(spec);
     let prepared = conclude::prepare(&mut bench, &mut p, &d).await?;
-    p.end_phases();
+    p.line("done");
     let record = Prepared {
         schema: PREPARED_SCHEMA.to_string(),
         spec: spec.clone(),
@@ -63,6 +63,6 @@ pub async fn teardown<B: Bench>(mut bench: B, spec: &RunSpec, quiet: bool) -> an
     let d = Deadlines::of(spec);
     p.phase("teardown");
     d.cold("clean-up", bench.finish(false)).await?;
-    p.end_phases();
+    p.line("done");
     Ok(exit::OK)
 }

@@ -157,7 +157,7 @@ fn prepare_shards_merge_verify_teardown_on_one_database_file() {
     // (A named SQLite file is the user's and stays; tests/it/netns.rs
     // checks that teardown removes a server's data.)
     assert_eq!(t.code, 0, "{}", t.dump());
-    assert!(t.stdout.contains("teardown ..."), "{}", t.dump());
+    assert!(t.stdout.contains("teardown ... done"), "{}", t.dump());
 }
 
 /// A merged report of shards without the prepare record cannot be
