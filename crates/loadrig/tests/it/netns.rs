@@ -12,10 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use loadrig_report::Report;
-
 use crate::common::{report, Run, BIN};
-use crate::phases::{assert_sum_and_common_start, start_in, with_input};
+use crate::phases::{assert_sum_and_common_start, merge_logs, start_in};
 
 const PORT: &str = "6390";
 
@@ -207,26 +205,7 @@ fn three_client_hosts_run_one_sharded_run_against_a_server_host() {
         .into_iter()
         .map(|c| c.wait_with_output().unwrap().into())
         .collect();
-    let mut logs = String::new();
-    let mut reports = Vec::new();
-    for r in &runs {
-        assert_eq!(r.code, 0, "{}", r.dump());
-        reports.push(Report::parse(r.stdout.as_bytes(), "shard").unwrap());
-        logs.push_str(&r.stderr);
-        logs.push_str(&r.stdout);
-    }
-    let m = with_input(
-        &[
-            "merge",
-            "-",
-            "--prepared",
-            prep.to_str().unwrap(),
-            "-o",
-            merged_path.to_str().unwrap(),
-        ],
-        &logs,
-    );
-    assert_eq!(m.code, 0, "{}", m.dump());
+    let (reports, _) = merge_logs(&runs, &prep, &merged_path);
     let merged = report(&merged_path);
     assert_sum_and_common_start(&merged, &reports, start * 1000);
     assert_eq!(merged.measured.ok, 12_000, "6,000 INCR + 6,000 LPUSH");

@@ -6,6 +6,7 @@
 //! same sequence across network namespaces.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -27,6 +28,24 @@ pub fn with_input(args: &[&str], input: &str) -> Run {
     stdin.write_all(input.as_bytes()).unwrap();
     drop(stdin);
     child.wait_with_output().unwrap().into()
+}
+
+/// The shards' output as `kubectl logs` would show it (each one's text,
+/// then its report line) through `loadrig merge - --prepared PREP -o
+/// MERGED`: the shards' reports and the merge's run, which succeeded.
+pub fn merge_logs(shards: &[Run], prep: &Path, merged: &Path) -> (Vec<Report>, Run) {
+    let mut logs = String::new();
+    let mut reports = Vec::new();
+    for r in shards {
+        assert_eq!(r.code, 0, "{}", r.dump());
+        reports.push(Report::parse(r.stdout.as_bytes(), "shard").unwrap());
+        logs.push_str(&r.stderr);
+        logs.push_str(&r.stdout);
+    }
+    let (prep, merged) = (prep.to_str().unwrap(), merged.to_str().unwrap());
+    let m = with_input(&["merge", "-", "--prepared", prep, "-o", merged], &logs);
+    assert_eq!(m.code, 0, "{}", m.dump());
+    (reports, m)
 }
 
 /// A start this many seconds from now, as `--start-at` takes it.
@@ -100,11 +119,7 @@ fn prepare_shards_merge_verify_teardown_on_one_database_file() {
         })
         .collect();
     let runs: Vec<Run> = shards.into_iter().map(|h| h.join().unwrap()).collect();
-    // What `kubectl logs` would show: each pod's text and its report line.
-    let mut logs = String::new();
-    let mut reports = Vec::new();
     for r in &runs {
-        assert_eq!(r.code, 0, "{}", r.dump());
         assert!(
             !r.stderr.is_empty(),
             "the human text goes to standard error"
@@ -116,26 +131,12 @@ fn prepare_shards_merge_verify_teardown_on_one_database_file() {
             r.dump()
         );
         assert!(!r.stderr.contains("verify ..."), "a shard verifies nothing");
-        reports.push(Report::parse(r.stdout.as_bytes(), "shard").unwrap());
-        logs.push_str(&r.stderr);
-        logs.push_str(&r.stdout);
     }
+    let (reports, m) = merge_logs(&runs, &prep, &merged_path);
     for r in &reports {
         assert!(r.verification.is_none(), "a shard records no baseline");
         assert!(!r.spec.prepare);
     }
-    let m = with_input(
-        &[
-            "merge",
-            "-",
-            "--prepared",
-            prep.to_str().unwrap(),
-            "-o",
-            merged_path.to_str().unwrap(),
-        ],
-        &logs,
-    );
-    assert_eq!(m.code, 0, "{}", m.dump());
     assert_eq!(
         m.stdout.matches("standard input:").count(),
         3,
