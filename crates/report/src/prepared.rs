@@ -85,3 +85,35 @@ impl Prepared {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merge::tests::report;
+
+    #[test]
+    fn a_prepare_record_gives_its_baseline_to_reports_of_the_same_run_only() {
+        let mut merged = report(
+            0,
+            loadrig_metrics::Snapshot::new(2, 3),
+            0,
+            std::time::Duration::from_secs(1),
+            Vec::new(),
+        );
+        let mut prepared = Prepared {
+            schema: PREPARED_SCHEMA.to_string(),
+            spec: merged.spec.clone(),
+            server_version: None,
+            prepared_unix_ms: 1,
+            baseline: serde_json::json!({"votes": 5}),
+        };
+        prepared.spec.load.clients += 1;
+        prepared.attach(&mut merged).unwrap();
+        let v = merged.verification.as_ref().unwrap();
+        assert_eq!(v.baseline["votes"], 5);
+        assert!(v.verdict.is_none());
+        prepared.spec.seed += 1;
+        let e = prepared.attach(&mut merged).unwrap_err().to_string();
+        assert!(e.contains("seed 43"), "{e}");
+    }
+}

@@ -349,3 +349,54 @@ impl RunArgs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use loadrig_spec::Shard;
+
+    use crate::flags::{Cli, Command, Workload};
+
+    /// The shard of `loadrig run voter ARGS` with `index` as the value of
+    /// `$JOB_COMPLETION_INDEX`.
+    fn shard(args: &[&str], index: Option<&str>) -> Result<Shard, String> {
+        let mut all = vec!["loadrig", "run", "voter"];
+        all.extend_from_slice(args);
+        let Command::Run {
+            workload: Workload::Voter { run, .. },
+        } = Cli::try_parse_from(all).map_err(|e| e.to_string())?.command
+        else {
+            return Err("not run voter".into());
+        };
+        run.shard_of(index).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn shards_takes_its_index_from_the_environment_and_shard_wins_alone() {
+        assert_eq!(
+            shard(&["--shards", "4"], Some("3")),
+            Ok(Shard { index: 3, count: 4 })
+        );
+        assert_eq!(
+            shard(&["--shard", "1/2"], Some("3")),
+            Ok(Shard { index: 1, count: 2 })
+        );
+        assert_eq!(
+            shard(&[], Some("3")),
+            Ok(Shard::WHOLE),
+            "the variable alone does nothing"
+        );
+        let e = shard(&["--shards", "4"], None).unwrap_err();
+        assert!(
+            e.starts_with("--shards:") && e.contains("JOB_COMPLETION_INDEX"),
+            "{e}"
+        );
+        for bad in ["4", "-1", "x", ""] {
+            let e = shard(&["--shards", "4"], Some(bad)).unwrap_err();
+            assert!(e.contains(&format!("'{bad}'")), "{e}");
+        }
+        assert!(shard(&["--shards", "2", "--shard", "0/2"], None).is_err());
+        assert!(shard(&["--shards", "2", "--processes", "2"], None).is_err());
+        assert!(shard(&["--no-prepare", "--processes", "2"], None).is_err());
+    }
+}
