@@ -436,6 +436,7 @@ pub(crate) mod tests {
             keep: false,
             preset: None,
             processes: 1,
+            prepare: true,
         }
     }
 
@@ -481,6 +482,7 @@ pub(crate) mod tests {
                 target: "null".into(),
                 server_version: None,
                 durability: None,
+                cpu: None,
             },
             started_unix_ms: started,
             kinds: &KINDS,

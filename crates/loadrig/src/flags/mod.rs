@@ -54,6 +54,16 @@ pub enum Command {
         #[command(subcommand)]
         workload: Workload,
     },
+    /// A many-host run's first step: create the schema and data once, record the baseline (--out)
+    Prepare {
+        #[command(subcommand)]
+        workload: Workload,
+    },
+    /// A many-host run's last step: drop what `loadrig prepare` created
+    Teardown {
+        #[command(subcommand)]
+        workload: Workload,
+    },
     /// List the targets and the workloads each can run
     Targets,
     /// List the workloads
@@ -419,8 +429,8 @@ impl Workload {
 pub struct VerifyArgs {
     /// The report of the run to check
     pub report: PathBuf,
-    /// The target, if not the one named in the report
-    #[arg(long, short = 't')]
+    /// The target (or $LOADRIG_TARGET), if not the one named in the report (where a password is masked)
+    #[arg(long, short = 't', env = TARGET_ENV, hide_env_values = true)]
     pub target: Option<String>,
     #[command(flatten)]
     pub tls: TlsArgs,
@@ -428,9 +438,12 @@ pub struct VerifyArgs {
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The reports, one per process or host
+    /// The reports, one per process or host; - reads standard input, one report per line (other lines are skipped)
     #[arg(required = true, value_name = "REPORT")]
     pub reports: Vec<PathBuf>,
+    /// The record of `loadrig prepare --out`: its baseline goes into the merged report, for `loadrig verify`
+    #[arg(long, value_name = "FILE")]
+    pub prepared: Option<PathBuf>,
     /// Write the merged report (JSON, schema loadrig.report/1) to this file
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -440,7 +453,7 @@ pub struct MergeArgs {
 }
 
 /// Flags that the parent of `--processes` sets for each child itself.
-const PARENT_ONLY: [&str; 11] = [
+const PARENT_ONLY: [&str; 13] = [
     "processes",
     "hdr_log",
     "html",
@@ -452,6 +465,8 @@ const PARENT_ONLY: [&str; 11] = [
     "quiet",
     "shard",
     "child",
+    "pin",
+    "cpus",
 ];
 
 /// Flags a child of `--processes` receives in its environment, never on

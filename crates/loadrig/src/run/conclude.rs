@@ -67,6 +67,7 @@ pub fn environment<B: Bench>(
         target: spec.target.clone(),
         server_version,
         durability: bench.target().durability(),
+        cpu: crate::pin::pinned(),
     }
 }
 
