@@ -30,7 +30,7 @@ fn render(n: u32) -> Vec<Value> {
             "--image",
             "loadrig:test",
         ])
-        .args(["--", "redis", "-t", "incr,lpush", "-n", "30000"])
+        .args(["--", "redis", "--tests", "incr,lpush", "-n", "30000"])
         .output()
         .expect("scripts/kube runs");
     let text = String::from_utf8(out.stdout).unwrap();

@@ -163,7 +163,7 @@ fn three_client_hosts_run_one_sharded_run_against_a_server_host() {
     let merged_path = dir.path().join("merged.json");
     let work = [
         "redis",
-        "-t",
+        "--tests",
         "incr,lpush",
         "-n",
         "6000",
