@@ -7,7 +7,7 @@ use super::{escape, help, host_port, notes, refused, takes, Bad, Given, Opt, Run
 const HOST: &str = "127.0.0.1";
 const PORT: &str = "6379";
 
-const TLS: &str = "TLS is not taken by loadrig's redis-benchmark line";
+const TLS: &str = "only --tls, --cacert and --insecure of TLS are taken";
 
 pub(super) const OPTS: &[Opt] = &[
     takes(&["-h"], Some("HOST"), "the server's host in --target").or(HOST),
@@ -76,11 +76,11 @@ pub(super) const OPTS: &[Opt] = &[
         "the last argument from standard input is not taken",
     ),
     takes(&["--seed"], Some("NUM"), "--seed"),
-    refused(&["--tls"], None, TLS),
+    takes(&["--tls"], None, "a rediss:// target (TLS, docs/tls.md)"),
     refused(&["--sni"], Some("HOST"), TLS),
-    refused(&["--cacert"], Some("FILE"), TLS),
+    takes(&["--cacert"], Some("FILE"), "--cacert"),
     refused(&["--cacertdir"], Some("DIR"), TLS),
-    refused(&["--insecure"], None, TLS),
+    takes(&["--insecure"], None, "--insecure"),
     refused(&["--cert"], Some("FILE"), TLS),
     refused(&["--key"], Some("FILE"), TLS),
     refused(&["--tls-ciphers"], Some("LIST"), TLS),
@@ -95,12 +95,16 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
         Some(_) => return Err(("-k", "only 1: loadrig keeps its connections".into())),
     }
     let login = g.has("-a") || g.has("--user");
+    let scheme = if g.has("--tls") { "rediss" } else { "redis" };
     if let Some(uri) = g.get("-u") {
         if g.has("-h") || g.has("-p") || login {
             return Err(("-u", "give -u or -h, -p, -a, --user, not both".into()));
         }
+        if g.has("--tls") && !uri.starts_with("rediss://") {
+            return Err(("--tls", "with -u, give a rediss:// URI".into()));
+        }
         run.set("--target", uri);
-    } else if g.has("-h") || g.has("-p") || login {
+    } else if g.has("-h") || g.has("-p") || login || g.has("--tls") {
         let at = host_port(g.get("-h").unwrap_or(HOST), g.get("-p").unwrap_or(PORT));
         let who = match (g.get("--user"), g.get("-a")) {
             (Some(u), Some(p)) => format!("{}:{}@", escape(u), escape(p)),
@@ -108,7 +112,7 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
             (Some(_), None) => return Err(("--user", "needs -a PASSWORD".into())),
             (None, None) => String::new(),
         };
-        run.set("--target", format!("redis://{who}{at}"));
+        run.set("--target", format!("{scheme}://{who}{at}"));
     }
     for (peer, flag) in [
         ("-c", "--clients"),
@@ -120,11 +124,15 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
         ("-P", "--pipeline"),
         ("-t", "--tests"),
         ("--seed", "--seed"),
+        ("--cacert", "--cacert"),
     ] {
         run.pass(g, peer, flag);
     }
     if g.has("-q") {
         run.switch("--quiet");
+    }
+    if g.has("--insecure") {
+        run.switch("--insecure");
     }
     if g.has("--csv") {
         run.switch("--csv");
@@ -174,6 +182,15 @@ mod tests {
             w.join(" "),
             "--target redis://:s%3Acret@127.0.0.1:6379 --tests get --quiet"
         );
+        let w = run(
+            Peer::RedisBenchmark,
+            &["--tls", "-p", "6380", "--cacert", "ca.pem", "-t", "get"],
+        )
+        .unwrap();
+        assert_eq!(
+            w.join(" "),
+            "--target rediss://127.0.0.1:6380 --tests get --cacert ca.pem"
+        );
         let w = run(Peer::RedisBenchmark, &["-n", "10", "SET", "k", "__data__"]).unwrap();
         assert_eq!(w.join(" "), "--requests 10 -- SET k __data__");
     }
@@ -185,6 +202,7 @@ mod tests {
             (&["-k", "0"][..], "-k"),
             (&["-s", "/tmp/r.sock"][..], "-s"),
             (&["-u", "redis://h", "-h", "h"][..], "-u"),
+            (&["-u", "redis://h", "--tls"][..], "--tls"),
             (&["--nope"][..], "--nope"),
         ] {
             let e = run(Peer::RedisBenchmark, args).unwrap_err();
