@@ -143,6 +143,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             };
             let opts = run::Options {
                 quiet: args.quiet,
+                resources: args.resources,
                 csv: args.csv,
                 out: args.out.clone(),
                 hdr_log: args.hdr_log.clone(),

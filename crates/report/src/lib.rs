@@ -18,8 +18,8 @@ pub use hlog::interval_log;
 pub use judge::Judged;
 pub use schema::decode_hdr;
 pub use schema::{
-    ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured, ProcessRecord, Report,
-    RunRecord, Verification, SCHEMA,
+    ClientLapReport, ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured,
+    ProcessRecord, Report, RunRecord, Verification, SCHEMA,
 };
 
 /// A report could not be written or read.

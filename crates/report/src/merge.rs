@@ -360,6 +360,13 @@ fn merge_laps(
                     acc.errors += l.errors;
                     acc.delivered += l.delivered;
                     acc.pending += l.pending;
+                    acc.client = match (acc.client, l.client) {
+                        (Some(mut a), Some(b)) => {
+                            a.add(&b);
+                            Some(a)
+                        }
+                        (a, b) => a.or(b),
+                    };
                     hist.add(&h);
                 }
                 None => {
@@ -443,6 +450,13 @@ pub(crate) mod tests {
             delivered: 0,
             pending: 1,
             latency: h.encode(),
+            client: loadrig_metrics::ClientLap {
+                rss_bytes: 1 << 20,
+                bytes_sent: ok * 10,
+                bytes_received: ok * 20,
+                connections: 2,
+                ..Default::default()
+            },
         }
     }
 
@@ -592,6 +606,34 @@ pub(crate) mod tests {
         let mut one = Histo::new();
         one.record(Duration::from_micros(900));
         assert_eq!(h.max(), one.max());
+        // The client's resources of the two processes' lap add up.
+        let c = m.laps[1].client.expect("client resources kept");
+        assert_eq!((c.bytes_out, c.bytes_in), (220, 440));
+        assert_eq!((c.connections, c.rss_bytes), (4, 2 << 20));
+        let c = m.laps[2].client.expect("the short lap's own");
+        assert_eq!((c.bytes_out, c.connections), (30, 2));
+    }
+
+    /// A report written before laps kept the client's resources reads,
+    /// and merges with one that has them.
+    #[test]
+    fn laps_without_client_resources_still_read_and_merge() {
+        let t0 = 1_795_000_000_000;
+        let ra = report(
+            0,
+            Snapshot::new(2, 3),
+            t0,
+            Duration::from_secs(1),
+            vec![lap(t0 + 1_020, 1_000, 5, 100)],
+        );
+        let mut old = serde_json::to_value(&ra).unwrap();
+        for l in old["laps"].as_array_mut().unwrap() {
+            l.as_object_mut().unwrap().remove("client");
+        }
+        let old: Report = serde_json::from_value(old).unwrap();
+        assert_eq!(old.laps[0].client, None);
+        let m = Report::merge(&[old, ra]).unwrap();
+        assert_eq!(m.laps[0].client.map(|c| c.bytes_out), Some(50));
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use loadrig_metrics::{
-    ErrorKind, Histo, KindStats, Lap, Outcome, Results, Snapshot, Usage, Verdict,
+    ClientLap, ErrorKind, Histo, KindStats, Lap, Outcome, Results, Snapshot, Usage, Verdict,
 };
 use loadrig_spec::{RunSpec, Shard};
 use serde::{Deserialize, Serialize};
@@ -167,6 +167,54 @@ pub struct LapReport {
     pub pending: u64,
     /// Latency of all kinds in the lap: HdrHistogram's compressed V2 form, base64.
     pub latency_hdr: String,
+    /// The client's resources in the lap; absent in reports written before
+    /// they were kept (docs/resources.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientLapReport>,
+}
+
+/// The client's CPU, memory, bytes and connections in one lap. Every
+/// field adds up across the processes of a merged run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientLapReport {
+    /// CPU used in the lap, seconds.
+    pub cpu_user_secs: f64,
+    pub cpu_system_secs: f64,
+    /// Resident memory at the end of the lap.
+    pub rss_bytes: u64,
+    /// Bytes written and read by the connections in the lap (targets whose
+    /// client counts them: the hand-written byte streams; 0 for the rest).
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    /// Connections up at the end of the lap.
+    pub connections: u64,
+    /// Connections re-established in the lap.
+    pub reconnects: u64,
+}
+
+impl ClientLapReport {
+    pub fn of(c: &ClientLap) -> ClientLapReport {
+        ClientLapReport {
+            cpu_user_secs: c.cpu_user.as_secs_f64(),
+            cpu_system_secs: c.cpu_system.as_secs_f64(),
+            rss_bytes: c.rss_bytes,
+            bytes_out: c.bytes_sent,
+            bytes_in: c.bytes_received,
+            connections: c.connections,
+            reconnects: c.reconnects,
+        }
+    }
+
+    /// Both processes' resources in the same lap: everything adds.
+    pub fn add(&mut self, o: &ClientLapReport) {
+        self.cpu_user_secs += o.cpu_user_secs;
+        self.cpu_system_secs += o.cpu_system_secs;
+        self.rss_bytes += o.rss_bytes;
+        self.bytes_out += o.bytes_out;
+        self.bytes_in += o.bytes_in;
+        self.connections += o.connections;
+        self.reconnects += o.reconnects;
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -340,6 +388,7 @@ impl LapReport {
             delivered: l.delivered,
             pending: l.pending,
             latency_hdr: b64(&l.latency),
+            client: Some(ClientLapReport::of(&l.client)),
         }
     }
 }

@@ -113,6 +113,9 @@ pub struct RunArgs {
     /// No lap lines (a progress bar on a terminal)
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Lap lines end with the client's CPU, memory, bytes and connections in the lap
+    #[arg(long)]
+    pub resources: bool,
     /// Threads driving the load [default: the number of cores]
     #[arg(long)]
     pub threads: Option<usize>,

@@ -23,6 +23,8 @@ use crate::start::StartRule;
 /// Output choices and the process's part, none of them in the run spec.
 pub struct Options {
     pub quiet: bool,
+    /// `--resources`: the client's resources on each lap line.
+    pub resources: bool,
     pub csv: bool,
     pub out: Option<PathBuf>,
     /// `--hdr-log`: the laps as an HdrHistogram interval log.

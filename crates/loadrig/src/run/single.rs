@@ -30,7 +30,8 @@ pub(super) async fn single<B: Bench>(
     let child = opts.role == Role::Child;
     let kinds = bench.kinds();
     let domains = bench.domains();
-    let mut p = Printer::new(spec, opts.quiet, opts.data_on_stdout());
+    let mut p =
+        Printer::new(spec, opts.quiet, opts.data_on_stdout()).with_resources(opts.resources);
     p.header(spec, bench.target().durability().as_deref());
 
     let prepared = if child {
