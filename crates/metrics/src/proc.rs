@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 /// now, as `/proc/PID/stat` says (CPU in clock ticks, usually 10 ms).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ProcSample {
+    /// Its parent process.
+    pub ppid: u32,
     pub user: Duration,
     pub system: Duration,
     pub rss_bytes: u64,
@@ -37,6 +39,7 @@ impl ProcSample {
         let field = |n: usize| -> Option<u64> { fields.get(n - 3)?.parse().ok() };
         let tick = clock_tick();
         Some(ProcSample {
+            ppid: u32::try_from(field(4)?).unwrap_or(0),
             user: tick * u32::try_from(field(14)?).unwrap_or(u32::MAX),
             system: tick * u32::try_from(field(15)?).unwrap_or(u32::MAX),
             rss_bytes: field(24)?.saturating_mul(page_size()),
@@ -96,6 +99,7 @@ mod tests {
         assert_eq!(s.user, clock_tick() * 250);
         assert_eq!(s.system, clock_tick() * 75);
         assert_eq!(s.rss_bytes, 300 * page_size());
+        assert_eq!(s.ppid, 1);
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub use judge::Judged;
 pub use schema::decode_hdr;
 pub use schema::{
     ClientLapReport, ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured,
-    ProcessRecord, Report, RunRecord, Verification, SCHEMA,
+    ProcessRecord, Report, RunRecord, ServerStatsReport, Verification, SCHEMA,
 };
 
 /// A report could not be written or read.

@@ -11,8 +11,8 @@ use loadrig_spec::Shard;
 
 use crate::schema::{b64, decode_hdr};
 use crate::{
-    ClientUsage, HistSummary, KindReport, LapReport, Measured, Report, ReportError, Verification,
-    SCHEMA,
+    ClientUsage, HistSummary, KindReport, LapReport, Measured, Report, ReportError,
+    ServerStatsReport, Verification, SCHEMA,
 };
 
 impl Report {
@@ -109,6 +109,7 @@ impl Report {
             results: Results::default(),
             exit_code: reports.iter().map(|r| r.exit_code).max().unwrap_or(0),
             processes,
+            server_stats: merge_server_stats(reports),
         })
     }
 }
@@ -333,6 +334,21 @@ fn add_pairs(into: &mut Vec<(String, u64)>, from: &[(String, u64)]) {
     }
 }
 
+/// Every process sampled the one server: the first sampler's sources,
+/// with every process's samples and failures counted.
+fn merge_server_stats(reports: &[Report]) -> Option<ServerStatsReport> {
+    let mut all = reports.iter().filter_map(|r| r.server_stats.as_ref());
+    let mut out = all.next()?.clone();
+    for s in all {
+        out.samples += s.samples;
+        out.failures += s.failures;
+        if s.last_error.is_some() {
+            out.last_error.clone_from(&s.last_error);
+        }
+    }
+    Some(out)
+}
+
 /// Laps by wall clock: a lap belongs to the interval (of `interval_secs`,
 /// counted from `origin_ms`) that holds the middle of its span, so laps of
 /// processes that began together land together although each closes a
@@ -360,6 +376,11 @@ fn merge_laps(
                     acc.errors += l.errors;
                     acc.delivered += l.delivered;
                     acc.pending += l.pending;
+                    // The processes sampled the same server: one sample
+                    // of it, not their sum.
+                    if acc.server.is_empty() {
+                        acc.server.clone_from(&l.server);
+                    }
                     acc.client = match (acc.client, l.client) {
                         (Some(mut a), Some(b)) => {
                             a.add(&b);

@@ -1,5 +1,6 @@
 //! The report's shape. Changing a field's meaning means a new [`SCHEMA`].
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -34,6 +35,11 @@ pub struct Report {
     /// reports said; empty for a single process.
     #[serde(default)]
     pub processes: Vec<ProcessRecord>,
+    /// The server's statistics beside the load (`laps[].server`); absent
+    /// with `--server-stats off`, for targets that offer none, and in
+    /// reports written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_stats: Option<ServerStatsReport>,
 }
 
 /// One process of a merged run.
@@ -171,6 +177,23 @@ pub struct LapReport {
     /// they were kept (docs/resources.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientLapReport>,
+    /// The server's own statistics sampled at the end of the lap, by
+    /// name (`redis.used_memory`, `process.cpu_secs`): levels as read,
+    /// counts as their change since the previous sample. Empty without
+    /// `--server-stats` or a sample for this lap.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server: BTreeMap<String, f64>,
+}
+
+/// How the server's statistics were sampled: from what, how often, and
+/// what failed (a failure is recorded, never fatal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerStatsReport {
+    pub sources: Vec<String>,
+    /// Samples asked for, one per source per lap.
+    pub samples: u64,
+    pub failures: u64,
+    pub last_error: Option<String>,
 }
 
 /// The client's CPU, memory, bytes and connections in one lap. Every
@@ -389,6 +412,7 @@ impl LapReport {
             pending: l.pending,
             latency_hdr: b64(&l.latency),
             client: Some(ClientLapReport::of(&l.client)),
+            server: BTreeMap::new(),
         }
     }
 }
@@ -443,6 +467,7 @@ impl Report {
             results: r.results,
             exit_code: r.exit_code,
             processes: Vec::new(),
+            server_stats: None,
         }
     }
 

@@ -8,6 +8,7 @@
 mod etcd;
 #[cfg(feature = "http")]
 mod http;
+mod local;
 #[cfg(feature = "mysql")]
 mod mariadb;
 #[cfg(feature = "memcache")]
@@ -73,6 +74,12 @@ pub struct Descriptor {
     pub capabilities: &'static [&'static str],
     pub example: &'static str,
     pub about: &'static str,
+    /// The server's own statistics it samples per lap: what it asks
+    /// (`INFO`) and the series' names (docs/resources.md); empty for none.
+    /// A server on this machine also gives `process.cpu_secs` and
+    /// `process.rss_bytes`, whatever the target.
+    pub stats_from: &'static str,
+    pub stats: &'static [&'static str],
 }
 
 impl Descriptor {
@@ -105,6 +112,8 @@ pub trait Visitor {
 /// by scheme, [`TARGETS`] and each type's [`Capabilities`]: a row that
 /// claims a capability its type does not implement does not compile.
 macro_rules! registry {
+    (@or $given:expr, $default:expr) => { $given };
+    (@or , $default:expr) => { $default };
     ($(
         $(#[cfg($cfg:meta)])?
         $variant:ident($ty:ty) {
@@ -113,7 +122,8 @@ macro_rules! registry {
             capabilities: [$($cap:ident),+],
             open: $open:expr,
             example: $example:literal,
-            about: $about:literal $(,)?
+            about: $about:literal
+            $(, stats: ($stats_from:literal, $stats:expr))? $(,)?
         }
     ),+ $(,)?) => {
         /// An opened target.
@@ -130,6 +140,8 @@ macro_rules! registry {
                     capabilities: &[$(stringify!($cap)),+],
                     example: $example,
                     about: $about,
+                    stats_from: registry!(@or $($stats_from)?, ""),
+                    stats: registry!(@or $($stats)?, &[]),
                 };
             }
         )+
@@ -204,6 +216,7 @@ registry! {
         open: |_, rest| Ok(PostgresTarget::new(postgres::parse_url(rest)?)),
         example: "postgres://bench:bench@127.0.0.1:5432/bench",
         about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
+        stats: ("pg_stat_database", postgres::stats::NAMES),
     },
     #[cfg(feature = "mysql")]
     Mariadb(MariadbTarget) {
@@ -213,6 +226,7 @@ registry! {
         open: |_, rest| Ok(MariadbTarget::new(mariadb::parse_url(rest)?)),
         example: "mysql://bench:bench@127.0.0.1:3306/bench",
         about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
+        stats: ("SHOW GLOBAL STATUS", mariadb::stats::NAMES),
     },
     #[cfg(feature = "voltdb")]
     Voltdb(VoltTarget) {
@@ -231,15 +245,20 @@ registry! {
         open: |_, rest| Ok(RedisTarget::new(redis::parse_url(rest)?)),
         example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
         about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
+        stats: ("INFO", redis::stats::NAMES),
     },
     #[cfg(feature = "nats")]
     Nats(NatsTarget) {
         name: "nats",
         schemes: ["nats"],
         capabilities: [pubsub],
-        open: |_, rest| Ok(NatsTarget::new(nats::parse_url(rest)?)),
-        example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h)",
+        open: |_, rest| {
+            let (at, monitor) = nats::parse_url(rest)?;
+            Ok(NatsTarget::new(at, monitor))
+        },
+        example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h; ?monitor=PORT|off)",
         about: "NATS core (client protocol): publishes pipelined, no acknowledgement; request-reply",
+        stats: ("the monitoring port's /varz (8222)", nats::stats::NAMES),
     },
     #[cfg(feature = "mqtt")]
     Mqtt(MqttTarget) {
@@ -261,6 +280,7 @@ registry! {
         open: |_, rest| Ok(MemcacheTarget::new(memcache::parse_url(rest)?)),
         example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
         about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
+        stats: ("stats", memcache::stats::NAMES),
     },
     #[cfg(feature = "http")]
     Http(HttpTarget) {

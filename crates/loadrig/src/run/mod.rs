@@ -10,6 +10,7 @@ mod conclude;
 mod deadline;
 pub use deadline::Deadlines;
 mod parent;
+mod sampler;
 mod single;
 
 use std::path::PathBuf;
@@ -25,6 +26,8 @@ pub struct Options {
     pub quiet: bool,
     /// `--resources`: the client's resources on each lap line.
     pub resources: bool,
+    /// `--server-stats on`: sample the server's statistics per lap.
+    pub server_stats: bool,
     pub csv: bool,
     pub out: Option<PathBuf>,
     /// `--hdr-log`: the laps as an HdrHistogram interval log.
