@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use loadrig_metrics::{ClientLap, ProcSample, Snapshot};
+use loadrig_metrics::{ClientLap, LapStore, ProcSample, Snapshot};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -79,7 +79,7 @@ pub(crate) async fn collect(
         measure_start,
         last: start,
         active: None,
-        kept: Vec::new(),
+        kept: LapStore::default(),
         proc: ProcSample::own(),
     };
     let mut ticks = tokio::time::interval_at(start + cfg.interval + GRACE, cfg.interval);
@@ -165,7 +165,7 @@ pub(crate) async fn collect(
         warmup,
         measured,
         elapsed: end.saturating_duration_since(measure_start),
-        laps: laps.kept,
+        laps: laps.kept.into_vec(),
         interrupted: false,
     }
 }
@@ -178,7 +178,8 @@ struct Laps {
     last: Instant,
     /// End of the last measured lap in which operations completed.
     active: Option<Instant>,
-    kept: Vec<Lap>,
+    /// Coarsened as the run grows, so a run of hours stays bounded.
+    kept: LapStore<Lap>,
     /// This process's CPU and memory at the end of the previous lap.
     proc: Option<ProcSample>,
 }

@@ -6,6 +6,7 @@
 
 mod error;
 mod histo;
+mod laps;
 mod outcome;
 mod proc;
 mod rusage;
@@ -15,6 +16,7 @@ mod verdict;
 
 pub use error::{ErrorKind, OpError};
 pub use histo::Histo;
+pub use laps::{Coarsen, LapStore, COARSE_MAX, GROUP, RECENT};
 pub use outcome::{Lap, Outcome};
 pub use proc::{ClientLap, ProcSample};
 pub use rusage::{raise_open_files, ProcessUsage, Usage};

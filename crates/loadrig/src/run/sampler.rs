@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use loadrig_metrics::{Coarsen, LapStore};
 use loadrig_report::{Report, ServerStatsReport};
 use loadrig_workloads::stats::StatsSource;
 use tokio::sync::oneshot;
@@ -26,7 +27,8 @@ pub struct Sampler {
 #[derive(Debug, Default)]
 pub struct Samples {
     pub sources: Vec<String>,
-    points: Vec<Point>,
+    /// Coarsened like the laps, so a run of hours stays bounded.
+    points: LapStore<Point>,
     taken: u64,
     failures: u64,
     last_error: Option<String>,
@@ -34,10 +36,22 @@ pub struct Samples {
 
 /// One sample of every source: levels as read, counters as their change
 /// since the previous sample.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Point {
     unix_ms: u64,
-    values: BTreeMap<String, f64>,
+    levels: BTreeMap<&'static str, f64>,
+    counts: BTreeMap<&'static str, f64>,
+}
+
+impl Coarsen for Point {
+    /// Counts add up, levels are the later sample's.
+    fn absorb(&mut self, later: Point) {
+        self.unix_ms = later.unix_ms;
+        for (k, v) in later.counts {
+            *self.counts.entry(k).or_default() += v;
+        }
+        self.levels.extend(later.levels);
+    }
 }
 
 impl Sampler {
@@ -101,7 +115,7 @@ async fn sample_until(
             _ = &mut stopped => true,
             () = tokio::time::sleep_until(next) => false,
         };
-        let mut values = BTreeMap::new();
+        let mut point = Point::default();
         for s in &mut sources {
             out.taken += 1;
             let got = match tokio::time::timeout(limit, s.sample()).await {
@@ -111,18 +125,14 @@ async fn sample_until(
             match got {
                 Ok(readings) => {
                     for r in readings {
-                        let value = if r.counter {
-                            let before = last.insert(r.name, r.value);
-                            match before {
-                                // Rounded: CPU seconds as floats leave
-                                // 1e-15 crumbs in a difference.
-                                Some(b) => ((r.value - b).max(0.0) * 1e6).round() / 1e6,
-                                None => continue,
-                            }
-                        } else {
-                            r.value
-                        };
-                        values.insert(r.name.to_string(), value);
+                        if !r.counter {
+                            point.levels.insert(r.name, r.value);
+                        } else if let Some(b) = last.insert(r.name, r.value) {
+                            // Rounded: CPU seconds as floats leave 1e-15
+                            // crumbs in a difference.
+                            let change = ((r.value - b).max(0.0) * 1e6).round() / 1e6;
+                            point.counts.insert(r.name, change);
+                        }
                     }
                 }
                 Err(e) => {
@@ -132,10 +142,8 @@ async fn sample_until(
             }
         }
         if !std::mem::take(&mut base) {
-            out.points.push(Point {
-                unix_ms: unix_ms(),
-                values,
-            });
+            point.unix_ms = unix_ms();
+            out.points.push(point);
         }
         if ending {
             break;
@@ -151,19 +159,24 @@ async fn sample_until(
 
 impl Samples {
     /// Put each sample into the lap it belongs to (the lap whose end is
-    /// nearest its wall clock, within half a lap), and the sampler's
-    /// account into the report.
+    /// nearest its wall clock, within half that lap, merged laps of a long
+    /// run included), and the sampler's account into the report.
     pub fn attach(self, report: &mut Report) {
-        let tolerance = (report.spec.interval_secs * 500.0).max(30.0);
-        for point in self.points {
+        let floor = (report.spec.interval_secs * 500.0).max(30.0);
+        for point in self.points.into_vec() {
             let nearest = report
                 .laps
                 .iter_mut()
                 .map(|l| ((l.unix_ms as f64 - point.unix_ms as f64).abs(), l))
-                .filter(|(d, l)| *d <= tolerance && l.server.is_empty())
+                .filter(|(d, l)| *d <= floor.max(l.length_secs * 500.0) && l.server.is_empty())
                 .min_by(|a, b| a.0.total_cmp(&b.0));
             if let Some((_, lap)) = nearest {
-                lap.server = point.values;
+                lap.server = point
+                    .levels
+                    .into_iter()
+                    .chain(point.counts)
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect();
             }
         }
         report.server_stats = Some(ServerStatsReport {

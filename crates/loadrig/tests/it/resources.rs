@@ -455,3 +455,50 @@ fn a_failing_sampler_is_recorded_not_fatal() {
     let rep = report(&off);
     assert!(rep.server_stats.is_none() && rep.laps.iter().all(|l| l.server.is_empty()));
 }
+
+/// A long run's report stays bounded: 15 s of 10 ms laps (1,500 laps, as
+/// many as 25 minutes of one-second laps) keep the last 600 as they were
+/// and merge the older ones 60 to one, losing no operation and no time.
+#[test]
+fn a_long_run_keeps_a_bounded_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let r = loadrig(&[
+        "run",
+        "hello",
+        "--target",
+        "null://",
+        "-d",
+        "15",
+        "-c",
+        "2",
+        "--threads",
+        "1",
+        "--interval",
+        "0.01",
+        "-q",
+        "--server-stats",
+        "off",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let rep = report(&out);
+    let n = rep.laps.len();
+    let merged = rep.laps.iter().filter(|l| l.length_secs > 0.3).count();
+    // 1,500 laps would be 600 recent and 15 merged; a busy machine closes
+    // fewer, but more than 600 in 15 s.
+    assert!(n > 600 && n <= 600 + 15 + 1, "{n} laps");
+    // Every lap before the last 600 is a merged one, of 60 laps (0.6 s)
+    // but the newest, which may still be filling.
+    assert!((n - 601..=n - 600).contains(&merged), "{merged} of {n}");
+    let ok: u64 = rep.laps.iter().map(|l| l.ok).sum();
+    assert_eq!(ok, rep.measured.ok);
+    let secs: f64 = rep.laps.iter().map(|l| l.length_secs).sum();
+    assert!(
+        (secs - rep.measured.elapsed_secs).abs() < 0.1,
+        "{secs} vs {}",
+        rep.measured.elapsed_secs
+    );
+    assert!(rep.laps.windows(2).all(|w| w[0].unix_ms <= w[1].unix_ms));
+}
