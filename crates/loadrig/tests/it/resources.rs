@@ -502,3 +502,68 @@ fn a_long_run_keeps_a_bounded_report() {
     );
     assert!(rep.laps.windows(2).all(|w| w[0].unix_ms <= w[1].unix_ms));
 }
+
+/// `plot` and `report` draw the client's and the server's resources
+/// under throughput and latency, on the same time axis.
+#[test]
+fn plot_and_report_draw_resources_over_time() {
+    need_server("redis", 6379);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let r = loadrig(&[
+        "run",
+        "redis",
+        "--target",
+        "redis://127.0.0.1:6379",
+        "--dbnum",
+        "9",
+        "-t",
+        "get",
+        "-n",
+        "30000",
+        "-c",
+        "4",
+        "--interval",
+        "0.2",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let svg = dir.path().join("p.svg");
+    let p = loadrig(&["plot", out.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
+    assert_eq!(p.code, 0, "{}", p.dump());
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let order: Vec<usize> = [
+        "Throughput over time",
+        "Latency over time",
+        "CPU over time",
+        "Memory over time",
+        "Client bytes over time",
+        "Connections over time",
+        "Latency by percentile",
+    ]
+    .iter()
+    .map(|t| text.find(t).unwrap_or_else(|| panic!("no chart {t}")))
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    for line in [
+        "client rss",
+        "redis.used_memory",
+        "process.rss_bytes",
+        "server process",
+        "redis.connected_clients",
+    ] {
+        assert!(text.contains(line), "no line {line}");
+    }
+    let html = dir.path().join("r.html");
+    let h = loadrig(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(h.code, 0, "{}", h.dump());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("CPU over time") && page.contains("Connections over time"));
+}
