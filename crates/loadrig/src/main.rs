@@ -263,7 +263,7 @@ fn print_targets() {
                 "",
                 "",
                 d.stats_from,
-                d.stats.join(", ")
+                d.stats.iter().map(|s| s.1).collect::<Vec<_>>().join(", ")
             );
         }
     }

@@ -8,6 +8,13 @@
 mod etcd;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(any(
+    feature = "redis",
+    feature = "memcache",
+    feature = "nats",
+    feature = "postgres",
+    feature = "mysql"
+))]
 mod local;
 #[cfg(feature = "mysql")]
 mod mariadb;
@@ -79,7 +86,7 @@ pub struct Descriptor {
     /// A server on this machine also gives `process.cpu_secs` and
     /// `process.rss_bytes`, whatever the target.
     pub stats_from: &'static str,
-    pub stats: &'static [&'static str],
+    pub stats: &'static [loadrig_workloads::stats::Series],
 }
 
 impl Descriptor {
@@ -216,7 +223,7 @@ registry! {
         open: |_, rest| Ok(PostgresTarget::new(postgres::parse_url(rest)?)),
         example: "postgres://bench:bench@127.0.0.1:5432/bench",
         about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
-        stats: ("pg_stat_database", postgres::stats::NAMES),
+        stats: ("pg_stat_database", postgres::stats::SERIES),
     },
     #[cfg(feature = "mysql")]
     Mariadb(MariadbTarget) {
@@ -226,7 +233,7 @@ registry! {
         open: |_, rest| Ok(MariadbTarget::new(mariadb::parse_url(rest)?)),
         example: "mysql://bench:bench@127.0.0.1:3306/bench",
         about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
-        stats: ("SHOW GLOBAL STATUS", mariadb::stats::NAMES),
+        stats: ("SHOW GLOBAL STATUS", mariadb::stats::SERIES),
     },
     #[cfg(feature = "voltdb")]
     Voltdb(VoltTarget) {
@@ -245,7 +252,7 @@ registry! {
         open: |_, rest| Ok(RedisTarget::new(redis::parse_url(rest)?)),
         example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
         about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
-        stats: ("INFO", redis::stats::NAMES),
+        stats: ("INFO", redis::stats::SERIES),
     },
     #[cfg(feature = "nats")]
     Nats(NatsTarget) {
@@ -258,7 +265,7 @@ registry! {
         },
         example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h; ?monitor=PORT|off)",
         about: "NATS core (client protocol): publishes pipelined, no acknowledgement; request-reply",
-        stats: ("the monitoring port's /varz (8222)", nats::stats::NAMES),
+        stats: ("the monitoring port's /varz (8222)", nats::stats::SERIES),
     },
     #[cfg(feature = "mqtt")]
     Mqtt(MqttTarget) {
@@ -280,7 +287,7 @@ registry! {
         open: |_, rest| Ok(MemcacheTarget::new(memcache::parse_url(rest)?)),
         example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
         about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
-        stats: ("stats", memcache::stats::NAMES),
+        stats: ("stats", memcache::stats::SERIES),
     },
     #[cfg(feature = "http")]
     Http(HttpTarget) {

@@ -36,6 +36,10 @@ impl Reading {
     }
 }
 
+/// One series a source offers: the server's own name for it, the
+/// reading's name (`source.name`), and whether it is a counter.
+pub type Series = (&'static str, &'static str, bool);
+
 /// What one sample returns: the readings, or why there are none.
 pub type Sampled<'a> = Pin<Box<dyn Future<Output = Result<Vec<Reading>, String>> + 'a>>;
 
@@ -52,10 +56,7 @@ pub trait StatsSource: Send {
 /// Pick the readings named in `wanted` out of `name:value` text (Redis's
 /// INFO, memcached's `stats`, MariaDB's status rows): `wanted` pairs the
 /// server's name with the reading's and says whether it is a counter.
-pub fn pick(
-    pairs: impl Iterator<Item = (String, String)>,
-    wanted: &[(&str, &'static str, bool)],
-) -> Vec<Reading> {
+pub fn pick(pairs: impl Iterator<Item = (String, String)>, wanted: &[Series]) -> Vec<Reading> {
     let mut out = Vec::with_capacity(wanted.len());
     for (key, value) in pairs {
         let Some((_, name, counter)) = wanted.iter().find(|(k, _, _)| *k == key) else {

@@ -1,12 +1,12 @@
 //! MariaDB's own statistics per lap: `SHOW GLOBAL STATUS`, on a
 //! connection of its own (docs/resources.md).
 
-use loadrig_workloads::stats::{pick, Sampled, StatsSource};
+use loadrig_workloads::stats::{pick, Sampled, Series, StatsSource};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts};
 
 /// The status variable, the reading's name, and whether it is a counter.
-const SERIES: &[(&str, &str, bool)] = &[
+pub(crate) const SERIES: &[Series] = &[
     ("Threads_connected", "mariadb.threads_connected", false),
     ("Threads_running", "mariadb.threads_running", false),
     ("Questions", "mariadb.questions", true),
@@ -33,24 +33,6 @@ const SERIES: &[(&str, &str, bool)] = &[
     ),
     ("Bytes_received", "mariadb.bytes_received", true),
     ("Bytes_sent", "mariadb.bytes_sent", true),
-];
-
-/// The reading names [`SERIES`] offers (for the registry).
-pub(crate) const NAMES: &[&str] = &[
-    "mariadb.threads_connected",
-    "mariadb.threads_running",
-    "mariadb.questions",
-    "mariadb.com_select",
-    "mariadb.com_insert",
-    "mariadb.com_update",
-    "mariadb.com_call_procedure",
-    "mariadb.com_commit",
-    "mariadb.com_rollback",
-    "mariadb.innodb_row_lock_waits",
-    "mariadb.innodb_buffer_pool_read_requests",
-    "mariadb.innodb_buffer_pool_reads",
-    "mariadb.bytes_received",
-    "mariadb.bytes_sent",
 ];
 
 pub(crate) struct Status {
@@ -92,8 +74,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_list_every_series() {
-        let names: Vec<&str> = SERIES.iter().map(|s| s.1).collect();
-        assert_eq!(names, NAMES);
+    fn status_rows_give_their_series() {
+        let rows = [
+            ("Threads_connected", "9"),
+            ("Questions", "120"),
+            ("Uptime", "5"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let got = pick(rows.into_iter(), SERIES);
+        let names: Vec<(&str, f64, bool)> =
+            got.iter().map(|r| (r.name, r.value, r.counter)).collect();
+        assert_eq!(
+            names,
+            [
+                ("mariadb.threads_connected", 9.0, false),
+                ("mariadb.questions", 120.0, true)
+            ]
+        );
     }
 }
