@@ -13,7 +13,11 @@ mod http;
     feature = "memcache",
     feature = "nats",
     feature = "postgres",
-    feature = "mysql"
+    feature = "mysql",
+    feature = "mqtt",
+    feature = "voltdb",
+    feature = "etcd",
+    feature = "http"
 ))]
 mod local;
 #[cfg(feature = "mysql")]

@@ -11,6 +11,13 @@ use std::collections::HashSet;
 use loadrig_metrics::ProcSample;
 use loadrig_workloads::stats::{Reading, Sampled, StatsSource};
 
+/// The only source of a target that has no statistics of its own: its
+/// first server's process, when it runs on this machine.
+pub(crate) fn first_process(at: &crate::url::TargetUrl) -> Vec<Box<dyn StatsSource>> {
+    let (host, port) = at.servers.first().cloned().unwrap_or_default();
+    process_on(&host, port).into_iter().collect()
+}
+
 /// The local process listening on `port`, when `host` is this machine.
 pub(crate) fn process_on(host: &str, port: u16) -> Option<Box<dyn StatsSource>> {
     let local = matches!(host, "localhost" | "::1" | "[::1]") || host.starts_with("127.");
