@@ -456,9 +456,11 @@ fn a_failing_sampler_is_recorded_not_fatal() {
     assert!(rep.server_stats.is_none() && rep.laps.iter().all(|l| l.server.is_empty()));
 }
 
-/// A long run's report stays bounded: 15 s of 10 ms laps (1,500 laps, as
-/// many as 25 minutes of one-second laps) keep the last 600 as they were
-/// and merge the older ones 60 to one, losing no operation and no time.
+/// A long run's report stays bounded: 12 s of 5 ms laps (up to 2,400
+/// laps, as many as 40 minutes of one-second laps) keep the last 600 as
+/// they were and merge the older ones 60 to one, losing no operation and
+/// no time. A busy machine closes fewer laps (a late tick is skipped, and
+/// the lap after it is longer), but far more than 600.
 #[test]
 fn a_long_run_keeps_a_bounded_report() {
     let dir = tempfile::tempdir().unwrap();
@@ -469,13 +471,13 @@ fn a_long_run_keeps_a_bounded_report() {
         "--target",
         "null://",
         "-d",
-        "15",
+        "12",
         "-c",
         "2",
         "--threads",
         "1",
         "--interval",
-        "0.01",
+        "0.005",
         "-q",
         "--server-stats",
         "off",
@@ -485,13 +487,14 @@ fn a_long_run_keeps_a_bounded_report() {
     assert_eq!(r.code, 0, "{}", r.dump());
     let rep = report(&out);
     let n = rep.laps.len();
-    let merged = rep.laps.iter().filter(|l| l.length_secs > 0.3).count();
-    // 1,500 laps would be 600 recent and 15 merged; a busy machine closes
-    // fewer, but more than 600 in 15 s.
-    assert!(n > 600 && n <= 600 + 15 + 1, "{n} laps");
-    // Every lap before the last 600 is a merged one, of 60 laps (0.6 s)
-    // but the newest, which may still be filling.
-    assert!((n - 601..=n - 600).contains(&merged), "{merged} of {n}");
+    // 2,400 laps would be 600 recent and 30 merged (and a short last lap).
+    assert!(n > 600 && n <= 600 + 30 + 1, "{n} laps");
+    // The first lap is a merged one: 60 laps of at least 5 ms each.
+    assert!(
+        rep.laps[0].length_secs >= 0.295,
+        "{}",
+        rep.laps[0].length_secs
+    );
     let ok: u64 = rep.laps.iter().map(|l| l.ok).sum();
     assert_eq!(ok, rep.measured.ok);
     let secs: f64 = rep.laps.iter().map(|l| l.length_secs).sum();
