@@ -369,6 +369,10 @@ fn nats_series_match_varz() {
             "40000",
             "--size",
             "64",
+            // 2 s of load, so several laps are sampled while all four
+            // connections are up.
+            "--rate",
+            "20000",
         ],
         2,
     );
