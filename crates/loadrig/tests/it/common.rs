@@ -129,12 +129,16 @@ pub fn hold(server: &str) -> MutexGuard<'static, ()> {
     static POSTGRES: Mutex<()> = Mutex::new(());
     static MARIADB: Mutex<()> = Mutex::new(());
     static MEMCACHED: Mutex<()> = Mutex::new(());
+    static REDIS_DB9: Mutex<()> = Mutex::new(());
     static OTHER: Mutex<()> = Mutex::new(());
     let lock = match server {
         "postgres" => &POSTGRES,
         "mariadb" => &MARIADB,
         // Runs compare memcached's global counters with their own.
         "memcached" => &MEMCACHED,
+        // Runs in Redis's database 9, loadrig's default (the peers' lines
+        // cannot name another): each verifies the keys it wrote there.
+        "redis-db9" => &REDIS_DB9,
         _ => &OTHER,
     };
     // A test that failed holding it leaves nothing behind to protect.

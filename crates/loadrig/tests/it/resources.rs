@@ -408,6 +408,10 @@ fn a_failing_sampler_is_recorded_not_fatal() {
         "1",
         "-n",
         "5000",
+        // Paced over 2.5 s, so laps close while it runs (the drain ends
+        // as soon as everything has arrived).
+        "--rate",
+        "2000",
         "--interval",
         "0.1",
         "--out",

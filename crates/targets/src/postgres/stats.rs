@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use loadrig_workloads::stats::{Reading, Sampled, Series, StatsSource};
-use tokio_postgres::{Client, Config, SimpleQueryMessage};
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// The column, the reading's name, and whether it is a counter.
 pub(crate) const SERIES: &[Series] = &[
@@ -27,12 +27,12 @@ const QUERY: &str = "SELECT numbackends, xact_commit, xact_rollback, blks_read, 
      FROM pg_stat_database WHERE datname = current_database()";
 
 pub(crate) struct PgStats {
-    config: Arc<Config>,
+    config: Arc<super::Connect>,
     client: Option<Client>,
 }
 
 impl PgStats {
-    pub(crate) fn new(config: Arc<Config>) -> PgStats {
+    pub(crate) fn new(config: Arc<super::Connect>) -> PgStats {
         PgStats {
             config,
             client: None,
