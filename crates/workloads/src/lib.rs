@@ -10,6 +10,7 @@ pub mod kv;
 pub mod memcache;
 pub mod pubsub;
 pub mod redis;
+pub mod stats;
 pub mod stream;
 pub mod voter;
 
@@ -171,6 +172,11 @@ pub trait TargetInfo {
     /// empty for a server elsewhere.
     fn embedded_cpu(&self) -> impl Future<Output = Vec<(&'static str, std::time::Duration)>> {
         async { Vec::new() }
+    }
+    /// The server's own statistics this target can sample beside the load
+    /// (its protocol's, its local process's); none by default.
+    fn server_stats(&self) -> Vec<Box<dyn stats::StatsSource>> {
+        Vec::new()
     }
 }
 

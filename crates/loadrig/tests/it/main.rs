@@ -27,6 +27,7 @@ mod pubsub;
 mod reading;
 mod redis;
 mod reference;
+mod resources;
 mod scale;
 mod servers;
 mod services;

@@ -16,6 +16,7 @@
 
 mod kv;
 mod pubsub;
+pub(crate) mod stats;
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,6 +29,7 @@ use loadrig_wire::kv::resp::{self};
 
 use crate::url::{hostport, TargetUrl};
 use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
+use loadrig_workloads::stats::StatsSource;
 use loadrig_workloads::{TargetError, TargetInfo};
 
 use crate::socket::{said, Dial, Socket, Stream};
@@ -157,6 +159,14 @@ impl TargetInfo for RedisTarget {
 
     fn max_depth(&self) -> usize {
         MAX_DEPTH
+    }
+
+    fn server_stats(&self) -> Vec<Box<dyn StatsSource>> {
+        let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
+        let info: Box<dyn StatsSource> = Box::new(stats::RedisInfo::new(self.at.clone()));
+        std::iter::once(info)
+            .chain(crate::local::process_on(&host, port))
+            .collect()
     }
 }
 
