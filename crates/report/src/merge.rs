@@ -470,6 +470,7 @@ pub(crate) mod tests {
                 target: "null".into(),
                 server_version: None,
                 durability: None,
+                unread: Vec::new(),
             },
             started_unix_ms: started,
             kinds: &KINDS,

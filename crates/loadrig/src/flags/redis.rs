@@ -35,9 +35,9 @@ pub struct RedisArgs {
     /// Random keys: __rand_int__ in keys, members and scores becomes a 12-digit number below this, per command
     #[arg(short = 'r', long = "keyspace", value_name = "KEYSPACELEN")]
     pub keyspace: Option<u64>,
-    /// The logical database the workload's keys live in (SELECT)
-    #[arg(long, value_name = "DB", default_value_t = 9)]
-    pub dbnum: u32,
+    /// The logical database the workload's keys live in: SELECT is sent only when this is given
+    #[arg(long, value_name = "DB")]
+    pub dbnum: Option<u32>,
     /// A command of your own instead of the tests, after --: __rand_int__ is drawn as with -r, __data__ is the -d bytes
     #[arg(last = true, value_name = "COMMAND", conflicts_with = "tests")]
     pub command: Vec<String>,

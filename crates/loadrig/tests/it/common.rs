@@ -512,3 +512,6 @@ impl Drop for OwnServer {
 
 /// A RESP server whose answers take the delays a test chose.
 pub mod delayed;
+
+/// A Redis-compatible server that refuses SELECT, MGET, INFO, SCAN, ...
+pub mod subset;

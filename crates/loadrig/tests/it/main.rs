@@ -24,5 +24,6 @@ mod scale;
 mod servers;
 mod services;
 mod sqlite;
+mod subset;
 mod voltdb;
 mod voter;

@@ -73,6 +73,8 @@ pub struct RedisTarget {
     next: AtomicUsize,
     version: OnceLock<String>,
     durability: OnceLock<String>,
+    /// What the server refused to say about itself (INFO, CONFIG GET).
+    unread: OnceLock<Vec<String>>,
     /// The kv workload's dataset: its key prefix, index and marker.
     kv: Arc<kv::Names>,
 }
@@ -84,6 +86,7 @@ impl RedisTarget {
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
             durability: OnceLock::new(),
+            unread: OnceLock::new(),
             kv: Arc::new(kv::Names::new("kv")),
         }
     }
@@ -111,11 +114,16 @@ impl RedisTarget {
             ])
             .await
             .ok()?;
-        if let Some(Value::Bulk(Some(text))) = replies.first() {
-            let text = String::from_utf8_lossy(text);
-            if let Some(v) = text.lines().find_map(|l| l.strip_prefix("redis_version:")) {
-                let _ = self.version.set(format!("Redis {}", v.trim()));
+        let mut unread = Vec::new();
+        match replies.first() {
+            Some(Value::Bulk(Some(text))) => {
+                let text = String::from_utf8_lossy(text);
+                if let Some(v) = text.lines().find_map(|l| l.strip_prefix("redis_version:")) {
+                    let _ = self.version.set(format!("Redis {}", v.trim()));
+                }
             }
+            Some(Value::Error(e)) => unread.push(format!("the version (INFO refused: {e})")),
+            _ => unread.push("the version (INFO answered something else)".to_string()),
         }
         let setting = |i: usize| match replies.get(i) {
             Some(Value::Array(Some(kv))) => match kv.get(1) {
@@ -124,7 +132,16 @@ impl RedisTarget {
             },
             _ => None,
         };
-        let aof = setting(1)?;
+        let aof = setting(1);
+        if aof.is_none() {
+            let why = match replies.get(1) {
+                Some(Value::Error(e)) => format!("CONFIG GET refused: {e}"),
+                _ => "CONFIG GET appendonly answered no value".to_string(),
+            };
+            unread.push(format!("the durability ({why})"));
+        }
+        let _ = self.unread.set(unread);
+        let aof = aof?;
         let fsync = setting(2).unwrap_or_default();
         let save = setting(3).unwrap_or_default();
         let meaning = match (aof.as_str(), fsync.as_str()) {
@@ -157,6 +174,10 @@ impl TargetInfo for RedisTarget {
 
     fn max_depth(&self) -> usize {
         MAX_DEPTH
+    }
+
+    fn unread(&self) -> Vec<String> {
+        self.unread.get().cloned().unwrap_or_default()
     }
 }
 

@@ -271,7 +271,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
             },
         };
         Ok(RedisDriver {
-            conn: RespConn::new(self.backend.connect(self.spec.dbnum).await?),
+            conn: RespConn::new(self.backend.connect(self.spec.db()).await?),
             mode,
         })
     }
@@ -282,7 +282,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
         counted: &Snapshot,
     ) -> Result<Verdict, TargetError> {
         if let Some(mix) = &self.mix {
-            let db = self.spec.dbnum;
+            let db = self.spec.db();
             return mix::verify(mix, &self.backend, db, self.stop, self.whole, counted).await;
         }
         let before: check::Counts = serde_json::from_value(baseline.clone()).unwrap_or_default();
@@ -301,7 +301,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
             return Ok(());
         }
         match &self.mix {
-            Some(mix) => mix::clean(mix, &self.backend, self.spec.dbnum).await,
+            Some(mix) => mix::clean(mix, &self.backend, self.spec.db()).await,
             None => check::clean(&self.backend, &self.spec).await,
         }
     }

@@ -16,6 +16,7 @@ mod bench;
 mod check;
 pub mod command;
 pub mod mix;
+mod read;
 
 use std::future::Future;
 
