@@ -14,6 +14,7 @@
 //!
 //! Pub/sub (`PUBLISH`, `SUBSCRIBE`) is in [`pubsub`].
 
+mod cluster;
 mod kv;
 mod pubsub;
 
@@ -32,6 +33,7 @@ use loadrig_workloads::{TargetError, TargetInfo};
 
 use crate::socket::{said, Dial, Socket, Stream};
 
+pub use cluster::{ClusterStream, RedisClusterTarget};
 pub use pubsub::RedisPubSubConn;
 
 const DEFAULT_PORT: u16 = 6379;
@@ -52,6 +54,8 @@ const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 const READ_CHUNK: usize = 16 * 1024;
 
 const EXPECTED: &str = "redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...]";
+
+pub(crate) use cluster::parse_url as parse_cluster_url;
 
 /// Parse what follows `redis://`: servers and an optional login; the
 /// database is `--dbnum`, not a path.
@@ -238,13 +242,19 @@ impl Link {
     /// Connect to server `i`, log in, select `db`.
     async fn open(at: &TargetUrl, i: usize, db: u32) -> Result<Link, LinkError> {
         let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
-        let name = hostport(&host, port);
+        Link::dial(at, &host, port, db).await
+    }
+
+    /// Connect to `host:port` (one of `at`'s servers or a node a cluster
+    /// named), log in as `at` says, select `db`.
+    async fn dial(at: &TargetUrl, host: &str, port: u16, db: u32) -> Result<Link, LinkError> {
+        let name = hostport(host, port);
         let io = |source| LinkError::Io {
             server: name.clone(),
             source,
         };
         let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "timed out");
-        let sock = Socket::connect(&host, port, CONNECT_TIMEOUT, READ_CHUNK)
+        let sock = Socket::connect(host, port, CONNECT_TIMEOUT, READ_CHUNK)
             .await
             .map_err(io)?;
         let mut link = Link { sock };

@@ -104,7 +104,7 @@ impl<D: Dial> ByteStream for Stream<D> {
 impl Socket {
     /// Write everything queued, waiting for the socket to take it. Cancel
     /// safe: what is not written yet stays in `wbuf`.
-    async fn flush_all(&mut self) -> io::Result<()> {
+    pub(crate) async fn flush_all(&mut self) -> io::Result<()> {
         loop {
             self.flush()?;
             if self.wbuf.is_empty() {

@@ -131,6 +131,15 @@ impl<S: ByteStream> Driver for RedisDriver<S> {
     fn take_bytes(&mut self) -> (u64, u64) {
         self.conn.take_bytes()
     }
+
+    fn take_counts(&mut self, domains: &mut [u64]) {
+        let [moved, ask] = self.conn.stream().take_redirects();
+        for (d, n) in [(command::MOVED, moved), (command::ASK, ask)] {
+            if let Some(c) = domains.get_mut(usize::from(d)) {
+                *c += n;
+            }
+        }
+    }
 }
 
 /// The redis workload on one backend.

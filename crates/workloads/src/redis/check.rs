@@ -586,10 +586,25 @@ pub(super) fn results(spec: &RedisSpec, counted: &Snapshot) -> Results {
             ));
         }
     }
+    lines.extend(redirects(counted));
     Results {
         lines,
         ..Results::default()
     }
+}
+
+/// `cluster redirects: 12 MOVED, 3 ASK`, when a cluster connection
+/// followed any.
+pub(super) fn redirects(counted: &Snapshot) -> Option<String> {
+    let d = |i: u16| counted.domains.get(usize::from(i)).copied().unwrap_or(0);
+    let (moved, ask) = (d(command::MOVED), d(command::ASK));
+    (moved + ask > 0).then(|| {
+        format!(
+            "cluster redirects followed: {} MOVED, {} ASK",
+            group(moved),
+            group(ask)
+        )
+    })
 }
 
 /// Remove what the run touched: its `key:` and `counter:` names (the one

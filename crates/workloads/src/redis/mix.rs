@@ -361,11 +361,13 @@ pub(super) async fn verify<B: RedisBackend>(
 pub(super) fn results(counted: &Snapshot) -> Results {
     let d = |i: u16| counted.domains.get(usize::from(i)).copied().unwrap_or(0);
     Results {
-        lines: vec![format!(
+        lines: std::iter::once(format!(
             "GET: {} hits, {} misses",
             group(d(GET_HITS)),
             group(d(GET_MISSES))
-        )],
+        ))
+        .chain(super::check::redirects(counted))
+        .collect(),
         ..Results::default()
     }
 }

@@ -137,6 +137,7 @@ impl<S: ByteStream> RespConn<S> {
     /// The command just appended is answered under `tag`.
     #[inline]
     pub fn queued(&mut self, tag: Tag) {
+        self.stream.sent();
         let input = self.stream.input();
         self.tags.push(tag, input);
     }

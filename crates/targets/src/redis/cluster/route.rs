@@ -1,0 +1,407 @@
+//! One engine connection to a Redis Cluster: a router in front of one
+//! pipelined socket per master, behind the same [`ByteStream`] the
+//! workload reads a single server through.
+//!
+//! The workload appends one whole command to [`ByteStream::out`] and says
+//! so ([`ByteStream::sent`]); the router reads its key, sends it to the
+//! master of the key's slot and keeps a copy until it is answered. MSET
+//! whose keys fall in several slots is split into one MSET per slot, its
+//! answer the first error among the parts, else their `+OK`. Each socket
+//! answers in order; the answers are put back in the order the commands
+//! came, in the one read buffer the workload parses ([`ByteStream::input`]),
+//! so the workload's FIFO of tags holds as it does on one server.
+//!
+//! `-MOVED slot host:port`: the slot has a new owner; the connection's map
+//! takes it and the command goes there. `-ASK slot host:port`: this once,
+//! `ASKING` and the command go there (the slot is being migrated). Both
+//! are counted ([`ByteStream::take_redirects`]) and never reach the
+//! workload, up to [`MAX_HOPS`](super::MAX_HOPS) redirects a command.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_wire::kv::resp::{self, slot::key_slot, Reply};
+use loadrig_workloads::stream::ByteStream;
+use loadrig_workloads::TargetError;
+
+use super::{read_map, Redirect, SlotMap, MAX_HOPS};
+use crate::redis::Link;
+use crate::socket::Socket;
+use crate::url::TargetUrl;
+
+const PROTOCOL: OpError = OpError {
+    kind: ErrorKind::Protocol,
+    class: "",
+};
+
+const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
+
+/// What a master's socket has in flight, oldest first.
+enum Sent {
+    /// `ASKING` before a command sent after `-ASK`: its `+OK` is dropped.
+    Asking,
+    /// A command (or one slot's part of a split MSET) for the command
+    /// numbered `seq`, kept to be sent again on a redirect.
+    Part { seq: u64, cmd: Bytes, hops: u8 },
+}
+
+/// One master: its socket (opened when a redirect names a new one), the
+/// bytes for it before that, and what it has in flight.
+struct Node {
+    sock: Option<Socket>,
+    backlog: BytesMut,
+    fifo: VecDeque<Sent>,
+}
+
+impl Node {
+    fn new(sock: Option<Socket>) -> Node {
+        Node {
+            sock,
+            backlog: BytesMut::new(),
+            fifo: VecDeque::new(),
+        }
+    }
+}
+
+/// A command not yet passed to the workload.
+struct Pending {
+    /// Parts not answered yet.
+    waiting: u32,
+    /// The answer: the first error among the parts, else the first answer.
+    reply: Option<BytesMut>,
+    failed: bool,
+}
+
+/// One engine connection to a cluster (see the module's comment).
+pub struct ClusterStream {
+    at: Arc<TargetUrl>,
+    db: u32,
+    /// The master keyless commands (PING) go to.
+    home: usize,
+    map: SlotMap,
+    nodes: Vec<Node>,
+    /// Where the workload appends one command at a time.
+    staging: BytesMut,
+    /// The answers in the order the commands came: what the workload reads.
+    merged: BytesMut,
+    /// Commands not yet in `merged`, oldest first: `order[i]` is number
+    /// `base + i`.
+    order: VecDeque<Pending>,
+    base: u64,
+    /// MOVED and ASK followed since the last `take_redirects`.
+    redirects: [u64; 2],
+    /// Bytes of sockets replaced since the last `take_bytes`.
+    carried: (u64, u64),
+    /// The host a redirect without one means.
+    seed: String,
+}
+
+impl ClusterStream {
+    /// Read the slot map and connect to every master.
+    pub(crate) async fn open(
+        at: Arc<TargetUrl>,
+        db: u32,
+        home: usize,
+    ) -> Result<ClusterStream, TargetError> {
+        let map = read_map(&at).await?;
+        let mut nodes = Vec::with_capacity(map.nodes.len());
+        for (host, port) in &map.nodes {
+            let link =
+                Link::dial(&at, host, *port, db)
+                    .await
+                    .map_err(|e| TargetError::Unreachable {
+                        target: at.label(),
+                        reason: e.to_string(),
+                    })?;
+            nodes.push(Node::new(Some(link.sock)));
+        }
+        let seed = at.servers.first().map(|s| s.0.clone()).unwrap_or_default();
+        Ok(ClusterStream {
+            home: home % nodes.len().max(1),
+            at,
+            db,
+            map,
+            nodes,
+            staging: BytesMut::with_capacity(256),
+            merged: BytesMut::with_capacity(256),
+            order: VecDeque::with_capacity(64),
+            base: 0,
+            redirects: [0, 0],
+            carried: (0, 0),
+            seed,
+        })
+    }
+
+    /// Queue `cmd` for master `node`, for command `seq`.
+    fn send(&mut self, node: usize, seq: u64, cmd: Bytes, hops: u8, asking: bool) {
+        while self.nodes.len() <= node {
+            self.nodes.push(Node::new(None));
+        }
+        let n = &mut self.nodes[node];
+        let out = match n.sock.as_mut() {
+            Some(s) => &mut s.wbuf,
+            None => &mut n.backlog,
+        };
+        if asking {
+            out.extend_from_slice(ASKING);
+            n.fifo.push_back(Sent::Asking);
+        }
+        out.extend_from_slice(&cmd);
+        n.fifo.push_back(Sent::Part { seq, cmd, hops });
+    }
+
+    /// Where command `cmd` goes: one master, or (MSET over several slots)
+    /// one MSET per slot.
+    fn route(&self, cmd: &[u8]) -> Route {
+        let Ok(Some((Reply::Array(Some(parts)), _))) = resp::parse_reply(cmd) else {
+            return Route::One(self.home);
+        };
+        let mut it = parts.iter();
+        let name = it.next().and_then(|n| n.as_bytes()).unwrap_or_default();
+        let Some(key) = it.next().and_then(|k| k.as_bytes()) else {
+            return Route::One(self.home);
+        };
+        let first = key_slot(key);
+        if parts.len() > 3 && name.eq_ignore_ascii_case(b"MSET") {
+            let pairs: Vec<(&[u8], &[u8])> = {
+                let mut all = parts.iter().skip(1).filter_map(|p| p.as_bytes());
+                std::iter::from_fn(|| Some((all.next()?, all.next()?))).collect()
+            };
+            if pairs.iter().any(|(k, _)| key_slot(k) != first) {
+                let mut slots: Vec<(u16, Vec<&[u8]>)> = Vec::new();
+                for (k, v) in pairs {
+                    let s = key_slot(k);
+                    match slots.iter_mut().find(|(x, _)| *x == s) {
+                        Some((_, args)) => args.extend([k, v]),
+                        None => slots.push((s, vec![b"MSET", k, v])),
+                    }
+                }
+                return Route::Split(
+                    slots
+                        .into_iter()
+                        .map(|(s, args)| {
+                            let mut b = BytesMut::new();
+                            resp::encode_command(&mut b, &args);
+                            (self.node_of(s), b.freeze())
+                        })
+                        .collect(),
+                );
+            }
+        }
+        Route::One(self.node_of(first))
+    }
+
+    fn node_of(&self, slot: u16) -> usize {
+        usize::from(self.map.owner.get(usize::from(slot)).copied().unwrap_or(0))
+    }
+
+    /// Take every whole answer the sockets hold: redirects sent on,
+    /// answers kept, finished commands moved to `merged` in order.
+    fn pump(&mut self) -> Result<(), OpError> {
+        for n in 0..self.nodes.len() {
+            loop {
+                let node = &mut self.nodes[n];
+                let Some(sock) = node.sock.as_mut() else {
+                    break;
+                };
+                let len = match resp::reply_len(&sock.rbuf) {
+                    Ok(Some(len)) => len,
+                    Ok(None) => break,
+                    Err(_) => return Err(PROTOCOL),
+                };
+                let reply = sock.rbuf.split_to(len);
+                let (seq, cmd, hops) = match node.fifo.pop_front() {
+                    None => return Err(PROTOCOL),
+                    Some(Sent::Asking) => continue,
+                    Some(Sent::Part { seq, cmd, hops }) => (seq, cmd, hops),
+                };
+                if reply.first() == Some(&b'-') && hops < MAX_HOPS {
+                    let text = reply.get(1..len.saturating_sub(2)).unwrap_or_default();
+                    if let Some(r) = Redirect::parse(text, &self.seed) {
+                        self.redirect(r, seq, cmd, hops + 1);
+                        continue;
+                    }
+                }
+                self.answer(seq, reply);
+            }
+        }
+        while self.order.front().is_some_and(|p| p.waiting == 0) {
+            if let Some(p) = self.order.pop_front() {
+                self.merged
+                    .extend_from_slice(p.reply.as_deref().unwrap_or(b"$-1\r\n"));
+                self.base += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn redirect(&mut self, r: Redirect, seq: u64, cmd: Bytes, hops: u8) {
+        let node = usize::from(self.map.node(&r.host, r.port));
+        if r.ask {
+            self.redirects[1] += 1;
+        } else {
+            self.redirects[0] += 1;
+            if let Some(o) = self.map.owner.get_mut(r.slot) {
+                *o = node as u16;
+            }
+        }
+        self.send(node, seq, cmd, hops, r.ask);
+    }
+
+    fn answer(&mut self, seq: u64, reply: BytesMut) {
+        let Some(p) = usize::try_from(seq - self.base)
+            .ok()
+            .and_then(|i| self.order.get_mut(i))
+        else {
+            return;
+        };
+        p.waiting = p.waiting.saturating_sub(1);
+        let error = reply.first() == Some(&b'-');
+        if p.reply.is_none() || (error && !p.failed) {
+            p.reply = Some(reply);
+            p.failed = error;
+        }
+    }
+
+    /// Open the sockets of masters a redirect named, with what waits for them.
+    async fn connect_named(&mut self) -> Result<(), OpError> {
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].sock.is_some() || self.nodes[i].fifo.is_empty() {
+                continue;
+            }
+            let (host, port) = self.map.nodes.get(i).cloned().unwrap_or_default();
+            let link = Link::dial(&self.at, &host, port, self.db)
+                .await
+                .map_err(|_| OpError::new(ErrorKind::Connect))?;
+            let mut sock = link.sock;
+            let backlog = std::mem::take(&mut self.nodes[i].backlog);
+            sock.wbuf.extend_from_slice(&backlog);
+            self.nodes[i].sock = Some(sock);
+        }
+        Ok(())
+    }
+}
+
+enum Route {
+    One(usize),
+    Split(Vec<(usize, Bytes)>),
+}
+
+fn op_error(e: std::io::Error) -> OpError {
+    match e.kind() {
+        std::io::ErrorKind::InvalidData => PROTOCOL,
+        _ => OpError::new(ErrorKind::Io),
+    }
+}
+
+impl ByteStream for ClusterStream {
+    #[inline]
+    fn out(&mut self) -> &mut BytesMut {
+        &mut self.staging
+    }
+
+    #[inline]
+    fn input(&mut self) -> &mut BytesMut {
+        &mut self.merged
+    }
+
+    fn sent(&mut self) {
+        let cmd = self.staging.split().freeze();
+        let seq = self.base + self.order.len() as u64;
+        match self.route(&cmd) {
+            Route::One(node) => {
+                self.order.push_back(Pending {
+                    waiting: 1,
+                    reply: None,
+                    failed: false,
+                });
+                self.send(node, seq, cmd, 0, false);
+            }
+            Route::Split(parts) => {
+                self.order.push_back(Pending {
+                    waiting: parts.len() as u32,
+                    reply: None,
+                    failed: false,
+                });
+                for (node, part) in parts {
+                    self.send(node, seq, part, 0, false);
+                }
+            }
+        }
+    }
+
+    async fn fill(&mut self) -> Result<(), OpError> {
+        let had = self.merged.len();
+        loop {
+            self.connect_named().await?;
+            let waits: Vec<_> = self
+                .nodes
+                .iter_mut()
+                .filter(|n| !n.fifo.is_empty())
+                .filter_map(|n| n.sock.as_mut())
+                .map(|s| Box::pin(s.fill()))
+                .collect();
+            if waits.is_empty() {
+                return Ok(());
+            }
+            let (done, _, _) = futures_util::future::select_all(waits).await;
+            done.map_err(op_error)?;
+            self.pump()?;
+            if self.merged.len() > had {
+                return Ok(());
+            }
+        }
+    }
+
+    fn unwritten(&self) -> usize {
+        self.staging.len()
+            + self
+                .nodes
+                .iter()
+                .map(|n| n.backlog.len() + n.sock.as_ref().map_or(0, |s| s.wbuf.len()))
+                .sum::<usize>()
+    }
+
+    async fn flush(&mut self) -> Result<(), OpError> {
+        self.connect_named().await?;
+        for n in &mut self.nodes {
+            if let Some(s) = n.sock.as_mut() {
+                s.flush_all().await.map_err(op_error)?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn sibling(&self) -> Result<Self, OpError> {
+        // Pub/sub is not routed over a cluster.
+        Err(OpError::new(ErrorKind::Connect))
+    }
+
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        let fresh = ClusterStream::open(self.at.clone(), self.db, self.home)
+            .await
+            .map_err(|_| OpError::new(ErrorKind::Connect))?;
+        let (sent, received) = self.take_bytes();
+        let redirects = self.redirects;
+        *self = fresh;
+        self.carried = (sent, received);
+        self.redirects = redirects;
+        Ok(())
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        let (mut sent, mut received) = std::mem::take(&mut self.carried);
+        for s in self.nodes.iter_mut().filter_map(|n| n.sock.as_mut()) {
+            let (a, b) = s.take_bytes();
+            sent += a;
+            received += b;
+        }
+        (sent, received)
+    }
+
+    fn take_redirects(&mut self) -> [u64; 2] {
+        std::mem::take(&mut self.redirects)
+    }
+}
