@@ -129,12 +129,15 @@ pub fn hold(server: &str) -> MutexGuard<'static, ()> {
     static POSTGRES: Mutex<()> = Mutex::new(());
     static MARIADB: Mutex<()> = Mutex::new(());
     static MEMCACHED: Mutex<()> = Mutex::new(());
+    static REDIS_CLUSTER: Mutex<()> = Mutex::new(());
     static OTHER: Mutex<()> = Mutex::new(());
     let lock = match server {
         "postgres" => &POSTGRES,
         "mariadb" => &MARIADB,
         // Runs compare memcached's global counters with their own.
         "memcached" => &MEMCACHED,
+        // A cluster has one database: runs there share the key names.
+        "redis-cluster" => &REDIS_CLUSTER,
         _ => &OTHER,
     };
     // A test that failed holding it leaves nothing behind to protect.

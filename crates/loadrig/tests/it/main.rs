@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod cli;
+mod cluster;
 mod common;
 mod etcd;
 mod expect;
