@@ -17,7 +17,8 @@ use loadrig_spec::RedisTest;
 use std::sync::MutexGuard;
 
 use crate::common::{
-    assert_all_ok, assert_verified, domain, hold, need_server, run_reported, Running,
+    assert_all_ok, assert_verified, check_of, domain, hold, need_server, run_reported, verdict,
+    Running,
 };
 
 const URL: &str = "redis+cluster://127.0.0.1:7001,7002,7003";
@@ -52,17 +53,13 @@ fn every_redis_benchmark_test_on_the_cluster() {
     assert_eq!(report.measured.kinds.len() as u64, tests, "{}", r.dump());
     assert_all_ok(&r, &report, tests * 1000);
     assert_verified(&r, &report);
-    let v = report
-        .verification
-        .as_ref()
-        .and_then(|v| v.verdict.clone())
-        .unwrap();
+    let v = verdict(&report);
     // SET's and MSET's keys looked for one by one on their masters.
-    let missing = v
-        .checks
-        .iter()
-        .find(|c| c.name == "keys written (SET/MSET) and missing");
-    assert_eq!(missing.map(|c| c.actual), Some(0), "{v:?}");
+    assert_eq!(
+        check_of(&report, "keys written (SET/MSET) and missing"),
+        Some((0, 0)),
+        "{v:?}"
+    );
     assert!(v.summary.contains("key:* written, all there"), "{v:?}");
     assert!(v.summary.contains("counters +1,000"), "{v:?}");
 }
@@ -119,13 +116,12 @@ fn memtier_mix_on_the_cluster() {
     assert_eq!(r.code, 0, "{}", r.dump());
     assert_all_ok(&r, &report, 10_000);
     assert_verified(&r, &report);
-    let v = report
-        .verification
-        .as_ref()
-        .and_then(|v| v.verdict.clone())
-        .unwrap();
-    let missing = v.checks.iter().find(|c| c.name == "keys SET and missing");
-    assert_eq!(missing.map(|c| c.actual), Some(0), "{v:?}");
+    let v = verdict(&report);
+    assert_eq!(
+        check_of(&report, "keys SET and missing"),
+        Some((0, 0)),
+        "{v:?}"
+    );
 }
 
 /// Slots move from one master to another while SETs run (redis-cli
@@ -194,17 +190,9 @@ fn a_reshard_in_the_middle_of_a_run() {
         "{}",
         r.dump()
     );
-    let v = report
-        .verification
-        .as_ref()
-        .and_then(|v| v.verdict.clone())
-        .unwrap();
-    let missing = v
-        .checks
-        .iter()
-        .find(|c| c.name == "keys written (SET/MSET) and missing");
+    let v = verdict(&report);
     assert_eq!(
-        missing.map(|c| (c.expected, c.actual)),
+        check_of(&report, "keys written (SET/MSET) and missing"),
         Some((0, 0)),
         "{v:?}"
     );

@@ -240,6 +240,24 @@ pub fn assert_verified(r: &Run, report: &Report) {
     );
 }
 
+/// The report's verdict; a report without one fails the test.
+pub fn verdict(report: &Report) -> loadrig_metrics::Verdict {
+    report
+        .verification
+        .as_ref()
+        .and_then(|v| v.verdict.clone())
+        .expect("the report holds a verdict")
+}
+
+/// The check of the verdict named `name`, as (expected, actual).
+pub fn check_of(report: &Report, name: &str) -> Option<(i64, i64)> {
+    verdict(report)
+        .checks
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| (c.expected, c.actual))
+}
+
 /// A workload counter of the measured phase; absent fails the test.
 pub fn domain(report: &Report, name: &str) -> u64 {
     report

@@ -7,7 +7,7 @@
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 
-use crate::common::{assert_all_ok, assert_verified, loadrig, run_reported, subset};
+use crate::common::{assert_all_ok, assert_verified, loadrig, run_reported, subset, verdict};
 
 /// Run `args` after `run redis --target URL` against a fresh subset server;
 /// also the keys it holds afterwards.
@@ -21,14 +21,6 @@ fn on_subset(args: &[&str]) -> (crate::common::Run, loadrig_report::Report, usiz
     let _ = TcpStream::connect(("127.0.0.1", port));
     let left = keys.lock().unwrap().len();
     (r, report, left)
-}
-
-fn verdict(report: &loadrig_report::Report) -> loadrig_metrics::Verdict {
-    report
-        .verification
-        .as_ref()
-        .and_then(|v| v.verdict.clone())
-        .expect("a verdict")
 }
 
 /// No --dbnum: no SELECT. SET and GET run, MGET is refused so the key is

@@ -27,6 +27,8 @@ use fit::Fit;
     feature = "http"
 ))]
 mod stream;
+#[cfg(feature = "redis")]
+pub(crate) use stream::op_error;
 #[cfg(any(
     feature = "redis",
     feature = "memcache",

@@ -117,7 +117,7 @@ impl Socket {
 
 /// A failed link is an I/O error; bytes that cannot be the protocol, a
 /// protocol error.
-fn op_error(e: io::Error) -> OpError {
+pub(crate) fn op_error(e: io::Error) -> OpError {
     match e.kind() {
         io::ErrorKind::InvalidData => OpError::new(ErrorKind::Protocol),
         _ => OpError::new(ErrorKind::Io),

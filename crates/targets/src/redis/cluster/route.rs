@@ -28,7 +28,7 @@ use loadrig_workloads::TargetError;
 
 use super::{read_map, Redirect, SlotMap, MAX_HOPS};
 use crate::redis::Link;
-use crate::socket::Socket;
+use crate::socket::{op_error, Socket};
 use crate::url::TargetUrl;
 
 const PROTOCOL: OpError = OpError {
@@ -289,13 +289,6 @@ enum Route {
     Split(Vec<(usize, Bytes)>),
 }
 
-fn op_error(e: std::io::Error) -> OpError {
-    match e.kind() {
-        std::io::ErrorKind::InvalidData => PROTOCOL,
-        _ => OpError::new(ErrorKind::Io),
-    }
-}
-
 impl ByteStream for ClusterStream {
     #[inline]
     fn out(&mut self) -> &mut BytesMut {
@@ -403,5 +396,130 @@ impl ByteStream for ClusterStream {
 
     fn take_redirects(&mut self) -> [u64; 2] {
         std::mem::take(&mut self.redirects)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadrig_wire::kv::resp::slot::SLOTS;
+
+    /// A stream over three masters not connected yet (their bytes wait in
+    /// the backlogs): slots 0-5460, 5461-10922, 10923-16383.
+    fn three() -> ClusterStream {
+        let owner = (0..SLOTS)
+            .map(|s| match s {
+                0..=5460 => 0,
+                5461..=10922 => 1,
+                _ => 2,
+            })
+            .collect();
+        let map = SlotMap {
+            nodes: vec![("h".into(), 1), ("h".into(), 2), ("h".into(), 3)],
+            owner,
+        };
+        ClusterStream {
+            at: Arc::new(super::super::parse_url("h:1").unwrap()),
+            db: 0,
+            home: 1,
+            map,
+            nodes: (0..3).map(|_| Node::new(None)).collect(),
+            staging: BytesMut::new(),
+            merged: BytesMut::new(),
+            order: VecDeque::new(),
+            base: 0,
+            redirects: [0, 0],
+            carried: (0, 0),
+            seed: "h".into(),
+        }
+    }
+
+    fn queue(c: &mut ClusterStream, parts: &[&[u8]]) {
+        resp::encode_command(c.out(), parts);
+        c.sent();
+    }
+
+    fn backlogs(c: &ClusterStream) -> Vec<usize> {
+        c.nodes.iter().map(|n| n.fifo.len()).collect()
+    }
+
+    #[test]
+    fn each_key_goes_to_its_slots_master_and_keyless_ones_home() {
+        let mut c = three();
+        // foo is slot 12182 (master 2), key:000000000042 slot 7803 (1),
+        // {user1000}x hashes as user1000 (slot 3443, master 0).
+        queue(&mut c, &[b"GET", b"foo"]);
+        queue(&mut c, &[b"SET", b"key:000000000042", b"v"]);
+        queue(&mut c, &[b"INCR", b"{user1000}x"]);
+        queue(&mut c, &[b"PING"]);
+        assert_eq!(backlogs(&c), [1, 2, 1]);
+        assert_eq!(c.order.len(), 4);
+        assert!(c.staging.is_empty());
+        assert_eq!(&c.nodes[2].backlog[..], b"*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n");
+    }
+
+    #[test]
+    fn mset_over_several_slots_is_one_mset_per_slot() {
+        let mut c = three();
+        queue(
+            &mut c,
+            &[
+                b"MSET",
+                b"foo",
+                b"1",
+                b"key:000000000042",
+                b"2",
+                b"{foo}z",
+                b"3",
+            ],
+        );
+        // foo and {foo}z share slot 12182; key:000000000042 is elsewhere.
+        assert_eq!(backlogs(&c), [0, 1, 1]);
+        assert_eq!(c.order.front().map(|p| p.waiting), Some(2));
+        let on2 = String::from_utf8_lossy(&c.nodes[2].backlog).into_owned();
+        assert_eq!(
+            on2,
+            "*5\r\n$4\r\nMSET\r\n$3\r\nfoo\r\n$1\r\n1\r\n$6\r\n{foo}z\r\n$1\r\n3\r\n"
+        );
+        // One slot: sent whole.
+        queue(&mut c, &[b"MSET", b"foo", b"1", b"{foo}y", b"2"]);
+        assert_eq!(backlogs(&c), [0, 1, 2]);
+        assert_eq!(c.order.back().map(|p| p.waiting), Some(1));
+    }
+
+    #[test]
+    fn answers_keep_the_commands_order_and_an_error_part_wins() {
+        let mut c = three();
+        queue(&mut c, &[b"MSET", b"foo", b"1", b"key:000000000042", b"2"]);
+        queue(&mut c, &[b"GET", b"foo"]);
+        // The GET's answer first, then the MSET's parts.
+        c.answer(1, BytesMut::from(&b"$1\r\n1\r\n"[..]));
+        c.answer(0, BytesMut::from(&b"+OK\r\n"[..]));
+        c.pump().unwrap();
+        assert!(c.merged.is_empty(), "the MSET waits for its second part");
+        c.answer(0, BytesMut::from(&b"-OOM no\r\n"[..]));
+        c.pump().unwrap();
+        assert_eq!(&c.merged[..], b"-OOM no\r\n$1\r\n1\r\n");
+        assert!(c.order.is_empty());
+    }
+
+    #[test]
+    fn moved_changes_the_map_and_ask_sends_asking_once() {
+        let mut c = three();
+        queue(&mut c, &[b"GET", b"foo"]);
+        let Some(Sent::Part { seq, cmd, .. }) = c.nodes[2].fifo.pop_front() else {
+            panic!("GET foo is on master 2");
+        };
+        let moved = Redirect::parse(b"MOVED 12182 h:1", "h").unwrap();
+        c.redirect(moved, seq, cmd.clone(), 1);
+        assert_eq!(c.map.owner[12182], 0);
+        assert_eq!(backlogs(&c), [1, 0, 0]);
+        let ask = Redirect::parse(b"ASK 12182 h:9", "h").unwrap();
+        c.redirect(ask, seq, cmd, 2);
+        // A new master: its own node, ASKING first; the map unchanged.
+        assert_eq!(c.map.owner[12182], 0);
+        assert_eq!(backlogs(&c), [1, 0, 0, 2]);
+        assert!(c.nodes[3].backlog.starts_with(ASKING));
+        assert_eq!(c.take_redirects(), [1, 1]);
     }
 }
