@@ -329,18 +329,25 @@ impl ByteStream for ClusterStream {
         let had = self.merged.len();
         loop {
             self.connect_named().await?;
-            let waits: Vec<_> = self
+            let mut busy = self
                 .nodes
                 .iter_mut()
                 .filter(|n| !n.fifo.is_empty())
-                .filter_map(|n| n.sock.as_mut())
-                .map(|s| Box::pin(s.fill()))
-                .collect();
-            if waits.is_empty() {
-                return Ok(());
+                .filter_map(|n| n.sock.as_mut());
+            match (busy.next(), busy.next()) {
+                (None, _) => return Ok(()),
+                // One master waited for (every -P 1 connection): no boxes.
+                (Some(only), None) => only.fill().await.map_err(op_error)?,
+                (Some(a), Some(b)) => {
+                    let waits: Vec<_> = [a, b]
+                        .into_iter()
+                        .chain(busy)
+                        .map(|s| Box::pin(s.fill()))
+                        .collect();
+                    let (done, _, _) = futures_util::future::select_all(waits).await;
+                    done.map_err(op_error)?;
+                }
             }
-            let (done, _, _) = futures_util::future::select_all(waits).await;
-            done.map_err(op_error)?;
             self.pump()?;
             if self.merged.len() > had {
                 return Ok(());
