@@ -165,11 +165,16 @@ fn a_reshard_in_the_middle_of_a_run() {
         "-r",
         "1000000",
         "-n",
-        "40000",
+        "30000",
         "-c",
         "10",
         "--rate",
-        "8000",
+        "5000",
+        // MIGRATE blocks a master while it moves a slot's keys: on a busy
+        // machine an answer may wait longer than the default 10 s. What
+        // this test judges is that nothing is lost, not how long it took.
+        "--timeout",
+        "120",
         "--interval",
         "0.5",
         "--out",
@@ -181,7 +186,7 @@ fn a_reshard_in_the_middle_of_a_run() {
     reshard(&b, &a);
     let report = crate::common::report(&out);
     assert_eq!(r.code, 0, "{}", r.dump());
-    assert_all_ok(&r, &report, 80_000);
+    assert_all_ok(&r, &report, 60_000);
     assert_verified(&r, &report);
     let redirects = domain(&report, "cluster.moved") + domain(&report, "cluster.ask");
     assert!(redirects > 0, "no redirect followed: {}", r.dump());
