@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::kv::resp::{self, slot::key_slot, Reply};
 use loadrig_workloads::stream::ByteStream;
@@ -211,19 +211,39 @@ impl ClusterStream {
                     Ok(None) => break,
                     Err(_) => return Err(PROTOCOL),
                 };
-                let reply = sock.rbuf.split_to(len);
                 let (seq, cmd, hops) = match node.fifo.pop_front() {
                     None => return Err(PROTOCOL),
-                    Some(Sent::Asking) => continue,
+                    Some(Sent::Asking) => {
+                        sock.rbuf.advance(len);
+                        continue;
+                    }
                     Some(Sent::Part { seq, cmd, hops }) => (seq, cmd, hops),
                 };
+                let reply = sock.rbuf.get(..len).unwrap_or_default();
                 if reply.first() == Some(&b'-') && hops < MAX_HOPS {
                     let text = reply.get(1..len.saturating_sub(2)).unwrap_or_default();
                     if let Some(r) = Redirect::parse(text, &self.seed) {
+                        sock.rbuf.advance(len);
                         self.redirect(r, seq, cmd, hops + 1);
                         continue;
                     }
                 }
+                // The oldest command's only answer goes straight to the
+                // workload's buffer; any other waits, copied.
+                let head = seq == self.base
+                    && self
+                        .order
+                        .front()
+                        .is_some_and(|p| p.waiting == 1 && p.reply.is_none());
+                if head {
+                    self.merged.extend_from_slice(reply);
+                    sock.rbuf.advance(len);
+                    self.order.pop_front();
+                    self.base += 1;
+                    continue;
+                }
+                let reply = BytesMut::from(reply);
+                sock.rbuf.advance(len);
                 self.answer(seq, reply);
             }
         }
@@ -301,7 +321,9 @@ impl ByteStream for ClusterStream {
     }
 
     fn sent(&mut self) {
-        let cmd = self.staging.split().freeze();
+        // A copy (the staging buffer keeps its room for the next one).
+        let cmd = Bytes::copy_from_slice(&self.staging);
+        self.staging.clear();
         let seq = self.base + self.order.len() as u64;
         match self.route(&cmd) {
             Route::One(node) => {
