@@ -66,6 +66,19 @@ pub trait Driver: Send + 'static {
         false
     }
 
+    /// Called once when this driver's worker has issued and settled all
+    /// it will, before the run learns that it is done, so what it reports
+    /// here is seen by every listener whose drain that starts. The default
+    /// reports nothing.
+    fn issued_all(&mut self) {}
+
+    /// A listener in its drain: whether it has received everything it can
+    /// expect, so the drain ends now instead of at its ceiling. The
+    /// default waits out the drain.
+    fn caught_up(&self) -> bool {
+        false
+    }
+
     /// Flush what was queued and wait for the next event. Only called
     /// while operations are in flight. Must be cancel safe: the engine
     /// drops this future to serve a timer, and calls again.

@@ -27,6 +27,15 @@ pub(crate) enum Next {
     At(Instant),
     /// Nothing starts until an operation completes.
     Completion,
+    /// The open loop fell more than the maximum lag behind: `count`
+    /// operations from index `first` (every `stride`-th) would each be
+    /// dropped on arrival, so they are passed over in one step and counted
+    /// as dropped by the worker (docs/limits.md, "wall-clock bound").
+    Dropped {
+        first: u64,
+        stride: u64,
+        count: u64,
+    },
     /// This phase issues nothing more.
     Done,
 }
@@ -54,6 +63,11 @@ impl Indices {
 
     fn advance(&mut self) {
         self.next = self.next.saturating_add(self.stride);
+    }
+
+    /// Pass over `n` indices at once.
+    fn skip(&mut self, n: u64) {
+        self.next = self.next.saturating_add(self.stride.saturating_mul(n));
     }
 
     /// Indices not yet taken.
@@ -96,6 +110,8 @@ pub(crate) struct Source {
     indices: Indices,
     /// No operation starts at or after this instant (duration stop).
     deadline: Option<Instant>,
+    /// An operation later than this is dropped rather than started.
+    max_lag: Duration,
     finished: bool,
 }
 
@@ -115,9 +131,10 @@ impl Source {
         share: &Share,
         indices: Indices,
         origin: Instant,
-        deadline: Option<Instant>,
+        limits: (Option<Instant>, Duration),
         seed: u64,
     ) -> Source {
+        let (deadline, max_lag) = limits;
         let callers = share.callers.max(1) as usize;
         let pace = match *pacing {
             Pacing::Steady => Pace::Steady {
@@ -153,6 +170,7 @@ impl Source {
             pace,
             indices,
             deadline,
+            max_lag,
             finished: false,
         };
         if let Pace::Rate {
@@ -197,6 +215,10 @@ impl Source {
                 if due > now {
                     return Next::At(due);
                 }
+                let behind = now.saturating_duration_since(due);
+                if behind > self.max_lag {
+                    return self.pass_over(index, now);
+                }
                 *next = match poisson {
                     Some(rng) => due + exp_gap(rng, *period),
                     None => due + Duration::from_secs_f64(*period),
@@ -238,6 +260,37 @@ impl Source {
         Next::Token(Token { index, intended })
     }
 
+    /// The schedule is more than the maximum lag behind `now`: every
+    /// start due before `now - max_lag` would be dropped when it arrived,
+    /// so they are counted in one step instead of one by one. A rate far
+    /// above what the client can send then costs time in proportion to
+    /// the run's length, not to its rate. Poisson arrivals pass over the
+    /// expected number of starts in the gap.
+    fn pass_over(&mut self, first: u64, now: Instant) -> Next {
+        let Pace::Rate { period, next, .. } = &mut self.pace else {
+            return Next::Completion;
+        };
+        let due = *next;
+        let gap = now
+            .saturating_duration_since(due)
+            .saturating_sub(self.max_lag);
+        let starts_in = |span: Duration| (span.as_secs_f64() / *period).ceil().max(1.0);
+        let mut count = starts_in(gap);
+        if let Some(d) = self.deadline {
+            count = count.min(starts_in(d.saturating_duration_since(due)));
+        }
+        // f64 to u64 saturates; the remaining indices bound it again.
+        let count = (count as u64).min(self.indices.remaining()).max(1);
+        *next = due + Duration::from_secs_f64(count as f64 * *period);
+        let stride = self.indices.stride;
+        self.indices.skip(count);
+        Next::Dropped {
+            first,
+            stride,
+            count,
+        }
+    }
+
     fn finish(&mut self) -> Next {
         self.finished = true;
         Next::Done
@@ -268,6 +321,8 @@ fn exp_gap(rng: &mut Rng, mean: f64) -> Duration {
 mod tests {
     use super::*;
 
+    const LAG: Duration = Duration::from_secs(10);
+
     fn share() -> Share {
         Share {
             callers: 1,
@@ -285,7 +340,7 @@ mod tests {
             &share(),
             Indices::new(0, 1, 3),
             now,
-            None,
+            (None, LAG),
             1,
         );
         assert!(matches!(
@@ -317,7 +372,7 @@ mod tests {
             &share(),
             Indices::new(0, 1, u64::MAX),
             t0,
-            Some(end),
+            (Some(end), LAG),
             1,
         );
         let mut n = 0;
@@ -336,10 +391,57 @@ mod tests {
                 }
                 Next::At(t) => now = t,
                 Next::Done => break,
-                Next::Completion => unreachable!(),
+                other => panic!("{other:?}"),
             }
         }
         assert_eq!(n, 100);
+    }
+
+    #[test]
+    fn a_schedule_far_behind_is_passed_over_in_one_step() {
+        let t0 = Instant::now();
+        let pacing = Pacing::Rate {
+            rate: 1000.0,
+            arrival: Arrival::Regular,
+        };
+        let lag = Duration::from_millis(100);
+        let end = t0 + Duration::from_secs(10);
+        let mut s = Source::new(
+            &pacing,
+            &share(),
+            Indices::new(0, 1, u64::MAX),
+            t0,
+            (Some(end), lag),
+            1,
+        );
+        // 1 s late with a 100 ms lag: starts 0..=899 are over 100 ms late
+        // (start 899 by 100.1 ms; start 900 by exactly 100 ms, which stays).
+        let now = t0 + Duration::from_secs(1);
+        assert_eq!(
+            s.next(now, 0),
+            Next::Dropped {
+                first: 0,
+                stride: 1,
+                count: 900
+            }
+        );
+        assert!(matches!(
+            s.next(now, 0),
+            Next::Token(Token { index: 900, .. })
+        ));
+        // Far past the deadline: only the starts before it are passed
+        // over (10,000 in all), then the source is done.
+        let late = end + Duration::from_secs(3600);
+        let (mut dropped, mut issued) = (900, 1);
+        loop {
+            match s.next(late, 0) {
+                Next::Dropped { count, .. } => dropped += count,
+                Next::Token(_) => issued += 1,
+                Next::Done => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!((issued, dropped), (1, 9_999));
     }
 
     #[test]
@@ -350,7 +452,14 @@ mod tests {
             delay_ms: 1.0,
             limit: 1,
         };
-        let mut s = Source::new(&pacing, &share(), Indices::new(0, 1, 100), t0, None, 1);
+        let mut s = Source::new(
+            &pacing,
+            &share(),
+            Indices::new(0, 1, 100),
+            t0,
+            (None, LAG),
+            1,
+        );
         for i in 0..3 {
             assert!(matches!(s.next(t0, i), Next::Token(_)));
         }

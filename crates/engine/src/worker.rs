@@ -27,6 +27,10 @@ use crate::{Driver, EngineConfig, Event, Tag, WARMUP_INDEX_BASE};
 /// thousands of connections, each waiting far longer than that for its
 /// answer, ticks would outnumber operations (docs/scale.md).
 const CHECK_EVERY: Duration = Duration::from_millis(500);
+/// After a stop signal, what is in flight has this long (or the timeout,
+/// if shorter) to be answered; then it fails as a timeout, in doubt for
+/// verification, so a stop ends promptly (docs/limits.md).
+const STOP_GRACE: Duration = Duration::from_secs(1);
 /// Tokens one turn may admit before the loop yields (fairness, and no spin
 /// when every token fails at once, e.g. a full queue).
 const ADMIT_BUDGET: u32 = 256;
@@ -85,6 +89,9 @@ struct Clock {
 struct Ending {
     stop: Arc<AtomicBool>,
     stopping: bool,
+    /// When this worker saw the stop signal: in-flight operations get
+    /// [`STOP_GRACE`] from here.
+    stopped_at: Option<Instant>,
     /// This worker has issued and settled everything (said once).
     quiet: bool,
     talking: Arc<AtomicUsize>,
@@ -138,6 +145,8 @@ pub(crate) struct Worker<D> {
     ending: Ending,
     /// Whether it issues, listens, or both.
     role: Role,
+    /// Per-kind counts of operations passed over (reused, see `pass_over`).
+    tally: Vec<u64>,
 }
 
 impl<D: Driver> Worker<D> {
@@ -178,12 +187,13 @@ impl<D: Driver> Worker<D> {
                 Some(measure_start + Duration::from_secs_f64(s)),
             ),
         };
+        let max_lag = Duration::from_secs_f64(load.max_lag_secs);
         let main = Source::new(
             &load.pacing,
             &share,
             Indices::new(share.global, total, end),
             measure_start,
-            deadline,
+            (deadline, max_lag),
             cfg.seed,
         );
         let (source, phase, main) = if cfg.warmup.is_zero() || ends.listener {
@@ -194,7 +204,7 @@ impl<D: Driver> Worker<D> {
                 &share,
                 Indices::new(WARMUP_INDEX_BASE + share.global, total, u64::MAX),
                 start,
-                Some(measure_start),
+                (Some(measure_start), max_lag),
                 cfg.seed ^ WARMUP_INDEX_BASE,
             );
             (warm, WARMUP, Some(main))
@@ -218,7 +228,7 @@ impl<D: Driver> Worker<D> {
             rec,
             local,
             clock: Clock {
-                max_lag: Duration::from_secs_f64(load.max_lag_secs),
+                max_lag,
                 timeout: cfg.timeout,
                 interval: cfg.interval,
                 start,
@@ -228,6 +238,7 @@ impl<D: Driver> Worker<D> {
             ending: Ending {
                 stop: ends.stop,
                 stopping: false,
+                stopped_at: None,
                 quiet: false,
                 talking: ends.talking,
                 drain: cfg.drain,
@@ -239,6 +250,7 @@ impl<D: Driver> Worker<D> {
                 listen,
                 listener: ends.listener,
             },
+            tally: Vec::new(),
             link: LinkState {
                 connected: true,
                 down_since: None,
@@ -352,6 +364,7 @@ impl<D: Driver> Worker<D> {
         }
         if !self.ending.quiet {
             self.ending.quiet = true;
+            self.driver.issued_all();
             if !self.role.listener {
                 self.ending.talking.fetch_sub(1, Ordering::AcqRel);
             }
@@ -360,11 +373,14 @@ impl<D: Driver> Worker<D> {
             return true;
         }
         // Listening: go on until every issuing worker is done and the
-        // drain period after that has passed.
+        // drain period after that has passed, or the driver has received
+        // all it can expect.
         if self.ending.drain_until.is_none() && self.ending.talking.load(Ordering::Acquire) == 0 {
             self.ending.drain_until = Some(now + self.ending.drain);
         }
-        self.ending.drain_until.is_some_and(|t| now >= t)
+        self.ending
+            .drain_until
+            .is_some_and(|t| now >= t || self.driver.caught_up())
     }
 
     /// Start what may start now; return when the source next has something.
@@ -390,6 +406,11 @@ impl<D: Driver> Worker<D> {
             budget -= 1;
             match self.source.next(now, self.outstanding()) {
                 Next::Token(tok) => self.offer(tok, now),
+                Next::Dropped {
+                    first,
+                    stride,
+                    count,
+                } => self.pass_over(first, stride, count),
                 Next::At(t) => return Some(t),
                 Next::Completion => return None,
                 Next::Done => match self.main.take() {
@@ -426,6 +447,27 @@ impl<D: Driver> Worker<D> {
                 OpError::new(ErrorKind::QueueFull),
                 None,
             );
+        }
+    }
+
+    /// Count `count` operations the schedule passed over as dropped, each
+    /// under its kind. `kind_of` is pure and cheap, so the tally is a loop
+    /// of additions with one recording per kind.
+    fn pass_over(&mut self, first: u64, stride: u64, count: u64) {
+        let tally = &mut self.tally;
+        tally.clear();
+        for i in 0..count {
+            let kind = self
+                .driver
+                .kind_of(first.wrapping_add(i.wrapping_mul(stride)));
+            if tally.len() <= kind {
+                tally.resize(kind + 1, 0);
+            }
+            tally[kind] += 1;
+        }
+        let mut rec = self.rec.borrow_mut();
+        for (kind, n) in tally.iter().enumerate().filter(|(_, n)| **n > 0) {
+            rec.snaps[self.phase].dropped(kind, *n);
         }
     }
 
@@ -569,8 +611,10 @@ impl<D: Driver> Worker<D> {
 
     fn housekeeping(&mut self, now: Instant) {
         if !self.ending.stopping && self.ending.stop.load(Ordering::Relaxed) {
-            // Ctrl-C: start nothing more; what is in flight may finish.
+            // Ctrl-C: start nothing more; what is in flight may finish
+            // within the grace.
             self.ending.stopping = true;
+            self.ending.stopped_at = Some(now);
             self.source.stop();
             self.main = None;
             self.admit.held = None;
@@ -585,7 +629,11 @@ impl<D: Driver> Worker<D> {
                 .map(|s| s.sent)
                 .min()
                 .unwrap_or(now);
-            if now.saturating_duration_since(first) >= self.clock.timeout {
+            let graced = self
+                .ending
+                .stopped_at
+                .is_some_and(|t| now.saturating_duration_since(t) >= STOP_GRACE);
+            if graced || now.saturating_duration_since(first) >= self.clock.timeout {
                 self.fail_in_flight(OpError::new(ErrorKind::Timeout), now);
             } else {
                 oldest = Some(first);
@@ -605,6 +653,9 @@ impl<D: Driver> Worker<D> {
         let mut next = (now + CHECK_EVERY.min(self.clock.timeout)).min(self.clock.next_lap);
         if let Some(first) = oldest {
             next = next.min(first + self.clock.timeout);
+            if let Some(t) = self.ending.stopped_at {
+                next = next.min(t + STOP_GRACE);
+            }
         }
         self.clock.next_check = next;
     }

@@ -6,7 +6,10 @@ mod compare;
 mod exit;
 mod flags;
 mod machine;
+mod manual;
 mod merge;
+mod peers;
+mod pin;
 mod plan;
 mod plot;
 mod print;
@@ -16,6 +19,7 @@ mod start;
 mod sweep;
 mod verify;
 
+use anyhow::Context;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use loadrig_report::Report;
 
@@ -43,16 +47,42 @@ macro_rules! say_part {
 }
 
 fn main() {
+    std::process::exit(code());
+}
+
+/// What the program does and the code it exits with.
+fn code() -> i32 {
     // The matches are kept: a parent of --processes passes the flags the
     // user gave on to its children, as given.
-    let parsed = Cli::command()
-        .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
-    let code = match parsed {
+    let mut parsed = parse(std::env::args_os());
+    // A peer's command line becomes a `run` line, parsed as one; its
+    // errors say which line they come from (they name loadrig's flags).
+    let mut context = String::new();
+    if let Some((peer, args)) = parsed.as_ref().ok().and_then(|(cli, _)| cli.command.peer()) {
+        match peer.line(args) {
+            Ok(peers::Line::Run { args, notes }) => {
+                for n in notes {
+                    eprintln!("{}", loadrig_spec::printable(&n));
+                }
+                context = format!("{} as `loadrig {}`: ", peer.name(), peer.run_words(&args));
+                parsed = parse(args);
+            }
+            Ok(peers::Line::Help(text)) => {
+                crate::say_part!("{text}");
+                return exit::OK;
+            }
+            Err(e) => {
+                eprintln!("error: {}", loadrig_spec::printable(&e.to_string()));
+                return exit::USAGE;
+            }
+        }
+    }
+    match parsed {
         Ok((cli, matches)) => match execute(cli, &matches) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("error: {}", loadrig_spec::printable(&one_line(&e)));
+                let line = format!("{context}{}", one_line(&e));
+                eprintln!("error: {}", loadrig_spec::printable(&line));
                 exit::code_of(&e)
             }
         },
@@ -85,12 +115,24 @@ fn main() {
                     true => first,
                     false => format!("{first} ({})", rest.join("; ")),
                 };
+                let line = match line.strip_prefix("error: ") {
+                    Some(message) if !context.is_empty() => format!("error: {context}{message}"),
+                    _ => line,
+                };
                 eprintln!("{}", loadrig_spec::printable(&line));
                 exit::USAGE
             }
         },
-    };
-    std::process::exit(code);
+    }
+}
+
+/// The command line as clap takes it apart, with the matches kept.
+fn parse(
+    words: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<(Cli, ArgMatches), clap::Error> {
+    Cli::command()
+        .try_get_matches_from(words)
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)))
 }
 
 /// The error and its causes on one line.
@@ -105,7 +147,19 @@ pub(crate) fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
+/// With this variable set (to anything), the binary parses its command
+/// line and stops before it reads, connects or writes anything: the flags
+/// (clap), and for `run`, `prepare` and `teardown` the second stage too (the
+/// target URL, environment included, and the run spec). It prints the run's
+/// header line, or `parsed`, and exits 0. How the Kubernetes manifests'
+/// command lines are checked without a cluster (tests/it/kube.rs), the argv
+/// exactly as a pod would run it.
+const PARSE_ONLY_ENV: &str = "LOADRIG_PARSE_ONLY";
+
 fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
+    if std::env::var_os(PARSE_ONLY_ENV).is_some() {
+        return parse_only(&cli.command);
+    }
     match cli.command {
         Command::Targets => {
             print_targets();
@@ -116,12 +170,8 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Run { workload } => {
-            let parts = workload.parts()?;
-            let args = parts.run;
-            // The target first: it parses its URL and states the facts
-            // the spec is resolved against, before anything connects.
-            let target = plan::open(parts.workload.name(), Some(parts.target()))?;
-            let spec = parts.spec(&target.facts(parts.target()))?;
+            let (target, spec) = open_run(&workload)?;
+            let args = workload.parts()?.run;
             machine::admit(&spec)?;
             if let Some(out) = &args.out {
                 check_out(out, args.csv)?;
@@ -132,18 +182,37 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             if args.child && !signals::die_with_parent() {
                 anyhow::bail!("the parent of this --child process is gone");
             }
+            // Each process on a CPU of its own: the parent hands them out,
+            // any other process pins itself before its threads start.
+            let cpus = args
+                .cpus
+                .as_deref()
+                .map(pin::parse_list)
+                .transpose()
+                .map_err(|e| loadrig_spec::SpecError::new("--cpus", e))?;
+            let parent = !args.child && spec.processes > 1;
+            let cpus = pin::plan(
+                args.pin,
+                cpus.as_deref(),
+                if parent { spec.processes } else { 1 },
+            )?;
             let role = if args.child {
                 run::Role::Child
-            } else if spec.processes > 1 {
+            } else if parent {
                 run::Role::Parent {
                     child: flags::child_line(matches),
+                    cpus: cpus.clone(),
                 }
             } else {
                 run::Role::Single
             };
+            if let (false, Some(&cpu)) = (parent, cpus.as_deref().and_then(<[usize]>::first)) {
+                pin::pin(cpu).with_context(|| format!("pinning this process to CPU {cpu}"))?;
+            }
             let opts = run::Options {
                 quiet: args.quiet,
                 csv: args.csv,
+                json: args.json,
                 out: args.out.clone(),
                 hdr_log: args.hdr_log.clone(),
                 html: args.html.clone(),
@@ -152,7 +221,25 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             };
             runtime()?.block_on(plan::run(&spec, target, &opts))
         }
-        Command::Merge(m) => merge::run(&m.reports, m.out.as_deref(), m.force),
+        Command::Prepare { workload } => {
+            let (target, spec) = open_run(&workload)?;
+            let args = workload.parts()?.run;
+            if let Some(out) = &args.out {
+                check_out(out, false)?;
+            }
+            runtime()?.block_on(plan::prepare(
+                &spec,
+                target,
+                args.out.as_deref(),
+                args.quiet,
+            ))
+        }
+        Command::Teardown { workload } => {
+            let (target, spec) = open_run(&workload)?;
+            let quiet = workload.parts()?.run.quiet;
+            runtime()?.block_on(plan::teardown(&spec, target, quiet))
+        }
+        Command::Merge(m) => merge::run(&m),
         Command::Compare(c) => compare::run(&c.baseline, &c.candidate, c.max_regression),
         Command::Plot(p) => plot::run(&p.files, &p.out, p.gnuplot.as_deref()),
         Command::Report(r) => {
@@ -168,7 +255,16 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Sweep(s) => sweep::run(&s),
+        // Taken apart into a `run` line before this (`main`).
+        Command::RedisBenchmark(_)
+        | Command::MemtierBenchmark(_)
+        | Command::Memaslap(_)
+        | Command::NatsBench(_)
+        | Command::Wrk(_) => Ok(exit::USAGE),
+        Command::Completions { shell } => manual::completions(shell),
+        Command::Man { dir } => manual::man(dir.as_deref()),
         Command::Verify(v) => {
+            v.tls.apply()?;
             let report = Report::read(&v.report)?;
             let url = v
                 .target
@@ -178,6 +274,35 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             runtime()?.block_on(plan::verify(&report, target))
         }
     }
+}
+
+/// See [`PARSE_ONLY_ENV`].
+fn parse_only(command: &Command) -> anyhow::Result<i32> {
+    match command {
+        Command::Run { workload }
+        | Command::Prepare { workload }
+        | Command::Teardown { workload } => {
+            let (_, spec) = open_run(workload)?;
+            crate::say!("{}", print::header(&spec));
+        }
+        _ => crate::say!("parsed"),
+    }
+    Ok(exit::OK)
+}
+
+/// A workload's command line (`run`, `prepare`, `teardown`): the target
+/// first, since it parses its URL and states the facts the spec is
+/// resolved against, before anything connects.
+fn open_run(
+    workload: &flags::Workload,
+) -> anyhow::Result<(loadrig_targets::Target, loadrig_spec::RunSpec)> {
+    let parts = workload.parts()?;
+    parts.run.tls.apply()?;
+    // The target first: it parses its URL and states the facts the spec
+    // is resolved against, before anything connects.
+    let target = plan::open(parts.workload.name(), Some(parts.target()))?;
+    let spec = parts.spec(&target.facts(parts.target()))?;
+    Ok((target, spec))
 }
 
 /// `--out` must name a file that can be written, checked before the run

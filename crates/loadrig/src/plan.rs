@@ -136,6 +136,47 @@ impl<'a> UseBench<'a> for Verify<'a> {
     }
 }
 
+struct Prepare<'a> {
+    spec: &'a RunSpec,
+    out: Option<&'a std::path::Path>,
+    quiet: bool,
+}
+
+impl<'a> UseBench<'a> for Prepare<'a> {
+    fn run<B: Bench + 'static>(self, bench: B) -> BenchFuture<'a> {
+        Box::pin(crate::run::phases::prepare(
+            bench, self.spec, self.out, self.quiet,
+        ))
+    }
+}
+
+struct Teardown<'a> {
+    spec: &'a RunSpec,
+    quiet: bool,
+}
+
+impl<'a> UseBench<'a> for Teardown<'a> {
+    fn run<B: Bench + 'static>(self, bench: B) -> BenchFuture<'a> {
+        Box::pin(crate::run::phases::teardown(bench, self.spec, self.quiet))
+    }
+}
+
+/// `loadrig prepare`: prepare the target once and record the baseline in
+/// `out`; returns the exit code.
+pub async fn prepare(
+    spec: &RunSpec,
+    target: Target,
+    out: Option<&std::path::Path>,
+    quiet: bool,
+) -> anyhow::Result<i32> {
+    with_bench(spec, target, Prepare { spec, out, quiet })?.await
+}
+
+/// `loadrig teardown`: drop what prepare made; returns the exit code.
+pub async fn teardown(spec: &RunSpec, target: Target, quiet: bool) -> anyhow::Result<i32> {
+    with_bench(spec, target, Teardown { spec, quiet })?.await
+}
+
 /// Run the spec against the target; returns the exit code.
 pub async fn run(
     spec: &RunSpec,

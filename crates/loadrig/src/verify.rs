@@ -10,10 +10,15 @@ pub async fn check<B: Bench>(mut bench: B, report: &Report) -> anyhow::Result<i3
     let Some(verification) = &report.verification else {
         anyhow::bail!(loadrig_spec::SpecError::new(
             "REPORT",
-            "this run recorded no baseline (it ran with --no-verify?)"
+            match report.spec.prepare {
+                true => "this run recorded no baseline (it ran with --no-verify?)",
+                false => "the shards of --no-prepare record no baseline: merge them with --prepared FILE (from `loadrig prepare --out FILE`)",
+            }
         ));
     };
-    if !report.spec.keep && !bench.target().keeps_data() {
+    // Shards of `--no-prepare` drop nothing: the data stays until
+    // `loadrig teardown`.
+    if !report.spec.keep && report.spec.prepare && !bench.target().keeps_data() {
         anyhow::bail!(loadrig_spec::SpecError::new(
             "REPORT",
             "this run removed its data when it ended (it ran without --keep): nothing is left to verify"

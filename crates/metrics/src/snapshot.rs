@@ -200,6 +200,14 @@ impl Snapshot {
         }
     }
 
+    /// `n` operations that were never started because they were more than
+    /// the maximum lag late (counted in one step: see the engine's pace).
+    pub fn dropped(&mut self, kind: usize, n: u64) {
+        if let Some(k) = self.kinds.get_mut(kind) {
+            k.errors.by_kind[ErrorKind::Dropped.index()] += n;
+        }
+    }
+
     /// Operations issued and settled (deliveries not included).
     pub fn ops(&self) -> u64 {
         self.kinds

@@ -282,28 +282,28 @@ fn merge_measured<'a>(
                 hists.push([Histo::new(), Histo::new(), Histo::new()]);
             }
             let (into, [lat, svc, lag]) = (&mut kinds[i], &mut hists[i]);
-            into.count += k.count;
-            into.ok += k.ok;
-            into.delivered += k.delivered;
+            add(&mut into.count, k.count)?;
+            add(&mut into.ok, k.ok)?;
+            add(&mut into.delivered, k.delivered)?;
             if let Some(e) = k.elapsed_secs {
                 into.elapsed_secs = Some(into.elapsed_secs.map_or(e, |m| m.max(e)));
             }
-            add_pairs(&mut into.errors, &k.errors);
-            add_pairs(&mut into.server_errors, &k.server_errors);
+            add_pairs(&mut into.errors, &k.errors)?;
+            add_pairs(&mut into.server_errors, &k.server_errors)?;
             let bad = |e: String| ReportError::Merge(format!("{}: {e}", k.name));
             lat.add(&k.latency.histogram().map_err(bad)?);
             svc.add(&k.service.histogram().map_err(bad)?);
             lag.add(&k.send_lag.histogram().map_err(bad)?);
         }
-        out.ops += m.ops;
-        out.ok += m.ok;
-        out.errors += m.errors;
-        out.delivered += m.delivered;
-        add_pairs(&mut out.domains, &m.domains);
-        out.bytes_sent += m.bytes_sent;
-        out.bytes_received += m.bytes_received;
-        out.reconnects += m.reconnects;
-        out.connect_failures += m.connect_failures;
+        add(&mut out.ops, m.ops)?;
+        add(&mut out.ok, m.ok)?;
+        add(&mut out.errors, m.errors)?;
+        add(&mut out.delivered, m.delivered)?;
+        add_pairs(&mut out.domains, &m.domains)?;
+        add(&mut out.bytes_sent, m.bytes_sent)?;
+        add(&mut out.bytes_received, m.bytes_received)?;
+        add(&mut out.reconnects, m.reconnects)?;
+        add(&mut out.connect_failures, m.connect_failures)?;
     }
     for (k, [lat, svc, lag]) in kinds.iter_mut().zip(&hists) {
         k.latency = HistSummary::of(lat);
@@ -323,14 +323,25 @@ fn merge_measured<'a>(
     Ok(out)
 }
 
+/// Add a count of one report to the sum: counts past 2^64 cannot come
+/// from one run (a report edited by hand or corrupted), so they are
+/// refused rather than wrapped.
+fn add(into: &mut u64, n: u64) -> Result<(), ReportError> {
+    *into = into
+        .checked_add(n)
+        .ok_or_else(|| ReportError::Merge("the counts add up past 2^64: not one run".into()))?;
+    Ok(())
+}
+
 /// Add named counts, keeping the order of first appearance.
-fn add_pairs(into: &mut Vec<(String, u64)>, from: &[(String, u64)]) {
+fn add_pairs(into: &mut Vec<(String, u64)>, from: &[(String, u64)]) -> Result<(), ReportError> {
     for (name, n) in from {
         match into.iter_mut().find(|(m, _)| m == name) {
-            Some((_, v)) => *v += n,
+            Some((_, v)) => add(v, *n)?,
             None => into.push((name.clone(), *n)),
         }
     }
+    Ok(())
 }
 
 /// Laps by wall clock: a lap belongs to the interval (of `interval_secs`,
@@ -356,10 +367,10 @@ fn merge_laps(
                     acc.length_secs = acc.length_secs.max(l.length_secs);
                     acc.unix_ms = acc.unix_ms.max(l.unix_ms);
                     acc.warmup &= l.warmup;
-                    acc.ok += l.ok;
-                    acc.errors += l.errors;
-                    acc.delivered += l.delivered;
-                    acc.pending += l.pending;
+                    add(&mut acc.ok, l.ok)?;
+                    add(&mut acc.errors, l.errors)?;
+                    add(&mut acc.delivered, l.delivered)?;
+                    add(&mut acc.pending, l.pending)?;
                     hist.add(&h);
                 }
                 None => {
@@ -425,6 +436,7 @@ pub(crate) mod tests {
             keep: false,
             preset: None,
             processes: 1,
+            prepare: true,
         }
     }
 
@@ -471,6 +483,7 @@ pub(crate) mod tests {
                 server_version: None,
                 durability: None,
                 unread: Vec::new(),
+                cpu: None,
             },
             started_unix_ms: started,
             kinds: &KINDS,
@@ -618,6 +631,17 @@ pub(crate) mod tests {
             .unwrap()
             .verification
             .is_none());
+    }
+
+    #[test]
+    fn counts_past_two_to_the_64_are_refused_not_wrapped() {
+        let (a, b, _) = samples();
+        let t0 = 1_795_000_000_000;
+        let ra = report(0, a, t0, Duration::from_secs(2), vec![]);
+        let mut rb = report(1, b, t0, Duration::from_secs(2), vec![]);
+        rb.measured.ok = u64::MAX;
+        let e = Report::merge(&[ra, rb]).unwrap_err();
+        assert!(e.to_string().contains("2^64"), "{e}");
     }
 
     #[test]

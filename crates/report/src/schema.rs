@@ -55,6 +55,9 @@ pub struct ProcessRecord {
     pub max_rss_bytes: u64,
     pub interrupted: bool,
     pub exit_code: i32,
+    /// The CPU it was pinned to (`--pin`, `--cpus`), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -72,6 +75,9 @@ pub struct Environment {
     /// (INFO or CONFIG GET refused); absent in older reports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unread: Vec<String>,
+    /// The CPU this process was pinned to (`--pin`, `--cpus`), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<usize>,
 }
 
 /// Everything measured in one phase.
@@ -427,6 +433,7 @@ impl Report {
             max_rss_bytes: self.client.max_rss_bytes,
             interrupted: self.interrupted,
             exit_code: self.exit_code,
+            cpu: self.environment.cpu,
         }
     }
 }

@@ -69,7 +69,7 @@ impl HttpSpec {
         }
         if !(1..=MAX_BODY_SIZE).contains(&self.put_size) {
             return Err(SpecError::new(
-                "--put-size",
+                "--value-size",
                 format!("must be between 1 and {MAX_BODY_SIZE} bytes"),
             ));
         }
@@ -113,7 +113,7 @@ mod tests {
             ("--method", |s| s.method = "G T".into()),
             ("--method", |s| s.method.clear()),
             ("--header", |s| s.headers.push("x".into())),
-            ("--put-size", |s| s.put_size = 0),
+            ("--value-size", |s| s.put_size = 0),
         ];
         for (flag, change) in cases {
             let mut s = spec();

@@ -87,10 +87,25 @@ pub struct RunSpec {
     /// are merged. 1: a plain run.
     #[serde(default = "one")]
     pub processes: u32,
+    /// This process prepares before its load and tears down after it.
+    /// `false` (`--no-prepare`): a shard of a many-host run, which creates
+    /// and drops nothing; `loadrig prepare` and `loadrig teardown` do that
+    /// once, and the merged report is verified once (docs/engine.md
+    /// section 6). Absent from reports of plain runs.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub prepare: bool,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
 }
 
 impl RunSpec {

@@ -106,7 +106,7 @@ impl ChatSpec {
 fn check_size(size: usize) -> Result<(), SpecError> {
     if !(MIN_MESSAGE_SIZE..=MAX_MESSAGE_SIZE).contains(&size) {
         return Err(SpecError::new(
-            "--size",
+            "--value-size",
             format!(
                 "must be between {MIN_MESSAGE_SIZE} (the stamp each message carries) and {MAX_MESSAGE_SIZE} bytes, got {size}"
             ),
@@ -134,7 +134,7 @@ mod tests {
         };
         assert!(s.validate().is_ok());
         s.size = 23;
-        assert_eq!(s.validate().unwrap_err().flag, "--size");
+        assert_eq!(s.validate().unwrap_err().flag, "--value-size");
         s.size = 24;
         s.subs = 0;
         s.request = true;

@@ -155,7 +155,7 @@ impl RedisTest {
                         .position(|t| *t != RedisTest::LrangePrefill && t.name() == word)
                     else {
                         return Err(SpecError::new(
-                            "-t",
+                            "--tests",
                             format!("unknown test '{word}' (tests: {})", names().join(",")),
                         ));
                     };
@@ -180,7 +180,7 @@ impl RedisTest {
             out.insert(at, RedisTest::LrangePrefill);
         }
         if out.is_empty() {
-            return Err(SpecError::new("-t", "no test selected"));
+            return Err(SpecError::new("--tests", "no test selected"));
         }
         Ok(out)
     }
@@ -339,7 +339,7 @@ impl ValueSizes {
 
     fn validate(&self) -> Result<(), SpecError> {
         let flag = match self {
-            ValueSizes::Fixed { .. } => "-d",
+            ValueSizes::Fixed { .. } => "--value-size",
             ValueSizes::Range { .. } => "--data-size-range",
             ValueSizes::List { .. } => "--data-size-list",
         };
@@ -432,18 +432,18 @@ impl RedisSpec {
             return m.validate();
         }
         if self.tests.is_empty() {
-            return Err(SpecError::new("-t", "no test selected"));
+            return Err(SpecError::new("--tests", "no test selected"));
         }
         let custom = self.tests.contains(&RedisTest::Command);
         if custom == self.command.is_empty() || (custom && self.tests.len() > 1) {
             return Err(SpecError::new(
-                "-t",
+                "--tests",
                 "a command of your own (after --) runs alone, without -t",
             ));
         }
         if !(1..=MAX_DATA_SIZE).contains(&self.data_size) {
             return Err(SpecError::new(
-                "-d",
+                "--value-size",
                 format!("must be between 1 and {MAX_DATA_SIZE} bytes"),
             ));
         }
@@ -482,7 +482,7 @@ mod tests {
         assert_eq!(t, vec![RedisTest::LrangePrefill, RedisTest::Lrange500]);
         let t = RedisTest::select("ping").unwrap();
         assert_eq!(t, vec![RedisTest::PingInline, RedisTest::PingMbulk]);
-        assert_eq!(RedisTest::select("sett").unwrap_err().flag, "-t");
+        assert_eq!(RedisTest::select("sett").unwrap_err().flag, "--tests");
         assert!(RedisTest::select("lrange_prefill").is_err());
         assert!(RedisTest::select(",").is_err());
     }

@@ -34,6 +34,8 @@ mod socket;
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "tls")]
+mod tls;
 mod url;
 #[cfg(feature = "voltdb")]
 mod voltdb;
@@ -201,9 +203,12 @@ registry! {
         name: "postgres",
         schemes: ["postgres", "postgresql"],
         capabilities: [voter, hello, kv],
-        open: |_, rest| Ok(PostgresTarget::new(postgres::parse_url(rest)?)),
-        example: "postgres://bench:bench@127.0.0.1:5432/bench",
-        about: "PostgreSQL (tokio-postgres, no TLS); server-side functions, pipelined calls",
+        open: |_, rest| {
+            let (at, mode) = postgres::parse_url(rest)?;
+            Ok(PostgresTarget::new(at, mode))
+        },
+        example: "postgres://bench:bench@127.0.0.1:5432/bench  (TLS: ?sslmode=require)",
+        about: "PostgreSQL (tokio-postgres, TLS by rustls); server-side functions, pipelined calls",
     },
     #[cfg(feature = "mysql")]
     Mariadb(MariadbTarget) {
@@ -226,10 +231,10 @@ registry! {
     #[cfg(feature = "redis")]
     Redis(RedisTarget) {
         name: "redis",
-        schemes: ["redis"],
+        schemes: ["redis", "rediss"],
         capabilities: [redis, pubsub, kv],
-        open: |_, rest| Ok(RedisTarget::new(redis::parse_url(rest)?)),
-        example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379)",
+        open: |scheme, rest| Ok(RedisTarget::new(redis::parse_url(rest)?.tls_if(scheme, "rediss"))),
+        example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379; TLS: rediss://)",
         about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
     },
     #[cfg(feature = "redis")]
@@ -244,22 +249,22 @@ registry! {
     #[cfg(feature = "nats")]
     Nats(NatsTarget) {
         name: "nats",
-        schemes: ["nats"],
+        schemes: ["nats", "tls"],
         capabilities: [pubsub],
-        open: |_, rest| Ok(NatsTarget::new(nats::parse_url(rest)?)),
-        example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h)",
+        open: |scheme, rest| Ok(NatsTarget::new(nats::parse_url(rest)?.tls_if(scheme, "tls"))),
+        example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h; TLS: tls://)",
         about: "NATS core (client protocol): publishes pipelined, no acknowledgement; request-reply",
     },
     #[cfg(feature = "mqtt")]
     Mqtt(MqttTarget) {
         name: "mqtt",
-        schemes: ["mqtt"],
+        schemes: ["mqtt", "mqtts"],
         capabilities: [pubsub],
-        open: |_, rest| {
+        open: |scheme, rest| {
             let (at, qos) = mqtt::parse_url(rest)?;
-            Ok(MqttTarget::new(at, qos))
+            Ok(MqttTarget::new(at.tls_if(scheme, "mqtts"), qos))
         },
-        example: "mqtt://127.0.0.1:1883?qos=1  (QoS 0 by default; several servers: mqtt://h1,h2:1884; a login: mqtt://USER:PASSWORD@h)",
+        example: "mqtt://127.0.0.1:1883?qos=1  (QoS 0 by default; several servers: mqtt://h1,h2:1884; a login: mqtt://USER:PASSWORD@h; TLS: mqtts://)",
         about: "MQTT 3.1.1 (Mosquitto, EMQX, ...): QoS 0 or 1, publishes pipelined, PUBACKs matched by packet id",
     },
     #[cfg(feature = "memcache")]
@@ -332,6 +337,20 @@ pub enum OpenError {
     /// Well formed, but the target is not there (exit 3).
     #[error(transparent)]
     Target(#[from] TargetError),
+}
+
+/// What TLS connections trust (docs/tls.md): the certificates in the PEM
+/// file `cacert` instead of the web PKI roots, or, `insecure`, any
+/// certificate. Called once, before any target opens. A `cacert` that
+/// cannot be read or holds no certificate is a usage error.
+pub fn trust_tls(cacert: Option<&std::path::Path>, insecure: bool) -> Result<(), SpecError> {
+    #[cfg(feature = "tls")]
+    return tls::trust(cacert, insecure);
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = (cacert, insecure);
+        Ok(())
+    }
 }
 
 /// `scheme://user:secret@host` -> `scheme://user:***@host`, for output and

@@ -34,6 +34,8 @@ pub(crate) struct TargetUrl {
     pub password: Option<String>,
     /// What follows the servers' `/`, %-decoded; empty when none.
     pub path: String,
+    /// The scheme asks for TLS (`rediss`, NATS's `tls`, `mqtts`).
+    pub tls: bool,
     /// The syntax shown in errors.
     expected: &'static str,
 }
@@ -95,9 +97,20 @@ impl TargetUrl {
             user,
             password,
             path,
+            tls: false,
             expected,
         };
         Ok((url, options))
+    }
+
+    /// The URL as opened with `given`, which asks for TLS when it is
+    /// `tls_scheme` (the target's other scheme: `rediss` beside `redis`).
+    pub fn tls_if(mut self, given: &str, tls_scheme: &'static str) -> TargetUrl {
+        if given == tls_scheme {
+            self.scheme = tls_scheme;
+            self.tls = true;
+        }
+        self
     }
 
     /// A usage error about this URL, naming `--target`, secrets masked.

@@ -40,7 +40,12 @@ pub struct ChatArgs {
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "5")]
     pub think: f64,
     /// Bytes per message, the 24-byte stamp included
-    #[arg(long, value_name = "BYTES", default_value_t = 64)]
+    #[arg(
+        long = "value-size",
+        alias = "size",
+        value_name = "BYTES",
+        default_value_t = 64
+    )]
     pub size: usize,
     /// After the last send, clients go on listening this long
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "2")]

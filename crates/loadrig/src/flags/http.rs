@@ -11,7 +11,8 @@ pub(super) const HTTP_HELP: &str =
     "As wrk: -t threads (2), -c connections (10), -d duration (10s), -H headers, --latency, \
 --timeout (2s); wrk2's -R rate opens the loop (latency counted from each request's intended \
 start). The URL may name several ports or servers (http://127.0.0.1:8088,8089/index.html): \
-connections are dealt over them round robin. Here -t is --threads, not --target. Statuses are \
+connections are dealt over them round robin. Here, as in every workload, -t is --target and \
+--threads is long (`loadrig wrk ...` takes wrk's -t). Statuses are \
 counted by class; 4xx and 5xx fail their request (wrk's Non-2xx or 3xx). A GET body unlike the \
 first the run saw is a verification error. --method PUT writes to DIR/INDEX under the URL's \
 path (DIR is loadrig-SEED) a body of its own per request, reads every path back afterwards and \
@@ -49,7 +50,12 @@ pub struct HttpArgs {
     #[arg(long, value_name = "FILE")]
     pub body_file: Option<PathBuf>,
     /// Bytes of each PUT's generated body (without --body or --body-file)
-    #[arg(long, value_name = "BYTES", default_value_t = 256)]
+    #[arg(
+        long = "value-size",
+        alias = "put-size",
+        value_name = "BYTES",
+        default_value_t = 256
+    )]
     pub put_size: usize,
     /// Print wrk's latency distribution and wrk2's detailed percentile spectrum
     #[arg(long, short = 'L')]

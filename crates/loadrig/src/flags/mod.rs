@@ -11,6 +11,7 @@ mod output;
 mod pubsub;
 mod redis;
 mod run;
+mod tls;
 mod voter;
 
 pub use chat::*;
@@ -22,6 +23,7 @@ pub use output::*;
 pub use pubsub::*;
 pub use redis::*;
 pub use run::*;
+pub use tls::*;
 pub use voter::*;
 
 use std::ffi::OsString;
@@ -52,6 +54,16 @@ pub enum Command {
         #[command(subcommand)]
         workload: Workload,
     },
+    /// A many-host run's first step: create the schema and data once, record the baseline (--out)
+    Prepare {
+        #[command(subcommand)]
+        workload: Workload,
+    },
+    /// A many-host run's last step: drop what `loadrig prepare` created
+    Teardown {
+        #[command(subcommand)]
+        workload: Workload,
+    },
     /// List the targets and the workloads each can run
     Targets,
     /// List the workloads
@@ -68,6 +80,56 @@ pub enum Command {
     Report(ReportArgs),
     /// Run one workload over a list or range of one parameter's values (docs/sweep.md)
     Sweep(SweepArgs),
+    /// Print a shell completion script (e.g. `loadrig completions bash > /etc/bash_completion.d/loadrig`)
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; `loadrig man | man -l -`), or write one per subcommand to --dir
+    Man {
+        /// Write loadrig.1, loadrig-run.1, loadrig-run-redis.1, ... to this directory
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// redis-benchmark's command line, as its manual spells it (`--help` lists the flags)
+    #[command(name = "redis-benchmark", disable_help_flag = true)]
+    RedisBenchmark(PeerArgs),
+    /// memtier_benchmark's command line, as its manual spells it
+    #[command(name = "memtier_benchmark", disable_help_flag = true)]
+    MemtierBenchmark(PeerArgs),
+    /// memaslap's command line, as its manual spells it
+    #[command(name = "memaslap", disable_help_flag = true)]
+    Memaslap(PeerArgs),
+    /// nats-bench's command line, as its manual spells it (`-np 2 -ns 3 ...`)
+    #[command(name = "nats-bench", disable_help_flag = true)]
+    NatsBench(PeerArgs),
+    /// wrk's command line (and wrk2's -R), as its manual spells it
+    #[command(name = "wrk", disable_help_flag = true)]
+    Wrk(PeerArgs),
+}
+
+/// A peer tool's words, taken apart by `crate::peers`, not by clap.
+#[derive(Debug, Args)]
+pub struct PeerArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0.., value_name = "ARGS")]
+    pub args: Vec<OsString>,
+}
+
+impl Command {
+    /// The peer whose command line this is, and its words.
+    pub fn peer(&self) -> Option<(crate::peers::Peer, &[OsString])> {
+        use crate::peers::Peer;
+        let (peer, args) = match self {
+            Command::RedisBenchmark(a) => (Peer::RedisBenchmark, a),
+            Command::MemtierBenchmark(a) => (Peer::MemtierBenchmark, a),
+            Command::Memaslap(a) => (Peer::Memaslap, a),
+            Command::NatsBench(a) => (Peer::NatsBench, a),
+            Command::Wrk(a) => (Peer::Wrk, a),
+            _ => return None,
+        };
+        Some((peer, &args.args))
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -91,12 +153,12 @@ pub enum Workload {
     /// redis-benchmark's tests and flags, one test after the other
     #[command(
         after_help = REDIS_HELP,
-        mut_arg("target", |a| a.short(None).help(with_default("Target URL", REDIS_DEFAULTS.target))),
-        mut_arg("duration", |a| a.short(None).help("Measure each test for this long instead of -n (e.g. 10, 10s, 500ms)")),
+        mut_arg("target", |a| a.help(with_default("Target URL", REDIS_DEFAULTS.target))),
+        mut_arg("duration", |a| a.help("Measure each test for this long instead of -n (e.g. 10, 10s, 500ms)")),
         mut_arg("requests", |a| a.help(with_default("Requests per test, over all clients", DEFAULT_REQUESTS))),
         mut_arg("clients", |a| a.help(with_default("Clients, each with its connection", REDIS_DEFAULTS.clients))),
         mut_arg("threads", |a| a.help(with_default("Threads driving the load, as redis-benchmark", threads(REDIS_DEFAULTS)))),
-        mut_arg("quiet", |a| a.help("No lap lines: one line per test, as redis-benchmark -q")),
+        mut_arg("quiet", |a| a.help("One line per test on standard output, as redis-benchmark -q (the rest on standard error)")),
         mut_arg("csv", |a| a.help("redis-benchmark's CSV on standard output (the rest goes to standard error)"))
     )]
     Redis {
@@ -112,6 +174,10 @@ pub enum Workload {
         mut_arg("requests", |a| a.help(with_default("Messages in total, over all publishers", DEFAULT_REQUESTS))),
         mut_arg("clients", |a| a.hide(true)),
         mut_arg("connections", |a| a.hide(true)),
+        mut_arg("processes", |a| a.hide(true)),
+        mut_arg("keep", |a| a.hide(true)),
+        mut_arg("queue", |a| a.hide(true)),
+        mut_arg("slots", |a| a.hide(true)),
         mut_arg("pipeline", |a| a.default_value("1024").help("Messages each publisher keeps in flight (written but not yet flushed, or not yet acknowledged)"))
     )]
     Pubsub {
@@ -127,7 +193,9 @@ pub enum Workload {
         mut_arg("duration", |a| a.help(with_default("How long clients send, Chut's T (e.g. 10, 10s, 2m)", format_args!("{CHAT_SECONDS}s")))),
         mut_arg("requests", |a| a.help("Messages in total instead of --duration")),
         mut_arg("clients", |a| a.hide(true)),
-        mut_arg("connections", |a| a.hide(true))
+        mut_arg("connections", |a| a.hide(true)),
+        mut_arg("processes", |a| a.hide(true)),
+        mut_arg("keep", |a| a.hide(true))
     )]
     Chat {
         #[command(flatten)]
@@ -167,8 +235,8 @@ pub enum Workload {
     /// wrk's load and output on HTTP/1.1 servers (wrk2's open loop with -R)
     #[command(
         after_help = HTTP_HELP,
-        mut_arg("target", |a| a.short(None).help(with_default("Target URL (or give it as the last word, as wrk)", HTTP_DEFAULTS.target))),
-        mut_arg("threads", |a| a.short('t').help(with_default("Threads driving the load, as wrk's -t", threads(HTTP_DEFAULTS)))),
+        mut_arg("target", |a| a.help(with_default("Target URL (or give it as the last word, as wrk)", HTTP_DEFAULTS.target))),
+        mut_arg("threads", |a| a.help(with_default("Threads driving the load, as wrk's -t", threads(HTTP_DEFAULTS)))),
         mut_arg("clients", |a| a.help(with_default("Connections to keep open, as wrk's -c (each a client of the closed loop)", HTTP_DEFAULTS.clients))),
         mut_arg("duration", |a| a.help(with_default("Duration of the test, as wrk's -d (e.g. 10, 10s, 2m)", format_args!("{}s", HTTP_SECONDS)))),
         mut_arg("requests", |a| a.help("Requests in total instead of --duration")),
@@ -265,15 +333,31 @@ impl Workload {
                     defaults: DB_DEFAULTS,
                 }
             }
-            Workload::Redis { run, redis } => Parts {
-                run,
-                url: redis.cluster_url(run.target.as_deref().unwrap_or(REDIS_DEFAULTS.target))?,
-                workload: redis.spec()?,
-                preset: None,
-                defaults: REDIS_DEFAULTS,
-            },
+            Workload::Redis { run, redis } => {
+                // `-t get` from before -t was --target everywhere.
+                if let Some(t) = run.target.as_deref() {
+                    if !t.contains("://") && loadrig_spec::RedisTest::select(t).is_ok() {
+                        return Err(SpecError::new(
+                            "--target",
+                            format!(
+                                "'{t}' is a list of tests, not a URL: -t is --target in every \
+                                 workload; the tests are --tests (or `loadrig redis-benchmark -t {t}`)"
+                            ),
+                        ));
+                    }
+                }
+                Parts {
+                    run,
+                    url: redis
+                        .cluster_url(run.target.as_deref().unwrap_or(REDIS_DEFAULTS.target))?,
+                    workload: redis.spec()?,
+                    preset: None,
+                    defaults: REDIS_DEFAULTS,
+                }
+            }
             Workload::Pubsub { run, pubsub } => {
                 one_connection_per_client(run)?;
+                no_managed_mode(run)?;
                 Parts {
                     run,
                     url: None,
@@ -307,11 +391,16 @@ impl Workload {
                 }
             }
             Workload::Http { run, http } => {
-                if let (Some(_), Some(_)) = (&http.url, &run.target) {
-                    return Err(SpecError::new(
-                        "--target",
-                        "give the URL once (as --target or as the last word)",
-                    ));
+                if let (Some(_), Some(t)) = (&http.url, &run.target) {
+                    // `-t2` from wrk's spelling, before -t was --target everywhere.
+                    let why = match t.parse::<u32>() {
+                        Ok(_) => format!(
+                            "'{t}' is not a URL: -t is --target in every workload; wrk's -t \
+                             (threads) is --threads (or `loadrig wrk -t{t} ...`)"
+                        ),
+                        Err(_) => "give the URL once (as --target or as the last word)".to_string(),
+                    };
+                    return Err(SpecError::new("--target", why));
                 }
                 Parts {
                     run,
@@ -343,16 +432,21 @@ impl Workload {
 pub struct VerifyArgs {
     /// The report of the run to check
     pub report: PathBuf,
-    /// The target, if not the one named in the report
-    #[arg(long, short = 't')]
+    /// The target (or $LOADRIG_TARGET), if not the one named in the report (where a password is masked)
+    #[arg(long, short = 't', env = TARGET_ENV, hide_env_values = true)]
     pub target: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The reports, one per process or host
+    /// The reports, one per process or host; - reads standard input, one report per line (other lines are skipped)
     #[arg(required = true, value_name = "REPORT")]
     pub reports: Vec<PathBuf>,
+    /// The record of `loadrig prepare --out`: its baseline goes into the merged report, for `loadrig verify`
+    #[arg(long, value_name = "FILE")]
+    pub prepared: Option<PathBuf>,
     /// Write the merged report (JSON, schema loadrig.report/1) to this file
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -362,7 +456,7 @@ pub struct MergeArgs {
 }
 
 /// Flags that the parent of `--processes` sets for each child itself.
-const PARENT_ONLY: [&str; 10] = [
+const PARENT_ONLY: [&str; 13] = [
     "processes",
     "hdr_log",
     "html",
@@ -370,9 +464,12 @@ const PARENT_ONLY: [&str; 10] = [
     "start_delay",
     "out",
     "csv",
+    "json",
     "quiet",
     "shard",
     "child",
+    "pin",
+    "cpus",
 ];
 
 /// Flags a child of `--processes` receives in its environment, never on
@@ -718,7 +815,7 @@ pub(crate) mod tests {
             "loadrig",
             "run",
             "http",
-            "-t",
+            "--threads",
             "3",
             "-c",
             "7",
@@ -747,6 +844,80 @@ pub(crate) mod tests {
             all.extend_from_slice(args);
             let e = parse_all(&all).unwrap_err();
             assert!(e.starts_with(&format!("{flag}:")), "{e}");
+        }
+    }
+
+    #[test]
+    fn short_flags_mean_the_same_in_every_workload() {
+        for (workload, url) in [
+            ("voter", "null://"),
+            ("redis", "redis://127.0.0.1:6390"),
+            ("http", "http://127.0.0.1:8090/"),
+            ("memcache", "memcache://127.0.0.1:11290"),
+            ("pubsub", "nats://127.0.0.1:4290"),
+        ] {
+            let s = parse_all(&["loadrig", "run", workload, "-t", url, "-d", "3"]).unwrap();
+            assert!(url.starts_with(&s.target), "{workload}: {}", s.target);
+            assert_eq!(s.load.stop, Stop::Seconds(3.0), "{workload}");
+        }
+    }
+
+    #[test]
+    fn the_old_short_flags_get_a_hint() {
+        let e = parse_all(&["loadrig", "run", "redis", "-t", "set,get"]).unwrap_err();
+        assert!(
+            e.starts_with("--target: 'set,get' is a list of tests"),
+            "{e}"
+        );
+        let e =
+            parse_all(&["loadrig", "run", "http", "-t2", "http://127.0.0.1:8088/"]).unwrap_err();
+        assert!(e.contains("wrk's -t (threads) is --threads"), "{e}");
+    }
+
+    #[test]
+    fn every_payload_is_value_size_and_old_names_still_work() {
+        for (workload, old) in [
+            ("redis", "--data-size"),
+            ("http", "--put-size"),
+            ("pubsub", "--size"),
+            ("chat", "--size"),
+            ("memcache", "--value-size"),
+            ("kv", "--value-size"),
+        ] {
+            for flag in ["--value-size", old] {
+                let s = parse_all(&["loadrig", "run", workload, flag, "100"]).unwrap();
+                let size = match &s.workload {
+                    WorkloadSpec::Redis(r) => r.data_size,
+                    WorkloadSpec::Http(h) => h.put_size,
+                    WorkloadSpec::Pubsub(p) => p.size,
+                    WorkloadSpec::Chat(c) => c.size,
+                    WorkloadSpec::Memcache(m) => m.value_max,
+                    WorkloadSpec::Kv(k) => k.value_max as usize,
+                    _ => unreachable!(),
+                };
+                assert_eq!(size, 100, "{workload} {flag}");
+            }
+        }
+    }
+
+    #[test]
+    fn pubsub_and_chat_refuse_what_they_do_not_list() {
+        for (args, flag) in [
+            (&["pubsub", "--keep"][..], "--keep"),
+            (&["chat", "--keep"][..], "--keep"),
+            (&["pubsub", "--queue", "5"][..], "--queue"),
+            (&["pubsub", "--processes", "2"][..], "--processes"),
+        ] {
+            let mut all = vec!["loadrig", "run"];
+            all.extend_from_slice(args);
+            let e = parse_all(&all).unwrap_err();
+            assert!(e.starts_with(&format!("{flag}:")), "{e}");
+            let help = Cli::command()
+                .find_subcommand_mut("run")
+                .and_then(|r| r.find_subcommand_mut(args[0]))
+                .map(|c| c.render_help().to_string())
+                .unwrap();
+            assert!(!help.contains(&format!("{flag} ")), "{}: {help}", args[0]);
         }
     }
 

@@ -45,7 +45,7 @@ pub struct CompareArgs {
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// The parameter and its values: NAME=LIST (1,2,4), NAME=A..B (every integer), NAME=A..B:STEP; values holding commas (URLs) separated by ';'. NAME is a run flag: its long name (pipeline, clients, data-size, processes, rate ...), its letter (P, c, d) or `target`
+    /// The parameter and its values: NAME=LIST (1,2,4), NAME=A..B (every integer), NAME=A..B:STEP; values holding commas (URLs) separated by ';'. NAME is a run flag: its long name (pipeline, clients, value-size, processes, rate ...), its letter (P, c, n) or `target`
     #[arg(long, value_name = "NAME=VALUES")]
     pub param: String,
     /// The folder every point's report, log, the CSV and the charts go to
@@ -57,7 +57,7 @@ pub struct SweepArgs {
     /// Also write gnuplot's two-column files (`N rate`, `N avg`, ...) into this folder
     #[arg(long, value_name = "DIR")]
     pub gnuplot: Option<PathBuf>,
-    /// After `--`: the run, as `loadrig run` takes it (`run redis -t get -n 100000`), without the swept flag
+    /// After `--`: the run, as `loadrig run` takes it (`run redis --tests get -n 100000`), without the swept flag
     #[arg(last = true, required = true, value_name = "RUN")]
     pub run: Vec<OsString>,
 }

@@ -38,6 +38,29 @@ pub(super) fn one_connection_per_client(run: &RunArgs) -> Result<(), SpecError> 
             "pubsub and chat run in one process (their subjects are private to it)",
         ));
     }
+    if run.keep {
+        return Err(SpecError::new(
+            "--keep",
+            "pubsub and chat leave nothing on the broker to keep",
+        ));
+    }
+    Ok(())
+}
+
+/// A publisher keeps `--pipeline` messages in flight; there is no queue
+/// of waiting calls in front of it.
+pub(super) fn no_managed_mode(run: &RunArgs) -> Result<(), SpecError> {
+    for (given, flag) in [
+        (run.queue.is_some(), "--queue"),
+        (run.slots.is_some(), "--slots"),
+    ] {
+        if given {
+            return Err(SpecError::new(
+                flag,
+                "pubsub's publishers keep --pipeline messages in flight; managed mode is not taken",
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -61,8 +84,8 @@ pub struct PubSubArgs {
     pub subs: u32,
     /// Bytes per message, the 24-byte stamp included (nats-bench -ms)
     #[arg(
-        long = "size",
-        visible_alias = "ms",
+        long = "value-size",
+        aliases = ["size", "ms"],
         value_name = "BYTES",
         default_value_t = 128
     )]

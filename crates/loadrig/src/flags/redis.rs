@@ -10,8 +10,9 @@ use loadrig_spec::{
 use super::Defaults;
 
 pub(super) const REDIS_HELP: &str =
-    "As redis-benchmark; here -t is --tests and -d is --data-size (give --target and \
---duration long). What a run does: docs/workloads.md, section redis.";
+    "As redis-benchmark, with loadrig's flags: -t is --target and -d --duration here as in every \
+workload (redis-benchmark's -t and -d are --tests and --value-size; `loadrig redis-benchmark ...` \
+takes its flags as it spells them). What a run does: docs/workloads.md, section redis.";
 
 /// redis-benchmark's: 50 clients, one thread, the local server.
 pub(super) const REDIS_DEFAULTS: Defaults = Defaults {
@@ -24,12 +25,12 @@ pub(super) const REDIS_DEFAULTS: Defaults = Defaults {
 #[derive(Debug, Args)]
 pub struct RedisArgs {
     /// Tests, comma separated, as redis-benchmark names them: ping (= ping_inline,ping_mbulk), set, get, incr, lpush, rpush, lpop, rpop, sadd, hset, spop, zadd, zpopmin, lrange (= lrange_100,lrange_300,lrange_500,lrange_600), mset, xadd [default: all]
-    #[arg(short = 't', long = "tests", value_name = "TESTS")]
+    #[arg(long = "tests", value_name = "TESTS")]
     pub tests: Option<String>,
     /// Bytes of each value written (SET, LPUSH, RPUSH, HSET, MSET, XADD)
     #[arg(
-        short = 'd',
-        long = "data-size",
+        long = "value-size",
+        alias = "data-size",
         value_name = "BYTES",
         default_value_t = 3
     )]
@@ -43,7 +44,7 @@ pub struct RedisArgs {
     /// The target is a Redis Cluster, as redis-benchmark --cluster (the same as --target redis+cluster://...)
     #[arg(long)]
     pub cluster: bool,
-    /// A command of your own instead of the tests, after --: __rand_int__ is drawn as with -r, __data__ is the -d bytes
+    /// A command of your own instead of the tests, after --: __rand_int__ is drawn as with -r, __data__ is the --value-size bytes
     #[arg(last = true, value_name = "COMMAND", conflicts_with = "tests")]
     pub command: Vec<String>,
     /// memtier_benchmark's load instead of the tests: SETs and GETs in this ratio (e.g. 1:10), both in one run
@@ -74,7 +75,7 @@ pub struct RedisArgs {
     /// With --ratio: the exponent of the Zipf pattern (Z)
     #[arg(long, value_name = "EXP", default_value_t = 1.0, requires = "ratio")]
     pub key_zipf_exp: f64,
-    /// With --ratio: value sizes uniform in this range, instead of -d
+    /// With --ratio: value sizes uniform in this range, instead of --value-size
     #[arg(
         long,
         value_name = "MIN-MAX",
@@ -82,7 +83,7 @@ pub struct RedisArgs {
         conflicts_with = "data_size_list"
     )]
     pub data_size_range: Option<String>,
-    /// With --ratio: value sizes from this weighted list, instead of -d
+    /// With --ratio: value sizes from this weighted list, instead of --value-size
     #[arg(long, value_name = "SIZE:WEIGHT,...", requires = "ratio")]
     pub data_size_list: Option<String>,
 }

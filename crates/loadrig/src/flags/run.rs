@@ -95,9 +95,21 @@ pub struct RunArgs {
     /// This process's part of a split run, i/N
     #[arg(long, value_name = "i/N")]
     pub shard: Option<String>,
+    /// This process's part is i/N, i from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)
+    #[arg(long, value_name = "N", value_parser = count::<u32>, conflicts_with_all = ["shard", "processes"])]
+    pub shards: Option<u32>,
+    /// A shard of a many-host run: create nothing, drop nothing, verify nothing (`loadrig prepare`, `verify`, `teardown` do, once)
+    #[arg(long, conflicts_with = "processes")]
+    pub no_prepare: bool,
     /// Run K local processes, each a shard, begun together and merged (clients count per process)
     #[arg(long, value_name = "K", value_parser = count::<u32>)]
     pub processes: Option<u32>,
+    /// Pin each process to a CPU of its own (process k of --processes to the k-th CPU it may run on)
+    #[arg(long)]
+    pub pin: bool,
+    /// Pin to these CPUs, process k to the k-th (e.g. 0,2,4-7; as taskset -c)
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
     /// Begin the load at this wall-clock time (UNIX seconds), after connecting
     #[arg(long, value_name = "UNIX_TIME", value_parser = unix_time, conflicts_with = "start_delay")]
     pub start_at: Option<f64>,
@@ -114,7 +126,7 @@ pub struct RunArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Threads driving the load [default: the number of cores]
-    #[arg(long)]
+    #[arg(long, value_parser = count::<usize>)]
     pub threads: Option<usize>,
     /// An operation unanswered this long fails as a timeout
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]
@@ -137,18 +149,27 @@ pub struct RunArgs {
     /// Print the results table as CSV on standard output (the rest goes to standard error)
     #[arg(long)]
     pub csv: bool,
+    /// Print the run's summary as one JSON object on standard output (the rest goes to standard error; docs/json.md)
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
     /// Do not check the target's data afterwards (check later with `loadrig verify`)
     #[arg(long)]
     pub no_verify: bool,
     /// Keep the schema and data after the run
     #[arg(long)]
     pub keep: bool,
+    #[command(flatten)]
+    pub tls: super::TlsArgs,
 }
 
 /// Default managed-mode sizes when only one of --queue/--slots is given.
 pub(super) const DEFAULT_QUEUE: u32 = 1_000;
 pub(super) const DEFAULT_SLOTS: u32 = 100;
 pub const DEFAULT_REQUESTS: u64 = 100_000;
+
+/// Where `--shards N` reads this process's index: the variable Kubernetes
+/// sets in each pod of an Indexed Job.
+pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 
 /// The failure gate by default: a run where more than 1% of the operations
 /// failed or were dropped exits 1, with its report (docs/limits.md).
@@ -201,10 +222,7 @@ impl RunArgs {
             (None, None, Some(d)) => Stop::Seconds(d),
             (None, None, None) => Stop::Count(defaults.map_or(DEFAULT_REQUESTS, |d| d.requests)),
         };
-        let shard = match &self.shard {
-            Some(s) => Shard::parse(s)?,
-            None => Shard::WHOLE,
-        };
+        let shard = self.shard_of(std::env::var(INDEX_ENV).ok().as_deref())?;
         let processes = self.processes.unwrap_or(1);
         if processes > 1 && !facts.shared {
             return Err(SpecError::new(
@@ -248,6 +266,7 @@ impl RunArgs {
             keep: self.keep,
             preset,
             processes,
+            prepare: !self.no_prepare,
         };
         spec.apply_workload_rules()?;
         spec.validate()?;
@@ -303,6 +322,29 @@ impl RunArgs {
         Ok(pacing)
     }
 
+    /// `--shard i/N`, or `--shards N` with i from `index` (the value of
+    /// [`INDEX_ENV`]), or the whole run.
+    pub(super) fn shard_of(&self, index: Option<&str>) -> Result<Shard, SpecError> {
+        match (&self.shard, self.shards) {
+            (Some(s), _) => Shard::parse(s),
+            (None, Some(n)) => {
+                let i = index.ok_or_else(|| {
+                    SpecError::new(
+                        "--shards",
+                        format!("needs ${INDEX_ENV} (set in a Kubernetes Indexed Job's pods) or --shard i/N"),
+                    )
+                })?;
+                Shard::parse(&format!("{}/{n}", i.trim())).map_err(|_| {
+                    SpecError::new(
+                        "--shards",
+                        format!("${INDEX_ENV} is '{i}', not an index below {n}"),
+                    )
+                })
+            }
+            (None, None) => Ok(Shard::WHOLE),
+        }
+    }
+
     /// When the load begins, if not at once.
     pub fn start(&self) -> Option<StartRule> {
         match (self.start_at, self.start_delay) {
@@ -310,5 +352,56 @@ impl RunArgs {
             (None, Some(s)) => Some(StartRule::Delay(s)),
             (None, None) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use loadrig_spec::Shard;
+
+    use crate::flags::{Cli, Command, Workload};
+
+    /// The shard of `loadrig run voter ARGS` with `index` as the value of
+    /// `$JOB_COMPLETION_INDEX`.
+    fn shard(args: &[&str], index: Option<&str>) -> Result<Shard, String> {
+        let mut all = vec!["loadrig", "run", "voter"];
+        all.extend_from_slice(args);
+        let Command::Run {
+            workload: Workload::Voter { run, .. },
+        } = Cli::try_parse_from(all).map_err(|e| e.to_string())?.command
+        else {
+            return Err("not run voter".into());
+        };
+        run.shard_of(index).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn shards_takes_its_index_from_the_environment_and_shard_wins_alone() {
+        assert_eq!(
+            shard(&["--shards", "4"], Some("3")),
+            Ok(Shard { index: 3, count: 4 })
+        );
+        assert_eq!(
+            shard(&["--shard", "1/2"], Some("3")),
+            Ok(Shard { index: 1, count: 2 })
+        );
+        assert_eq!(
+            shard(&[], Some("3")),
+            Ok(Shard::WHOLE),
+            "the variable alone does nothing"
+        );
+        let e = shard(&["--shards", "4"], None).unwrap_err();
+        assert!(
+            e.starts_with("--shards:") && e.contains("JOB_COMPLETION_INDEX"),
+            "{e}"
+        );
+        for bad in ["4", "-1", "x", ""] {
+            let e = shard(&["--shards", "4"], Some(bad)).unwrap_err();
+            assert!(e.contains(&format!("'{bad}'")), "{e}");
+        }
+        assert!(shard(&["--shards", "2", "--shard", "0/2"], None).is_err());
+        assert!(shard(&["--shards", "2", "--processes", "2"], None).is_err());
+        assert!(shard(&["--no-prepare", "--processes", "2"], None).is_err());
     }
 }

@@ -217,7 +217,8 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
         "target" => "servers in the target URL".to_string(),
         "P" => "pipeline depth (-P)".to_string(),
         "c" => "clients (-c)".to_string(),
-        "d" => "value size in bytes (-d)".to_string(),
+        "d" => "duration (-d)".to_string(),
+        "value-size" | "data-size" => "value size in bytes".to_string(),
         other => other.to_string(),
     };
     let many = sweeps.len() > 1;

@@ -4,7 +4,10 @@
 //! machine-readable CSV takes standard output.
 
 pub mod csv;
+pub mod erlvolt;
 pub mod http;
+pub mod json;
+pub mod memtier;
 pub mod redis;
 
 use std::io::{IsTerminal, Write};
@@ -23,19 +26,31 @@ use fmt::{dur, rate};
 /// Where human-readable output goes, and how.
 pub struct Printer {
     out: Box<dyn Write>,
+    /// Where a sequential run's test lines go when they are all that
+    /// standard output carries (redis-benchmark's `-q`).
+    tests_out: Option<Box<dyn Write>>,
     quiet: bool,
     /// A progress bar on standard error (quiet, on a terminal).
     bar: bool,
     total_ops: Option<u64>,
     total_secs: Option<f64>,
+    /// The Erlvolt bench's setup this run follows: its lines, not loadrig's laps.
+    preset: Option<loadrig_spec::Preset>,
 }
 
 impl Printer {
     pub fn new(spec: &RunSpec, quiet: bool, csv: bool) -> Printer {
-        let out: Box<dyn Write> = if csv {
+        // redis-benchmark's -q prints a line per test and nothing else:
+        // those lines alone on standard output, the rest on standard error.
+        let tests_only = quiet && !csv && matches!(spec.workload, WorkloadSpec::Redis(_));
+        let out: Box<dyn Write> = if csv || tests_only {
             Box::new(std::io::stderr())
         } else {
             Box::new(std::io::stdout())
+        };
+        let tests_out: Option<Box<dyn Write>> = match tests_only {
+            true => Some(Box::new(std::io::stdout())),
+            false => None,
         };
         let (total_ops, total_secs) = match spec.load.stop {
             Stop::Count(n) => (Some(n), None),
@@ -43,10 +58,12 @@ impl Printer {
         };
         Printer {
             out,
+            tests_out,
             quiet,
             bar: quiet && std::io::stderr().is_terminal(),
             total_ops,
             total_secs,
+            preset: spec.preset,
         }
     }
 
@@ -72,6 +89,9 @@ impl Printer {
     /// later, and the report holds it.
     pub fn header(&mut self, spec: &RunSpec, durability: Option<&str>) {
         self.line(&header(spec));
+        if let Some(client) = erlvolt::client_line(spec, self.quiet) {
+            self.line(&client);
+        }
         if let Some(d) = durability {
             self.line(&format!("durability: {d}"));
         }
@@ -81,7 +101,11 @@ impl Printer {
         if self.bar {
             self.progress(l);
         } else if !self.quiet {
-            self.line(&lap_line(l));
+            let line = match self.preset {
+                Some(p) => erlvolt::lap_line(p, l),
+                None => lap_line(l),
+            };
+            self.line(&line);
         }
     }
 
@@ -110,7 +134,14 @@ impl Printer {
     /// `-q` line for the redis workload), in every mode.
     pub fn test_line(&mut self, title: &str, s: &Snapshot, kind: usize, elapsed: Duration) {
         if let Some(k) = s.kinds.get(kind) {
-            self.line(&redis::quiet_line(title, k, elapsed));
+            let line = redis::quiet_line(title, k, elapsed);
+            match &mut self.tests_out {
+                Some(out) => {
+                    let _ = writeln!(out, "{line}");
+                    let _ = out.flush();
+                }
+                None => self.line(&line),
+            }
         }
     }
 
@@ -188,6 +219,7 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
     let style = report.spec.workload.output();
     if style.net_rate {
         lines.push(net_rate(&report.measured));
+        lines.push(memaslap_line(&report.measured));
     }
     if style.wrk {
         lines.extend(http::wrk_lines(report)?);
@@ -195,6 +227,8 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
     if style.guide_units {
         lines.push(guide_units(&report.measured));
     }
+    lines.extend(erlvolt::closing(report));
+    lines.extend(memtier::all_stats(report)?);
     Ok(lines)
 }
 
@@ -302,15 +336,16 @@ pub fn lap_line(l: &LapView<'_>) -> String {
     // in runs that have listeners.
     let delivered = if l.total.deliveries() > 0 || l.lap.deliveries() > 0 {
         format!(
-            "  delivered lap {}/s total {}",
+            " delivered lap {}/s total {}",
             group(rate(l.lap.deliveries(), l.length) as u64),
             group(l.total.deliveries())
         )
     } else {
         String::new()
     };
+    // Single spaces: 100 columns hold a lap of a fast run.
     format!(
-        "  at {:>7.3}s  lap {}/s  {total}  ok {}  fail {}  pending {}  avg {avg}  p99 {p99}  max {max}{delivered}",
+        "  at {:.3}s lap {}/s {total} ok {} fail {} pending {} avg {avg} p99 {p99} max {max}{delivered}",
         l.elapsed.as_secs_f64(),
         group(rate(l.lap.ok_ops(), l.length) as u64),
         group(l.total.ok_ops()),
@@ -430,6 +465,23 @@ pub fn net_rate(m: &Measured) -> String {
         fmt::bytes(per_sec(m.bytes_sent + m.bytes_received)),
         fmt::bytes(per_sec(m.bytes_received)),
         fmt::bytes(per_sec(m.bytes_sent)),
+    )
+}
+
+/// memaslap's closing line, in its layout (the Rai DS guide's script reads
+/// its seventh word, the TPS): run time, operations, operations per second
+/// and bytes in and out per second in MiB.
+pub fn memaslap_line(m: &Measured) -> String {
+    let per_sec = |v: f64| match m.elapsed_secs > 0.0 {
+        true => v / m.elapsed_secs,
+        false => 0.0,
+    };
+    format!(
+        "Run time: {:.1}s Ops: {} TPS: {:.0} Net_rate: {:.1}M/s",
+        m.elapsed_secs,
+        m.ops,
+        per_sec(m.ops as f64),
+        per_sec((m.bytes_sent + m.bytes_received) as f64) / (1024.0 * 1024.0),
     )
 }
 

@@ -72,6 +72,7 @@ pub fn environment<B: Bench>(
         server_version,
         durability: bench.target().durability(),
         unread: bench.target().unread(),
+        cpu: crate::pin::pinned(),
     }
 }
 
@@ -206,6 +207,13 @@ pub async fn conclude<B: Bench>(
         for row in rows {
             crate::say!("{row}");
         }
+    }
+    if opts.json {
+        let failed: Vec<String> = reasons
+            .iter()
+            .map(|r| format!("check failed: {r}"))
+            .collect();
+        crate::say!("{}", crate::print::json::summary(&report, &failed));
     }
     if let Some(path) = &opts.out {
         report.write(path).with_context(|| "writing the report")?;

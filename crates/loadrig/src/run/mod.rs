@@ -5,11 +5,14 @@
 //! ([`single`]; a child of `--processes` only connects, runs and writes its
 //! report), or the parent of `--processes` ([`parent`]), which does the
 //! rest once. Both end through [`conclude`]; neither calls the other.
+//! A shard of a many-host run (`--no-prepare`) runs as a child does; the
+//! parts done once are [`phases`].
 
 mod conclude;
 mod deadline;
 pub use deadline::Deadlines;
 mod parent;
+pub mod phases;
 mod single;
 
 use std::path::PathBuf;
@@ -24,6 +27,8 @@ use crate::start::StartRule;
 pub struct Options {
     pub quiet: bool,
     pub csv: bool,
+    /// `--json`: the summary as one JSON object on standard output.
+    pub json: bool,
     pub out: Option<PathBuf>,
     /// `--hdr-log`: the laps as an HdrHistogram interval log.
     pub hdr_log: Option<PathBuf>,
@@ -35,10 +40,11 @@ pub struct Options {
 }
 
 impl Options {
-    /// Standard output carries data (CSV, or the report with `--out -`),
+    /// Standard output carries data (CSV, JSON, or the report with `--out -`),
     /// so the human text goes to standard error.
     pub fn data_on_stdout(&self) -> bool {
         self.csv
+            || self.json
             || self.out.as_deref().is_some_and(|p| {
                 p == std::path::Path::new("-") || p == std::path::Path::new("/dev/stdout")
             })
@@ -53,14 +59,21 @@ pub enum Role {
     /// The parent of `--processes`: it prepares, starts the children with
     /// these arguments (plus each one's shard, start and report file),
     /// merges, verifies and tears down.
-    Parent { child: ChildLine },
+    /// `cpus`: `--pin`/`--cpus`, child k on the k-th.
+    Parent {
+        child: ChildLine,
+        cpus: Option<Vec<usize>>,
+    },
     /// One of the parent's children: connect, run, write the report.
+    /// A shard of `--no-prepare` plays this part too.
     Child,
 }
 
 pub async fn drive<B: Bench>(bench: B, spec: &RunSpec, opts: &Options) -> anyhow::Result<i32> {
     match &opts.role {
-        Role::Parent { child } => parent::parent(bench, spec, opts, child).await,
+        Role::Parent { child, cpus } => {
+            parent::parent(bench, spec, opts, child, cpus.as_deref()).await
+        }
         Role::Single | Role::Child => single::single(bench, spec, opts).await,
     }
 }

@@ -44,6 +44,7 @@ pub async fn parent<B: Bench>(
     spec: &RunSpec,
     opts: &Options,
     child: &ChildLine,
+    cpus: Option<&[usize]>,
 ) -> anyhow::Result<i32> {
     let k = spec.processes;
     // Every signal stops the children too (they are also told by the
@@ -72,6 +73,10 @@ pub async fn parent<B: Bench>(
             .arg("-q")
             .arg("--child")
             .arg(with_value("--out=", &path))
+            .args(
+                cpus.and_then(|c| c.get(i as usize))
+                    .map(|c| format!("--cpus={c}")),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -190,7 +195,11 @@ fn report_children(p: &mut Printer, finished: &[Finished], at_ms: u64) -> (Vec<S
     for (i, f) in finished.iter().enumerate() {
         match (&f.report, &f.missing) {
             (Some(r), _) => {
-                p.line(&format!("process {i}: {}", overall(r)));
+                let on = r
+                    .environment
+                    .cpu
+                    .map_or(String::new(), |c| format!(" on CPU {c}"));
+                p.line(&format!("process {i}{on}: {}", overall(r)));
                 // On time, a child's start is the start asked for, exactly.
                 if r.started_unix_ms > at_ms {
                     p.line(&format!(

@@ -27,7 +27,8 @@ pub(super) async fn single<B: Bench>(
     // From here on a signal stops the run and still gets its report.
     let stop = crate::signals::watch().stop;
     let d = Deadlines::of(spec);
-    let child = opts.role == Role::Child;
+    // A shard of `--no-prepare` neither prepares nor verifies nor drops.
+    let child = opts.role == Role::Child || !spec.prepare;
     let kinds = bench.kinds();
     let domains = bench.domains();
     let mut p = Printer::new(spec, opts.quiet, opts.data_on_stdout());

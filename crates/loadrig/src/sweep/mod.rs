@@ -118,8 +118,7 @@ pub fn child_args(run: &[OsString], name: &str, value: &str, out: &Path) -> Vec<
     let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
     let mut out_flag = OsString::from("--out=");
     out_flag.push(out);
-    // A one-letter name is a short flag (`-P`, `-d`, `-c` of the redis
-    // workload's redis-benchmark spellings).
+    // A one-letter name is a short flag (`-P`, `-c`, `-n`).
     let dashes = if name.len() == 1 { "-" } else { "--" };
     let added = [OsString::from(format!("{dashes}{name}={value}")), out_flag];
     args.splice(at..at, added);

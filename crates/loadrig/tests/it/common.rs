@@ -130,6 +130,7 @@ pub fn hold(server: &str) -> MutexGuard<'static, ()> {
     static MARIADB: Mutex<()> = Mutex::new(());
     static MEMCACHED: Mutex<()> = Mutex::new(());
     static REDIS_CLUSTER: Mutex<()> = Mutex::new(());
+    static REDIS_DB0: Mutex<()> = Mutex::new(());
     static OTHER: Mutex<()> = Mutex::new(());
     let lock = match server {
         "postgres" => &POSTGRES,
@@ -138,6 +139,9 @@ pub fn hold(server: &str) -> MutexGuard<'static, ()> {
         "memcached" => &MEMCACHED,
         // A cluster has one database: runs there share the key names.
         "redis-cluster" => &REDIS_CLUSTER,
+        // Runs in Redis's default database (the peers' lines name none):
+        // each verifies the keys it wrote there.
+        "redis-db0" => &REDIS_DB0,
         _ => &OTHER,
     };
     // A test that failed holding it leaves nothing behind to protect.

@@ -93,7 +93,7 @@ pub(crate) fn mask(text: &str) -> String {
 }
 
 /// Every path in a JSON document with its type, arrays by their first element.
-fn shape(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+pub(crate) fn shape(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
     use serde_json::Value;
     match v {
         Value::Object(m) => {
@@ -305,4 +305,56 @@ fn pubsub_text_output() {
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     golden("pubsub-nats.txt", &mask(&r.stdout));
+}
+
+/// The Erlvolt bench's lines of a run with a preset: its parameter line,
+/// its lap line, its overall and closing lines, and over two processes
+/// its total line; the counts in them are the run's.
+#[test]
+fn erlvolt_lines_with_a_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("v.db").display());
+    let mut text = String::new();
+    for (preset, processes) in [("vsd", "1"), ("vbm", "2")] {
+        let (r, report) = run_reported(&[
+            "run",
+            "voter",
+            "--target",
+            &db,
+            "--preset",
+            preset,
+            "-c",
+            "4",
+            "-n",
+            "2000",
+            "--interval",
+            "1h",
+            "--processes",
+            processes,
+        ]);
+        votes_add_up(&r, &report, 2000);
+        let accepted = Votes::counted(&report).accepted;
+        let label = preset.to_uppercase();
+        assert!(
+            r.stdout.contains(&format!(
+                "Client '{label}' overall: {} T/sec throughput, 0.00% fails, total transactions: 2,000, fails: 0, total time: ",
+                group(report.measured.throughput as u64)
+            )),
+            "{}",
+            r.dump()
+        );
+        assert!(
+            r.stdout
+                .contains(&format!(", database: +{} new votes\n", group(accepted))),
+            "{}",
+            r.dump()
+        );
+        let erlvolt = r.stdout.lines().filter(|l| {
+            l.starts_with("Client ")
+                || l.starts_with("Total transactions")
+                || l.contains(", bench started ")
+        });
+        text.push_str(&mask(&(erlvolt.collect::<Vec<_>>().join("\n") + "\n")));
+    }
+    golden("voter-erlvolt.txt", &text);
 }

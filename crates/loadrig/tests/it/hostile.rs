@@ -34,7 +34,7 @@ const BEHAVIOURS: [Behaviour; 4] = [
 
 /// A scheme and the run that uses it.
 const TARGETS: [(&str, &[&str]); 8] = [
-    ("redis", &["run", "redis", "-t", "get"]),
+    ("redis", &["run", "redis", "--tests", "get"]),
     ("memcache", &["run", "memcache"]),
     ("nats", &["run", "pubsub"]),
     ("mqtt", &["run", "pubsub"]),

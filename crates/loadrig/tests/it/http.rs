@@ -75,7 +75,7 @@ fn requests_per_sec(stdout: &str) -> f64 {
 #[test]
 fn get_over_four_ports_is_verified_and_counted_by_status() {
     nginx();
-    let (r, report) = http(&["-n", "20000", "-c", "8", "-t", "1", FOUR]);
+    let (r, report) = http(&["-n", "20000", "-c", "8", "--threads", "1", FOUR]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert_all_ok(&r, &report, 20_000);
     assert_verified(&r, &report);
@@ -118,7 +118,7 @@ fn puts_are_read_back_then_removed() {
         "50",
         "-c",
         "2",
-        "--put-size",
+        "--value-size",
         "40",
         "--seed",
         "1302",
@@ -143,7 +143,7 @@ fn puts_are_read_back_then_removed() {
         "50",
         "-c",
         "2",
-        "--put-size",
+        "--value-size",
         "40",
         "--seed",
         "1302",
@@ -173,7 +173,7 @@ fn a_file_changed_during_the_run_is_a_mismatch() {
         "3",
         "-c",
         "4",
-        "-t",
+        "--threads",
         "1",
         "--interval",
         "0.5",
@@ -275,7 +275,7 @@ fn silent(mut c: TcpStream) {
 fn against(serve: fn(TcpStream), extra: &[&str]) -> (Run, Report, Duration) {
     let (port, done) = own_server(move |c, _| serve(c));
     let url = format!("http://127.0.0.1:{port}/");
-    let mut args = vec!["-d", "1", "-c", "2", "-t", "1", "--timeout", "1"];
+    let mut args = vec!["-d", "1", "-c", "2", "--threads", "1", "--timeout", "1"];
     args.extend_from_slice(extra);
     args.push(&url);
     let began = Instant::now();
@@ -415,7 +415,7 @@ fn the_closing_lines_are_wrks() {
     let r = loadrig(&[
         "run",
         "http",
-        "-t2",
+        "--threads=2",
         "-c50",
         "-d3s",
         "--latency",
@@ -451,7 +451,7 @@ fn the_closing_lines_are_wrks() {
     let r = loadrig(&[
         "run",
         "http",
-        "-t1",
+        "--threads=1",
         "-c2",
         "-d1s",
         "--interval",
@@ -534,7 +534,7 @@ fn chunked(mut c: TcpStream) {
 fn chunked_bodies_are_framed_and_compared_by_their_data() {
     let (port, done) = own_server(|c, _| chunked(c));
     let url = format!("http://127.0.0.1:{port}/");
-    let (r, report) = http(&["-n", "2000", "-c", "2", "-t", "1", "-P", "4", &url]);
+    let (r, report) = http(&["-n", "2000", "-c", "2", "--threads", "1", "-P", "4", &url]);
     done.store(true, Ordering::Relaxed);
     let _ = TcpStream::connect(("127.0.0.1", port));
     assert_all_ok(&r, &report, 2000);

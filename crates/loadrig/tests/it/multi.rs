@@ -440,3 +440,70 @@ fn merge_joins_shards_run_apart() {
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.dump());
     assert!(r.stderr.contains("junk.json"), "{}", r.dump());
 }
+
+/// `--pin`: process k of `--processes 2` runs on the k-th CPU this process
+/// may use, each its own, and the merged report records each one's CPU;
+/// `--cpus` pins a single run where it says. Too few CPUs is refused.
+#[test]
+fn pinned_processes_record_their_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "-t",
+        "null://",
+        "-n",
+        "2000",
+        "--processes",
+        "2",
+        "--pin",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let merged = read(&out);
+    let cpus: Vec<Option<usize>> = merged.processes.iter().map(|p| p.cpu).collect();
+    assert_eq!(cpus.len(), 2, "{cpus:?}");
+    assert!(cpus.iter().all(Option::is_some), "{cpus:?}");
+    assert_ne!(cpus[0], cpus[1], "a CPU each: {cpus:?}");
+    for (i, c) in cpus.iter().enumerate() {
+        let line = format!("process {i} on CPU {}: ", c.unwrap());
+        assert!(r.stdout.contains(&line), "{line}\n{}", r.dump());
+    }
+    assert_eq!(merged.measured.ops, 2000);
+
+    let one = dir.path().join("one.json");
+    let cpu = cpus[1].unwrap().to_string();
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "-t",
+        "null://",
+        "-n",
+        "200",
+        "--cpus",
+        &cpu,
+        "-o",
+        one.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_eq!(read(&one).environment.cpu, cpus[1]);
+
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "-t",
+        "null://",
+        "--processes",
+        "256",
+        "--pin",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert!(
+        r.stderr
+            .starts_with("error: --pin: 256 processes need a CPU each"),
+        "{}",
+        r.dump()
+    );
+}

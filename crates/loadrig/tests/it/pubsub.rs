@@ -59,9 +59,23 @@ fn two_publishers_three_subscribers_every_message_counted() {
         need_server(name, port);
         let target = url(i, port);
         let out = dir.path().join(format!("{scheme}{i}.json"));
+        // A drain of 30 s is a ceiling: the subscribers have every
+        // message long before, and the run ends then.
         let mut args = vec![
-            "run", "pubsub", "--target", &target, "--pubs", "2", "--subs", "3", "-n", "20000",
-            "--size", "64",
+            "run",
+            "pubsub",
+            "--target",
+            &target,
+            "--pubs",
+            "2",
+            "--subs",
+            "3",
+            "-n",
+            "20000",
+            "--value-size",
+            "64",
+            "--drain",
+            "30s",
         ];
         if i == 2 {
             // Mosquitto queues at most 1,000 QoS 1 messages per subscriber
@@ -70,8 +84,15 @@ fn two_publishers_three_subscribers_every_message_counted() {
             // so. Paced, every one arrives.
             args.extend(["--rate", "10000"]);
         }
+        let t = std::time::Instant::now();
         let (r, report) = run_to(&out, &args);
         assert_eq!(r.code, 0, "{target}: {}", r.dump());
+        assert!(
+            t.elapsed() < Duration::from_secs(25),
+            "{target}: the drain waited for nothing: {:?}\n{}",
+            t.elapsed(),
+            r.dump()
+        );
         assert!(
             r.stdout
                 .contains("verify ... ok (20,000 messages to each of 3 subscribers"),
@@ -172,7 +193,7 @@ fn a_subscriber_cut_off_shows_its_losses() {
                         "20000",
                         "--duration",
                         "4",
-                        "--size",
+                        "--value-size",
                         "64",
                     ],
                 )
@@ -352,7 +373,7 @@ fn sent_received(report: &serde_json::Value) -> (u64, u64) {
 #[test]
 fn bad_flags_get_one_line_and_exit_2() {
     for args in [
-        &["run", "pubsub", "--size", "10"][..],
+        &["run", "pubsub", "--value-size", "10"][..],
         &["run", "pubsub", "--clients", "4"],
         &["run", "chat", "--cpg", "1"],
         &["run", "chat", "--mode", "realistic", "--rate", "10"],

@@ -133,8 +133,8 @@ fn every_redis_benchmark_test_runs() {
     ];
     for (name, titles) in cases {
         let r = loadrig(&[
-            "run", "redis", "--target", URL, "--dbnum", "10", "-t", name, "-n", "700", "-c", "7",
-            "-q",
+            "run", "redis", "--target", URL, "--dbnum", "10", "--tests", name, "-n", "700", "-c",
+            "7", "-q",
         ]);
         assert_eq!(r.code, 0, "-t {name}: {}", r.dump());
         let lines: Vec<&str> = r
@@ -146,8 +146,15 @@ fn every_redis_benchmark_test_runs() {
         for (l, t) in lines.iter().zip(titles.iter()) {
             assert!(l.starts_with(&format!("{t}: ")), "-t {name}: {l}");
         }
-        assert!(r.stdout.contains("verify ... "), "-t {name}: {}", r.dump());
-        assert!(!r.stdout.contains("FAILED"), "-t {name}: {}", r.dump());
+        // As redis-benchmark -q: those lines alone on standard output.
+        assert_eq!(
+            r.stdout.lines().count(),
+            titles.len(),
+            "-t {name}: {}",
+            r.dump()
+        );
+        assert!(r.stderr.contains("verify ... "), "-t {name}: {}", r.dump());
+        assert!(!r.stderr.contains("FAILED"), "-t {name}: {}", r.dump());
     }
     // Every test in one run, with random keys: one report, one kind per
     // test with its own time, verified against the server, then cleaned up.
@@ -169,9 +176,9 @@ fn every_redis_benchmark_test_runs() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
-    assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
+    assert!(r.stderr.contains("verify ... ok ("), "{}", r.dump());
     assert!(
-        r.stdout.contains("key:* written, all there"),
+        r.stderr.contains("key:* written, all there"),
         "{}",
         r.dump()
     );
@@ -214,7 +221,7 @@ fn csv_is_redis_benchmarks() {
         URL,
         "--dbnum",
         "11",
-        "-t",
+        "--tests",
         "set,get,lrange_100",
         "-n",
         "2000",
@@ -276,7 +283,7 @@ fn pipelined_sixteen_deep() {
         URL,
         "--dbnum",
         "12",
-        "-t",
+        "--tests",
         "set,get,incr,lpush,lpop",
         "-P",
         "16",
@@ -319,7 +326,7 @@ fn error_replies_and_changed_values() {
         URL,
         "--dbnum",
         "13",
-        "-t",
+        "--tests",
         "get",
         "-n",
         "500",
@@ -363,14 +370,15 @@ fn error_replies_and_changed_values() {
         ],
     );
     let r = loadrig(&[
-        "run", "redis", "--target", URL, "--dbnum", "13", "-t", "get", "-n", "300", "-c", "3",
+        "run", "redis", "--target", URL, "--dbnum", "13", "--tests", "get", "-n", "300", "-c", "3",
     ]);
     assert_eq!(r.code, 1, "{}", r.dump());
     assert!(r.stdout.contains("verify ... FAILED ("), "{}", r.dump());
     assert!(r.stdout.contains("verification 300"), "{}", r.dump());
     // After a SET of this run's data, the same GETs pass.
     let r = loadrig(&[
-        "run", "redis", "--target", URL, "--dbnum", "13", "-t", "set,get", "-n", "300", "-c", "3",
+        "run", "redis", "--target", URL, "--dbnum", "13", "--tests", "set,get", "-n", "300", "-c",
+        "3",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("GET: 300 hits, 0 misses"), "{}", r.dump());
@@ -411,7 +419,7 @@ fn garbage_from_the_server_is_a_protocol_error() {
             &format!("redis://127.0.0.1:{port}"),
             "--dbnum",
             "0",
-            "-t",
+            "--tests",
             "ping",
             "-n",
             "300",
@@ -509,7 +517,7 @@ fn several_ports_in_one_run() {
         &url,
         "--dbnum",
         "14",
-        "-t",
+        "--tests",
         "set,get,incr,lpush,sadd,xadd",
         "-n",
         "4000",
@@ -538,7 +546,7 @@ fn several_ports_in_one_run() {
     assert!(here > 0 && there > 0, "{here} + {there}");
     // Without --keep the run removes what it touched on both.
     let r = loadrig(&[
-        "run", "redis", "--target", &url, "--dbnum", "14", "-t", "lpush", "-n", "10",
+        "run", "redis", "--target", &url, "--dbnum", "14", "--tests", "lpush", "-n", "10",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert_eq!(redis(14, &[&["EXISTS", "mylist"]]), [":0"]);
@@ -593,7 +601,7 @@ fn a_command_of_ones_own() {
     assert_eq!(r.code, 0, "{}", r.dump());
     assert_eq!(redis(15, &[&["GET", "ctr"]]), ["777"]);
 
-    let r = loadrig(&["run", "redis", "-t", "set", "--", "GET", "x"]);
+    let r = loadrig(&["run", "redis", "--tests", "set", "--", "GET", "x"]);
     assert_eq!(r.code, 2, "{}", r.dump());
     flush(15);
 }
@@ -747,7 +755,7 @@ fn a_server_that_keeps_nothing_fails_a_run_by_time() {
         &target,
         "--dbnum",
         "0",
-        "-t",
+        "--tests",
         "set",
         "-r",
         "1000",
@@ -784,7 +792,7 @@ fn a_failed_verification_keeps_the_report() {
         &target,
         "--dbnum",
         "0",
-        "-t",
+        "--tests",
         "set",
         "-n",
         "300",
@@ -825,7 +833,7 @@ fn verify_later_needs_the_data_kept() {
         URL,
         "--dbnum",
         "12",
-        "-t",
+        "--tests",
         "set",
         "-n",
         "200",

@@ -25,7 +25,7 @@ fn run(port: u16, extra: &[&str]) -> Value {
         "redis",
         "--target",
         &target,
-        "-t",
+        "--tests",
         "get",
         "--interval",
         "1h",

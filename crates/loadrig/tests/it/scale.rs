@@ -23,7 +23,7 @@ fn two_thousand_redis_connections_all_ok_in_little_memory() {
         "redis://127.0.0.1:6379",
         "--dbnum",
         "12",
-        "-t",
+        "--tests",
         "set,get",
         "-c",
         "2000",

@@ -258,6 +258,14 @@ fn presets() {
         ]);
         assert_eq!(r.code, 0, "{preset}: {}", r.dump());
         assert!(r.stdout.contains(shape), "{preset}: {}", r.dump());
+        // The Erlvolt bench's closing lines, the new votes counted by the server.
+        let label = preset.to_uppercase();
+        assert!(
+            r.stdout.contains(&format!("Client '{label}' overall: "))
+                && r.stdout.contains(", database: +"),
+            "{preset}: {}",
+            r.dump()
+        );
         assert!(
             r.stdout.contains("verify ... ok ("),
             "{preset}: {}",

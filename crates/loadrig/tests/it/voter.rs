@@ -346,6 +346,44 @@ fn a_second_signal_ends_the_run_at_once() {
     assert!(t.elapsed() < Duration::from_secs(10), "{}", r.dump());
 }
 
+/// One signal ends a run stuck on operations in flight (each takes 30 s,
+/// the timeout is 60 s) after a short grace: they fail as timeouts, in
+/// doubt, and the report is written.
+#[test]
+fn a_stop_gives_what_is_in_flight_a_short_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut run = Running::start(&[
+        "run",
+        "voter",
+        "--target",
+        "null://?delay=30s",
+        "-n",
+        "4",
+        "-c",
+        "2",
+        "--timeout",
+        "60",
+        "--interval",
+        "0.2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until_first_lap();
+    let t = Instant::now();
+    kill("-TERM", run.id());
+    let r = run.finish();
+    // 0.5 s to see the flag, 1 s of grace, the report: far below the 30 s
+    // the calls would take, with room for a busy machine.
+    assert!(t.elapsed() < Duration::from_secs(15), "{}", r.dump());
+    assert_eq!(r.code, 1, "{}", r.dump());
+    let j = json(&out);
+    assert_eq!(j["interrupted"], true);
+    let kind = &j["measured"]["kinds"][0];
+    assert_eq!(kind["count"], 2, "{kind}");
+    assert_eq!(kind["ok"], 0, "{kind}");
+}
+
 /// SIGTERM to the parent of --processes reaches every child: each stops
 /// and reports, the parent merges what they measured, and no child is
 /// left running.

@@ -205,7 +205,7 @@ async fn open(at: &TargetUrl, i: usize, client_id: &str) -> Result<Socket, LinkE
         server: name.clone(),
         source,
     };
-    let mut sock = Socket::connect(&host, port, CONNECT_TIMEOUT, READ_CHUNK)
+    let mut sock = Socket::open(&host, port, CONNECT_TIMEOUT, READ_CHUNK, at.tls)
         .await
         .map_err(io)?;
     let connect = mqtt::Connect {

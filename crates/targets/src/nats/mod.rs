@@ -151,7 +151,7 @@ async fn open(at: &TargetUrl, i: usize) -> Result<(Socket, Option<String>), Link
     let mut sock = Socket::connect(&host, port, CONNECT_TIMEOUT, READ_CHUNK)
         .await
         .map_err(io)?;
-    match tokio::time::timeout(CONNECT_TIMEOUT, handshake(&mut sock, at)).await {
+    match tokio::time::timeout(CONNECT_TIMEOUT, handshake(&mut sock, at, &host)).await {
         Err(_) => Err(io(io::Error::new(io::ErrorKind::TimedOut, "timed out"))),
         Ok(Err(Handshake::Io(e))) => Err(io(e)),
         Ok(Err(Handshake::Refused(why))) => Err(LinkError::Refused { server: name, why }),
@@ -174,13 +174,26 @@ fn invalid(what: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_string())
 }
 
-/// `INFO` in, `CONNECT` and `PING` out, `PONG` in.
-async fn handshake(sock: &mut Socket, at: &TargetUrl) -> Result<Option<String>, Handshake> {
+/// `INFO` in, TLS when the URL (`tls://`) or the server (`tls_required`)
+/// asks for it, `CONNECT` and `PING` out, `PONG` in.
+async fn handshake(
+    sock: &mut Socket,
+    at: &TargetUrl,
+    host: &str,
+) -> Result<Option<String>, Handshake> {
     let version = loop {
         match nats::parse_server_op(&sock.rbuf) {
             Ok(Some((ServerOp::Info(info), n))) => {
                 let v = info.version().map(|v| format!("nats-server {v}"));
+                let required = info.bool_field("tls_required") == Some(true);
+                let offered = required || info.bool_field("tls_available") == Some(true);
                 sock.rbuf.advance(n);
+                if at.tls && !offered {
+                    return Err(Handshake::Refused("the server offers no TLS".to_string()));
+                }
+                if at.tls || required {
+                    sock.start_tls(host).await?;
+                }
                 break v;
             }
             Ok(Some(_)) => return Err(invalid("the first line is not INFO").into()),

@@ -16,9 +16,9 @@ use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_workloads::kv::{Key, KvBackend, KvConn, Rows, Txn, TxnDone};
 use loadrig_workloads::{Reply, TargetError};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, Config, Statement};
+use tokio_postgres::{Client, Statement};
 
-use super::{open, reason, reply_err, PostgresTarget, Unopened};
+use super::{open, reason, reply_err, Connect, PostgresTarget, Unopened};
 use crate::sql::SqlAdmin;
 
 /// The names and statements of one dataset.
@@ -93,7 +93,7 @@ END $$;"
 
 /// One connection: its prepared statements, the calls in flight in order.
 pub struct PgKvConn {
-    config: Arc<Config>,
+    config: Arc<Connect>,
     sql: Arc<Sql>,
     client: Arc<Client>,
     prepared: Prepared,
@@ -110,7 +110,7 @@ struct Prepared {
     range: Statement,
 }
 
-async fn open_kv(config: &Config, sql: &Sql) -> Result<(Client, Prepared), Unopened> {
+async fn open_kv(config: &Connect, sql: &Sql) -> Result<(Client, Prepared), Unopened> {
     let client = open(config).await?;
     let prepared = Prepared {
         call: client.prepare(&sql.call).await?,

@@ -1,4 +1,4 @@
-//! PostgreSQL over tokio-postgres (no TLS): the connection set-up shared
+//! PostgreSQL over tokio-postgres (TLS by rustls when `sslmode` asks): the connection set-up shared
 //! by the Voter and Hello, how server errors become counted [`OpError`]s,
 //! and [`PgConn`], a connection that keeps many calls in flight.
 //!
@@ -21,7 +21,11 @@ use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_workloads::TargetInfo;
 use loadrig_workloads::{Reply, TargetError};
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::config::SslMode as PgSslMode;
+use tokio_postgres::{Client, Config, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::tls::{self, Check};
 
 use loadrig_spec::SpecError;
 
@@ -33,22 +37,58 @@ use crate::url::TargetUrl;
 const MAX_DEPTH: usize = 256;
 const EXPECTED: &str = "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
 
-/// Parse what follows `postgres://`: a user, one server and the database
-/// the run creates its tables in.
-pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+/// Parse what follows `postgres://`: a user, one server, the database
+/// the run creates its tables in, and `?sslmode=` (docs/tls.md).
+pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, SslMode), SpecError> {
     let (url, options) = TargetUrl::parse("postgres", rest, 5432, EXPECTED)?;
-    url.no_options(options)?;
     url.one_server()?;
     if url.user.is_none() || url.path.is_empty() {
         return Err(url.bad("user, host and database are all needed"));
     }
-    Ok(url)
+    let mut mode = SslMode::Disable;
+    for (k, v) in crate::query_pairs(options.unwrap_or_default()) {
+        mode = match (k, v) {
+            ("sslmode", "disable") => SslMode::Disable,
+            ("sslmode", "prefer") => SslMode::Prefer,
+            ("sslmode", "require") => SslMode::Require,
+            ("sslmode", "verify-ca") => SslMode::VerifyCa,
+            ("sslmode", "verify-full") => SslMode::VerifyFull,
+            ("sslmode", other) => {
+                return Err(url.bad(format_args!(
+                    "sslmode '{other}' is not disable, prefer, require, verify-ca or verify-full"
+                )))
+            }
+            (other, _) => return Err(url.bad(format_args!("unknown option '{other}'"))),
+        };
+    }
+    Ok((url, mode))
+}
+
+/// `?sslmode=`: whether TLS is used. The certificate is checked whatever
+/// the mode (unlike libpq's `prefer` and `require`), host name included
+/// but with `verify-ca`; `--insecure` skips the check. No `sslmode` is
+/// `disable`, not libpq's `prefer`: a benchmark's transport does not
+/// change with what the server happens to offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SslMode {
+    Disable,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+/// How a connection opens: tokio-postgres's settings and the TLS
+/// connector (used only when the mode asks for TLS).
+pub(crate) struct Connect {
+    pg: Config,
+    tls: MakeRustlsConnect,
 }
 
 /// A PostgreSQL server and database. Cheap: it connects per use.
 pub struct PostgresTarget {
     at: TargetUrl,
-    config: Arc<Config>,
+    config: Arc<Connect>,
     /// Read from the server at the first connection; `durability()` is sync.
     durability: OnceLock<String>,
     /// The kv workload's dataset: its table, function and statements.
@@ -56,7 +96,7 @@ pub struct PostgresTarget {
 }
 
 impl PostgresTarget {
-    pub(crate) fn new(at: TargetUrl) -> PostgresTarget {
+    pub(crate) fn new(at: TargetUrl, mode: SslMode) -> PostgresTarget {
         let (host, port, _) = at.server(0);
         let mut config = Config::new();
         config
@@ -69,9 +109,19 @@ impl PostgresTarget {
         if let Some(p) = &at.password {
             config.password(p);
         }
+        config.ssl_mode(match mode {
+            SslMode::Disable => PgSslMode::Disable,
+            SslMode::Prefer => PgSslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => PgSslMode::Require,
+        });
+        let check = match mode {
+            SslMode::VerifyCa => Check::ChainOnly,
+            _ => Check::Full,
+        };
+        let tls = MakeRustlsConnect::new((*tls::config(check)).clone());
         PostgresTarget {
             at,
-            config: Arc::new(config),
+            config: Arc::new(Connect { pg: config, tls }),
             durability: OnceLock::new(),
             kv: Arc::new(kv::Sql::new("kv")),
         }
@@ -204,10 +254,11 @@ impl Unopened {
 }
 
 /// Connect and let a task drive the socket until the client is dropped.
-async fn open(config: &Config) -> Result<Client, Unopened> {
-    let (client, connection) = tokio::time::timeout(OPEN_TIMEOUT, config.connect(NoTls))
-        .await
-        .map_err(|_| Unopened::Silent)??;
+async fn open(config: &Connect) -> Result<Client, Unopened> {
+    let (client, connection) =
+        tokio::time::timeout(OPEN_TIMEOUT, config.pg.connect(config.tls.clone()))
+            .await
+            .map_err(|_| Unopened::Silent)??;
     tokio::spawn(async move {
         // The error, if any, reaches the calls in flight as a closed client.
         let _ = connection.await;
@@ -216,7 +267,7 @@ async fn open(config: &Config) -> Result<Client, Unopened> {
 }
 
 async fn open_prepared(
-    config: &Config,
+    config: &Connect,
     sql: &[&str],
 ) -> Result<(Client, Vec<Statement>), Unopened> {
     let client = open(config).await?;
@@ -256,6 +307,11 @@ fn reason(e: &tokio_postgres::Error) -> String {
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            // tokio-rustls hands rustls's error (a certificate refused)
+            // inside an I/O error: said as the other targets say it.
+            if let Some(tls) = io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) {
+                return format!("TLS: {tls}");
+            }
             return match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
                 std::io::ErrorKind::TimedOut => "connection timed out".to_string(),
@@ -315,7 +371,7 @@ fn sqlstate_class(code: &str) -> &'static str {
 /// One connection with its prepared statements and its calls in flight,
 /// answered in order. `R` is the workload's result type.
 pub struct PgConn<R> {
-    config: Arc<Config>,
+    config: Arc<Connect>,
     sql: &'static [&'static str],
     /// Shared with the calls in flight, which own what they use.
     client: Arc<Client>,
@@ -376,14 +432,15 @@ mod tests {
 
     #[test]
     fn parses_database_urls() {
-        let u = parse_url("bench:p%40ss@127.0.0.1/bench").unwrap();
+        let (u, mode) = parse_url("bench:p%40ss@127.0.0.1/bench").unwrap();
+        assert_eq!(mode, SslMode::Disable);
         assert_eq!(u.user.as_deref(), Some("bench"));
         assert_eq!(u.password.as_deref(), Some("p@ss"));
         assert_eq!(u.servers, [("127.0.0.1".to_string(), 5432)]);
         assert_eq!(u.path, "bench");
         assert_eq!(u.label(), "postgres://bench:***@127.0.0.1:5432/bench");
         // A '/' in a password does not end the host part.
-        let u = parse_url("bench:a/b@[::1]:5433/db").unwrap();
+        let (u, _) = parse_url("bench:a/b@[::1]:5433/db?sslmode=verify-ca").unwrap();
         assert_eq!(u.password.as_deref(), Some("a/b"));
         assert_eq!(u.label(), "postgres://bench:***@[::1]:5433/db");
     }
@@ -397,7 +454,7 @@ mod tests {
             "bench:secret@127.0.0.1:0/bench",
             "bench:secret@/bench",
             "bench:secret@h1,h2/bench",
-            "bench:secret@127.0.0.1/bench?sslmode=require",
+            "bench:secret@127.0.0.1/bench?sslmode=verify",
             "bench:se/cret@127.0.0.1/bench?x=1",
         ] {
             let e = parse_url(rest).unwrap_err();

@@ -254,7 +254,7 @@ impl Link {
             source,
         };
         let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "timed out");
-        let sock = Socket::connect(host, port, CONNECT_TIMEOUT, READ_CHUNK)
+        let sock = Socket::open(host, port, CONNECT_TIMEOUT, READ_CHUNK, at.tls)
             .await
             .map_err(io)?;
         let mut link = Link { sock };

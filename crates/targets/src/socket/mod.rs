@@ -7,7 +7,8 @@
 //! both buffers live here, so dropping `fill` (the engine serves a timer)
 //! loses nothing. The buffers start at a few hundred bytes, grow with a burst
 //! and shrink after it ([`fit`]), so thousands of mostly idle connections
-//! hold little memory.
+//! hold little memory. A socket may speak TLS ([`Socket::start_tls`],
+//! [`tls`]): its buffers stay plaintext.
 
 use std::io;
 use std::time::Duration;
@@ -18,6 +19,8 @@ use tokio::net::TcpStream;
 
 mod fit;
 use fit::Fit;
+#[cfg(feature = "tls")]
+mod tls;
 
 #[cfg(any(
     feature = "redis",
@@ -40,6 +43,9 @@ pub use stream::{Dial, Stream};
 
 pub struct Socket {
     stream: TcpStream,
+    /// The TLS session, once [`Socket::start_tls`] shook hands.
+    #[cfg(feature = "tls")]
+    tls: tls::Tls,
     pub wbuf: BytesMut,
     pub rbuf: BytesMut,
     /// Buffer sizes that follow the connection's traffic.
@@ -62,6 +68,8 @@ impl Socket {
         stream.set_nodelay(true)?;
         Ok(Socket {
             stream,
+            #[cfg(feature = "tls")]
+            tls: None,
             wbuf: BytesMut::new(),
             rbuf: BytesMut::new(),
             fit: Fit::new(chunk),
@@ -72,6 +80,10 @@ impl Socket {
 
     /// Write what is queued and wait until more bytes arrived. Cancel safe.
     pub async fn fill(&mut self) -> io::Result<()> {
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() {
+            return self.fill_tls().await;
+        }
         loop {
             self.flush()?;
             let interest = if self.wbuf.is_empty() {
@@ -116,6 +128,10 @@ impl Socket {
 
     /// Write what the socket takes now.
     pub fn flush(&mut self) -> io::Result<()> {
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() {
+            return self.flush_tls();
+        }
         if self.wbuf.is_empty() {
             return Ok(());
         }
@@ -141,6 +157,14 @@ impl Socket {
         self.sent = 0;
         self.received = 0;
         out
+    }
+}
+
+/// Whether bytes wait to be written (TLS records too).
+#[cfg(not(feature = "tls"))]
+impl Socket {
+    fn queued(&self) -> bool {
+        !self.wbuf.is_empty()
     }
 }
 

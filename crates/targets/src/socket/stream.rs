@@ -107,7 +107,7 @@ impl Socket {
     pub(crate) async fn flush_all(&mut self) -> io::Result<()> {
         loop {
             self.flush()?;
-            if self.wbuf.is_empty() {
+            if !self.queued() {
                 return Ok(());
             }
             self.stream.writable().await?;

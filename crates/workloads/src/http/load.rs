@@ -2,7 +2,7 @@
 //! of (seed, index): every request but a `PUT` is the same, encoded once
 //! per server (only `Host` differs) and copied into the write buffer; a
 //! `PUT` writes to `DIR/INDEX` under the URL's path, where `DIR` is
-//! `loadrig-SEED`, a body of its own (the one given, else `--put-size`
+//! `loadrig-SEED`, a body of its own (the one given, else `--value-size`
 //! bytes spelling the index and the seed).
 
 use std::sync::{Mutex, OnceLock};

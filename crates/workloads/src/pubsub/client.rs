@@ -26,6 +26,7 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -81,6 +82,10 @@ pub struct Client {
     /// A receiver's pause after each delivery before it reads the next
     /// (Chut's listener delay; zero: it reads as fast as it can).
     pub listener_delay: Duration,
+    /// Messages the publishers sent (written or acknowledged), added by
+    /// each when it has sent all it will: a subscriber that has received
+    /// as many new ones has nothing left to wait for in the drain.
+    published: AtomicU64,
     /// A wall-clock reading and the monotonic instant it was taken at:
     /// intended starts become Unix times without reading the wall clock
     /// per message.
@@ -95,6 +100,7 @@ impl Client {
             seed,
             tallies: Arc::default(),
             listener_delay: Duration::ZERO,
+            published: AtomicU64::new(0),
             origin: (Instant::now(), unix_now()),
         }
     }
@@ -488,6 +494,23 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
 
     fn listens(&self) -> bool {
         !matches!(self.role, Role::Publisher)
+    }
+
+    fn issued_all(&mut self) {
+        if self.role == Role::Publisher {
+            self.client
+                .published
+                .fetch_add(self.tally.sent, Ordering::Release);
+        }
+    }
+
+    /// A subscriber of a fan-out has every message once it has received
+    /// as many new ones as the publishers sent (the engine asks only when
+    /// they are all done). Chat members wait out the drain: what each
+    /// expects is spread over the group's tallies.
+    fn caught_up(&self) -> bool {
+        self.role == Role::Subscriber
+            && self.tally.received >= self.client.published.load(Ordering::Acquire)
     }
 
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {

@@ -1,0 +1,45 @@
+//! The TLS flags of every command that connects (docs/tls.md): what the
+//! server's certificate is checked against. The URL says whether TLS is
+//! used (`rediss://`, `tls://`, `mqtts://`, `?sslmode=`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "TLS (rediss://, tls://, mqtts://, ?sslmode=)")]
+pub struct TlsArgs {
+    /// Trust the CA certificates in this PEM file instead of the web PKI roots
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Do not check the server's certificate (the connection is encrypted, not authenticated)
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+impl TlsArgs {
+    /// Set what this process's TLS connections trust, before any opens.
+    pub fn apply(&self) -> Result<(), loadrig_spec::SpecError> {
+        loadrig_targets::trust_tls(self.cacert.as_deref(), self.insecure)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        tls: TlsArgs,
+    }
+
+    #[test]
+    fn a_cacert_that_is_not_there_is_a_usage_error() {
+        let t = T::parse_from(["t", "--cacert", "/nonexistent/ca.pem", "--insecure"]);
+        assert!(t.tls.insecure);
+        let e = t.tls.apply().expect_err("refused");
+        assert_eq!(e.flag, "--cacert");
+    }
+}

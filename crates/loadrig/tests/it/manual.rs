@@ -1,0 +1,102 @@
+//! `loadrig completions SHELL` and `loadrig man`: made from the command
+//! definition, so they name every subcommand and render as roff.
+
+use std::process::{Command, Stdio};
+
+use crate::common::loadrig;
+
+const SUBCOMMANDS: [&str; 11] = [
+    "run",
+    "targets",
+    "workloads",
+    "verify",
+    "merge",
+    "compare",
+    "plot",
+    "report",
+    "sweep",
+    "completions",
+    "man",
+];
+
+#[test]
+fn the_bash_completion_script_knows_the_subcommands_workloads_and_flags() {
+    let r = loadrig(&["completions", "bash"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.starts_with("_loadrig() {"), "{}", r.dump());
+    assert!(r.stdout.contains("complete -F _loadrig"), "{}", r.dump());
+    for sub in SUBCOMMANDS {
+        assert!(
+            r.stdout.contains(&format!("loadrig,{sub})")),
+            "{sub} missing"
+        );
+    }
+    for flag in ["--cacert", "--insecure", "--json", "--target"] {
+        assert!(r.stdout.contains(flag), "{flag} missing");
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let r = loadrig(&["completions", shell]);
+        assert_eq!(r.code, 0, "{shell}: {}", r.dump());
+        assert!(
+            r.stdout.contains("loadrig") && r.stdout.len() > 1000,
+            "{shell}"
+        );
+    }
+    let r = loadrig(&["completions", "tcsh"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+}
+
+#[test]
+fn the_manual_page_is_roff_that_man_renders() {
+    let r = loadrig(&["man"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains(".TH loadrig 1"), "{}", r.dump());
+    for sub in SUBCOMMANDS {
+        assert!(
+            r.stdout.contains(&format!("loadrig\\-{sub}(1)")),
+            "{sub} missing"
+        );
+    }
+    if which("man") {
+        let dir = tempfile::tempdir().unwrap();
+        let page = dir.path().join("loadrig.1");
+        std::fs::write(&page, &r.stdout).unwrap();
+        let out = Command::new("man")
+            .args(["-l", page.to_str().unwrap()])
+            .env("MANPAGER", "cat")
+            .env("PAGER", "cat")
+            .env("MANWIDTH", "80")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains("SUBCOMMANDS") && text.contains("SYNOPSIS"),
+            "{text}"
+        );
+        assert!(!text.contains(".TH"), "roff left unrendered: {text}");
+    }
+}
+
+#[test]
+fn man_dir_writes_a_page_per_command_with_its_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let man1 = dir.path().join("man1");
+    let r = loadrig(&["man", "--dir", man1.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let redis = std::fs::read_to_string(man1.join("loadrig-run-redis.1")).unwrap();
+    assert!(redis.contains(".TH loadrig-run-redis 1"), "{redis}");
+    assert!(redis.contains("\\-\\-cacert"), "{redis}");
+    for sub in SUBCOMMANDS {
+        assert!(man1.join(format!("loadrig-{sub}.1")).exists(), "{sub}");
+    }
+}
+
+fn which(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}

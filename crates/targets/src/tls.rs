@@ -1,0 +1,230 @@
+//! TLS for the targets that speak it (PostgreSQL's `sslmode`, `rediss://`,
+//! NATS's `tls://` and `tls_required`, `mqtts://`): one rustls client
+//! configuration per process (ring, TLS 1.2 and 1.3), built from what the
+//! binary says to trust ([`trust`]) before any target opens. Certificates
+//! are verified by default against the web PKI roots, or against `--cacert`
+//! alone; `--insecure` skips the certificate check but still checks the
+//! handshake's signatures (docs/tls.md).
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use loadrig_spec::SpecError;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::{ring, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
+
+/// What the certificates are checked against, set once per process.
+#[derive(Debug, Clone)]
+struct Trust {
+    roots: Arc<RootCertStore>,
+    insecure: bool,
+}
+
+static TRUST: OnceLock<Trust> = OnceLock::new();
+static FULL: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+static CHAIN_ONLY: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+
+/// Trust the certificates in the PEM file `cacert` instead of the web PKI
+/// roots, or none at all (`insecure`). Called once, before any target
+/// opens; without a call the web PKI roots are trusted. A file that cannot
+/// be read or holds no certificate is a usage error naming `--cacert`.
+pub fn trust(cacert: Option<&Path>, insecure: bool) -> Result<(), SpecError> {
+    let roots = match cacert {
+        Some(path) => roots_from(path)?,
+        None => web_roots(),
+    };
+    let _ = TRUST.set(Trust {
+        roots: Arc::new(roots),
+        insecure,
+    });
+    Ok(())
+}
+
+fn roots_from(path: &Path) -> Result<RootCertStore, SpecError> {
+    let bad = |why: String| SpecError::new("--cacert", format!("{}: {why}", path.display()));
+    let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| bad(format!("not a PEM certificate file ({e})")))?;
+        roots
+            .add(cert)
+            .map_err(|e| bad(format!("a certificate rustls cannot use ({e})")))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("no PEM certificate in it".to_string()));
+    }
+    Ok(roots)
+}
+
+fn web_roots() -> RootCertStore {
+    RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    }
+}
+
+/// How much of the server's certificate to check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// The chain to a trusted root and the host name (the default).
+    Full,
+    /// The chain only, any host name (PostgreSQL's `sslmode=verify-ca`).
+    ChainOnly,
+}
+
+/// The client configuration for `check`, built at the first use.
+pub(crate) fn config(check: Check) -> Arc<ClientConfig> {
+    let cell = match check {
+        Check::Full => &FULL,
+        Check::ChainOnly => &CHAIN_ONLY,
+    };
+    cell.get_or_init(|| build(check)).clone()
+}
+
+fn build(check: Check) -> Arc<ClientConfig> {
+    let trust = TRUST.get_or_init(|| Trust {
+        roots: Arc::new(web_roots()),
+        insecure: false,
+    });
+    let provider = Arc::new(ring::default_provider());
+    // ring has both of rustls's safe default versions, TLS 1.2 and 1.3.
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("ring supports TLS 1.2 and 1.3");
+    let config = if trust.insecure || check == Check::ChainOnly {
+        let inner = (!trust.insecure)
+            .then(|| {
+                WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider.clone())
+                    .build()
+                    .ok()
+            })
+            .flatten();
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Lenient { inner, provider }))
+            .with_no_client_auth()
+    } else {
+        builder
+            .with_root_certificates(trust.roots.clone())
+            .with_no_client_auth()
+    };
+    Arc::new(config)
+}
+
+/// The name the server's certificate must carry: `host` as given (a name
+/// or an IP address).
+pub(crate) fn server_name(host: &str) -> std::io::Result<ServerName<'static>> {
+    ServerName::try_from(host.to_string()).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("'{host}' is not a host name TLS can check"),
+        )
+    })
+}
+
+/// A rustls error as an I/O error whose text says it is TLS's
+/// (`TLS: invalid peer certificate: UnknownIssuer`); its kind is not
+/// `InvalidData`, which would read as "not a ... server".
+pub(crate) fn io_error(e: rustls::Error) -> std::io::Error {
+    std::io::Error::other(format!("TLS: {e}"))
+}
+
+/// The verifier of `--insecure` (no certificate check: `inner` is none)
+/// and of `verify-ca` (`inner`'s check, but any host name). Handshake
+/// signatures are checked either way.
+#[derive(Debug)]
+struct Lenient {
+    inner: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Lenient {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cacert_without_certificates_is_a_usage_error() {
+        let dir = tempfile_dir();
+        let path = dir.join("empty.pem");
+        std::fs::write(&path, "nothing here\n").expect("write");
+        let e = roots_from(&path).expect_err("refused");
+        assert_eq!(e.flag, "--cacert");
+        assert!(e.message.contains("no PEM certificate"), "{}", e.message);
+        let e = roots_from(&dir.join("missing.pem")).expect_err("refused");
+        assert!(e.message.contains("missing.pem"), "{}", e.message);
+    }
+
+    #[test]
+    fn each_configuration_is_built_once_and_host_names_are_checked() {
+        let full = config(Check::Full);
+        assert!(Arc::ptr_eq(&full, &config(Check::Full)));
+        assert!(!Arc::ptr_eq(&full, &config(Check::ChainOnly)));
+        assert!(server_name("127.0.0.1").is_ok());
+        assert!(server_name("localhost").is_ok());
+        assert!(server_name("bad host").is_err());
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("loadrig-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    }
+}
