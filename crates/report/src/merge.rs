@@ -517,6 +517,7 @@ pub(crate) mod tests {
                 target: "null".into(),
                 server_version: None,
                 durability: None,
+                unread: Vec::new(),
                 cpu: None,
             },
             started_unix_ms: started,

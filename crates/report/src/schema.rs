@@ -77,6 +77,10 @@ pub struct Environment {
     pub server_version: Option<String>,
     /// What the target promises about durability.
     pub durability: Option<String>,
+    /// What the target could not read about its server, each with why
+    /// (INFO or CONFIG GET refused); absent in older reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread: Vec<String>,
     /// The CPU this process was pinned to (`--pin`, `--cpus`), if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<usize>,

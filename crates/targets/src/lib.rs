@@ -71,7 +71,7 @@ pub use null::{NullDelay, NullTarget};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresTarget;
 #[cfg(feature = "redis")]
-pub use redis::{RedisConn, RedisPubSubConn, RedisTarget};
+pub use redis::{ClusterStream, RedisClusterTarget, RedisConn, RedisPubSubConn, RedisTarget};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;
 #[cfg(feature = "voltdb")]
@@ -262,6 +262,15 @@ registry! {
         example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379; TLS: rediss://)",
         about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
         stats: ("INFO", redis::stats::SERIES),
+    },
+    #[cfg(feature = "redis")]
+    RedisCluster(RedisClusterTarget) {
+        name: "redis-cluster",
+        schemes: ["redis+cluster"],
+        capabilities: [redis],
+        open: |_, rest| Ok(RedisClusterTarget::new(redis::parse_cluster_url(rest)?)),
+        example: "redis+cluster://127.0.0.1:7001,7002,7003  (seed nodes; or run redis --cluster)",
+        about: "Redis Cluster: keys routed by hash slot, a pipelined connection per master, MOVED and ASK followed",
     },
     #[cfg(feature = "nats")]
     Nats(NatsTarget) {

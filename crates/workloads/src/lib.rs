@@ -151,6 +151,13 @@ pub trait TargetInfo {
     fn durability(&self) -> Option<String>;
     /// The most requests one connection may keep in flight.
     fn max_depth(&self) -> usize;
+    /// What [`server_version`](TargetInfo::server_version) asked the
+    /// server about itself and could not read, each with why (a
+    /// Redis-compatible server that refuses INFO): said before the load
+    /// and kept in the report.
+    fn unread(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Connections a run opens when `--connections` is not given; `None`:
     /// one per client. Targets whose connections multiplex many calls
     /// (VoltDB) open one per host, as their own clients do.

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod cli;
+mod cluster;
 mod common;
 mod etcd;
 mod expect;
@@ -32,6 +33,7 @@ mod scale;
 mod servers;
 mod services;
 mod sqlite;
+mod subset;
 mod tls;
 mod voltdb;
 mod voter;

@@ -30,6 +30,8 @@ mod tls;
     feature = "http"
 ))]
 mod stream;
+#[cfg(feature = "redis")]
+pub(crate) use stream::op_error;
 #[cfg(any(
     feature = "redis",
     feature = "memcache",
