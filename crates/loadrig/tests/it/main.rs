@@ -25,6 +25,7 @@ mod phases;
 mod plot;
 mod pubsub;
 mod reading;
+mod readme;
 mod redis;
 mod reference;
 mod scale;
