@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use loadrig_metrics::Snapshot;
+use loadrig_metrics::{ClientLap, LapStore, ProcSample, Snapshot};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -23,6 +23,10 @@ pub(crate) struct Report {
     pub snaps: [Snapshot; 2],
     /// Operations started and not completed.
     pub pending: u64,
+    /// The thread's workers whose connection is up.
+    pub connections: u64,
+    /// Bytes (sent, received) by the thread's sockets since its last report.
+    pub traffic: (u64, u64),
     /// The thread's workers are all done; this is its final report.
     pub last: bool,
     /// The thread's last completion or delivery.
@@ -48,6 +52,8 @@ pub struct LapView<'a> {
     /// deliveries arrive (a drain) do not dilute it.
     pub active: Duration,
     pub pending: u64,
+    /// The client's CPU, memory, bytes and connections in this lap.
+    pub client: ClientLap,
 }
 
 pub(crate) async fn collect(
@@ -63,6 +69,9 @@ pub(crate) async fn collect(
     let mut measured = blank();
     let mut lap = blank();
     let mut pending = vec![0u64; threads.max(1)];
+    let mut up = vec![0u64; threads.max(1)];
+    // Bytes of the lap being collected, as the threads' reports said.
+    let mut traffic = (0u64, 0u64);
     let mut last_event: Option<Instant> = None;
     let mut live = threads;
     let mut laps = Laps {
@@ -70,7 +79,8 @@ pub(crate) async fn collect(
         measure_start,
         last: start,
         active: None,
-        kept: Vec::new(),
+        kept: LapStore::default(),
+        proc: ProcSample::own(),
     };
     let mut ticks = tokio::time::interval_at(start + cfg.interval + GRACE, cfg.interval);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -97,6 +107,11 @@ pub(crate) async fn collect(
                 if let Some(p) = pending.get_mut(r.thread) {
                     *p = if r.last { 0 } else { r.pending };
                 }
+                traffic.0 += r.traffic.0;
+                traffic.1 += r.traffic.1;
+                if let Some(u) = up.get_mut(r.thread) {
+                    *u = if r.last { 0 } else { r.connections };
+                }
                 if let Some(h) = heard.get_mut(r.thread) {
                     *h = true;
                 }
@@ -111,7 +126,7 @@ pub(crate) async fn collect(
                     if all_heard(&heard, &done) {
                         waiting = None;
                         heard.iter_mut().for_each(|h| *h = false);
-                        laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                        laps.close(boundary, &mut lap, &measured, (pending.iter().sum(), up.iter().sum(), std::mem::take(&mut traffic)), &mut on_lap);
                     }
                 }
             }
@@ -119,7 +134,7 @@ pub(crate) async fn collect(
                 let boundary = at - GRACE;
                 if all_heard(&heard, &done) {
                     heard.iter_mut().for_each(|h| *h = false);
-                    laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                    laps.close(boundary, &mut lap, &measured, (pending.iter().sum(), up.iter().sum(), std::mem::take(&mut traffic)), &mut on_lap);
                 } else {
                     waiting = Some(boundary);
                     hold.as_mut().reset(boundary + cfg.interval / 2);
@@ -128,7 +143,7 @@ pub(crate) async fn collect(
             () = &mut hold, if waiting.is_some() => {
                 if let Some(boundary) = waiting.take() {
                     heard.iter_mut().for_each(|h| *h = false);
-                    laps.close(boundary, &mut lap, &measured, pending.iter().sum(), &mut on_lap);
+                    laps.close(boundary, &mut lap, &measured, (pending.iter().sum(), up.iter().sum(), std::mem::take(&mut traffic)), &mut on_lap);
                 }
             }
         }
@@ -138,13 +153,19 @@ pub(crate) async fn collect(
     let now = Instant::now();
     let end = last_event.map_or(now, |t| t.min(now));
     if lap.ops() > 0 || lap.deliveries() > 0 || laps.kept.is_empty() {
-        laps.close(end.max(laps.last), &mut lap, &measured, 0, &mut on_lap);
+        laps.close(
+            end.max(laps.last),
+            &mut lap,
+            &measured,
+            (0, up.iter().sum(), traffic),
+            &mut on_lap,
+        );
     }
     Outcome {
         warmup,
         measured,
         elapsed: end.saturating_duration_since(measure_start),
-        laps: laps.kept,
+        laps: laps.kept.into_vec(),
         interrupted: false,
     }
 }
@@ -157,19 +178,40 @@ struct Laps {
     last: Instant,
     /// End of the last measured lap in which operations completed.
     active: Option<Instant>,
-    kept: Vec<Lap>,
+    /// Coarsened as the run grows, so a run of hours stays bounded.
+    kept: LapStore<Lap>,
+    /// This process's CPU and memory at the end of the previous lap.
+    proc: Option<ProcSample>,
 }
 
 impl Laps {
-    /// Close the lap ending at `end`: show it, keep it, and empty `lap`.
+    /// Close the lap ending at `end` with `(pending, connections up, bytes
+    /// sent and received)`:
+    /// show it, keep it, and empty `lap`. The one read of `/proc/self/stat`
+    /// per lap is here, on the collector's cold path.
     fn close(
         &mut self,
         end: Instant,
         lap: &mut Snapshot,
         measured: &Snapshot,
-        pending: u64,
+        (pending, connections, (bytes_sent, bytes_received)): (u64, u64, (u64, u64)),
         on_lap: &mut impl FnMut(&LapView<'_>),
     ) {
+        let now = ProcSample::own();
+        let (cpu_user, cpu_system) = match (&now, &self.proc) {
+            (Some(n), Some(p)) => n.cpu_since(p),
+            _ => Default::default(),
+        };
+        let client = ClientLap {
+            cpu_user,
+            cpu_system,
+            rss_bytes: now.map_or(0, |n| n.rss_bytes),
+            bytes_sent,
+            bytes_received,
+            connections,
+            reconnects: lap.reconnects,
+        };
+        self.proc = now.or(self.proc);
         if lap.ops() > 0 && end > self.measure_start {
             self.active = Some(end);
         }
@@ -183,6 +225,7 @@ impl Laps {
             measured: end.saturating_duration_since(self.measure_start),
             active: active.saturating_duration_since(self.measure_start),
             pending,
+            client,
         };
         on_lap(&view);
         self.kept.push(Lap {
@@ -195,6 +238,7 @@ impl Laps {
             delivered: lap.deliveries(),
             pending,
             latency: lap.latency_all().encode(),
+            client,
         });
         self.last = end;
         lap.reset();

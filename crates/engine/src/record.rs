@@ -29,6 +29,9 @@ pub(crate) struct Recorder {
     pub snaps: [Snapshot; 2],
     /// Operations outstanding per worker of this thread, as each last said.
     pending: Vec<u64>,
+    /// Whether each worker of this thread had its connection up, as each
+    /// last said (at its lap fold).
+    up: Vec<bool>,
     /// The latest completion or delivery of the thread's finished workers.
     last_event: Option<Instant>,
     /// The lap boundary last handed over.
@@ -51,6 +54,7 @@ impl Recorder {
                 Snapshot::new(shape.0, shape.1),
             ],
             pending: vec![0; workers],
+            up: vec![true; workers],
             last_event: None,
             handed: None,
             thread,
@@ -66,9 +70,17 @@ impl Recorder {
         }
     }
 
+    /// Worker `local` of this thread has its connection up, or not.
+    pub fn set_up(&mut self, local: usize, up: bool) {
+        if let Some(u) = self.up.get_mut(local) {
+            *u = up;
+        }
+    }
+
     /// A worker of this thread is done; its last event was `at`.
     pub fn finished(&mut self, local: usize, at: Option<Instant>) {
         self.set_pending(local, 0);
+        self.set_up(local, false);
         self.last_event = self.last_event.max(at);
     }
 
@@ -101,6 +113,10 @@ impl Recorder {
             thread: self.thread,
             snaps,
             pending: self.pending.iter().sum(),
+            connections: self.up.iter().filter(|u| **u).count() as u64,
+            // This thread's sockets' bytes, up to now: the hand-over runs
+            // on the thread itself.
+            traffic: loadrig_metrics::take_traffic(),
             last,
             last_event: self.last_event,
         });

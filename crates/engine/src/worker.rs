@@ -675,6 +675,12 @@ impl<D: Driver> Worker<D> {
             rec.finished(self.local, self.ending.last_event);
         } else {
             rec.set_pending(self.local, outstanding);
+            // A worker that gave up is let run out as if connected; its
+            // `down_since` still says the link is down.
+            rec.set_up(
+                self.local,
+                self.link.connected && self.link.down_since.is_none(),
+            );
         }
     }
 }

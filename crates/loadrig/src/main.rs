@@ -211,6 +211,8 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             }
             let opts = run::Options {
                 quiet: args.quiet,
+                resources: args.resources,
+                server_stats: args.server_stats == flags::OnOff::On,
                 csv: args.csv,
                 json: args.json,
                 out: args.out.clone(),
@@ -379,6 +381,16 @@ fn print_targets() {
     for ((d, s), wl) in targets.iter().zip(&schemes).zip(&workloads) {
         crate::say!("{:<wn$} {s:<ws$} {wl:<ww$} {}", d.name, d.about);
         crate::say!("{:<wn$} {:<ws$} {:<ww$} e.g. {}", "", "", "", d.example);
+        if !d.stats.is_empty() {
+            crate::say!(
+                "{:<wn$} {:<ws$} {:<ww$} server stats per lap from {}: {}",
+                "",
+                "",
+                "",
+                d.stats_from,
+                d.stats.iter().map(|s| s.1).collect::<Vec<_>>().join(", ")
+            );
+        }
     }
 }
 

@@ -6,14 +6,20 @@
 
 mod error;
 mod histo;
+mod laps;
 mod outcome;
+mod proc;
 mod rusage;
 mod snapshot;
+mod traffic;
 mod verdict;
 
 pub use error::{ErrorKind, OpError};
 pub use histo::Histo;
+pub use laps::{Coarsen, LapStore, COARSE_MAX, GROUP, RECENT};
 pub use outcome::{Lap, Outcome};
+pub use proc::{ClientLap, ProcSample};
 pub use rusage::{raise_open_files, ProcessUsage, Usage};
 pub use snapshot::{ErrorCounts, KindStats, Snapshot};
+pub use traffic::{count_received, count_sent, take_traffic};
 pub use verdict::{Check, Results, Verdict};

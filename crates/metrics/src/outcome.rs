@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::Snapshot;
+use crate::{ClientLap, Snapshot};
 
 /// What a run measured.
 #[derive(Debug)]
@@ -35,4 +35,6 @@ pub struct Lap {
     pub pending: u64,
     /// Latency of all kinds in this lap, HdrHistogram's compressed V2 form.
     pub latency: Vec<u8>,
+    /// The client's CPU, memory, bytes and connections in this lap.
+    pub client: ClientLap,
 }

@@ -20,8 +20,8 @@ pub use judge::Judged;
 pub use prepared::{Prepared, PREPARED_SCHEMA};
 pub use schema::decode_hdr;
 pub use schema::{
-    ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured, ProcessRecord, Report,
-    RunRecord, Verification, SCHEMA,
+    ClientLapReport, ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured,
+    ProcessRecord, Report, RunRecord, ServerStatsReport, Verification, SCHEMA,
 };
 
 /// A report could not be written or read.

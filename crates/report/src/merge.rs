@@ -11,8 +11,8 @@ use loadrig_spec::Shard;
 
 use crate::schema::{b64, decode_hdr};
 use crate::{
-    ClientUsage, HistSummary, KindReport, LapReport, Measured, Report, ReportError, Verification,
-    SCHEMA,
+    ClientUsage, HistSummary, KindReport, LapReport, Measured, Report, ReportError,
+    ServerStatsReport, Verification, SCHEMA,
 };
 
 impl Report {
@@ -109,6 +109,7 @@ impl Report {
             results: Results::default(),
             exit_code: reports.iter().map(|r| r.exit_code).max().unwrap_or(0),
             processes,
+            server_stats: merge_server_stats(reports),
         })
     }
 }
@@ -344,6 +345,21 @@ fn add_pairs(into: &mut Vec<(String, u64)>, from: &[(String, u64)]) -> Result<()
     Ok(())
 }
 
+/// Every process sampled the one server: the first sampler's sources,
+/// with every process's samples and failures counted.
+fn merge_server_stats(reports: &[Report]) -> Option<ServerStatsReport> {
+    let mut all = reports.iter().filter_map(|r| r.server_stats.as_ref());
+    let mut out = all.next()?.clone();
+    for s in all {
+        out.samples += s.samples;
+        out.failures += s.failures;
+        if s.last_error.is_some() {
+            out.last_error.clone_from(&s.last_error);
+        }
+    }
+    Some(out)
+}
+
 /// Laps by wall clock: a lap belongs to the interval (of `interval_secs`,
 /// counted from `origin_ms`) that holds the middle of its span, so laps of
 /// processes that began together land together although each closes a
@@ -371,6 +387,18 @@ fn merge_laps(
                     add(&mut acc.errors, l.errors)?;
                     add(&mut acc.delivered, l.delivered)?;
                     add(&mut acc.pending, l.pending)?;
+                    // The processes sampled the same server: one sample
+                    // of it, not their sum.
+                    if acc.server.is_empty() {
+                        acc.server.clone_from(&l.server);
+                    }
+                    acc.client = match (acc.client, l.client) {
+                        (Some(mut a), Some(b)) => {
+                            a.add(&b);
+                            Some(a)
+                        }
+                        (a, b) => a.or(b),
+                    };
                     hist.add(&h);
                 }
                 None => {
@@ -455,6 +483,13 @@ pub(crate) mod tests {
             delivered: 0,
             pending: 1,
             latency: h.encode(),
+            client: loadrig_metrics::ClientLap {
+                rss_bytes: 1 << 20,
+                bytes_sent: ok * 10,
+                bytes_received: ok * 20,
+                connections: 2,
+                ..Default::default()
+            },
         }
     }
 
@@ -482,6 +517,7 @@ pub(crate) mod tests {
                 target: "null".into(),
                 server_version: None,
                 durability: None,
+                unread: Vec::new(),
                 cpu: None,
             },
             started_unix_ms: started,
@@ -605,6 +641,34 @@ pub(crate) mod tests {
         let mut one = Histo::new();
         one.record(Duration::from_micros(900));
         assert_eq!(h.max(), one.max());
+        // The client's resources of the two processes' lap add up.
+        let c = m.laps[1].client.expect("client resources kept");
+        assert_eq!((c.bytes_out, c.bytes_in), (220, 440));
+        assert_eq!((c.connections, c.rss_bytes), (4, 2 << 20));
+        let c = m.laps[2].client.expect("the short lap's own");
+        assert_eq!((c.bytes_out, c.connections), (30, 2));
+    }
+
+    /// A report written before laps kept the client's resources reads,
+    /// and merges with one that has them.
+    #[test]
+    fn laps_without_client_resources_still_read_and_merge() {
+        let t0 = 1_795_000_000_000;
+        let ra = report(
+            0,
+            Snapshot::new(2, 3),
+            t0,
+            Duration::from_secs(1),
+            vec![lap(t0 + 1_020, 1_000, 5, 100)],
+        );
+        let mut old = serde_json::to_value(&ra).unwrap();
+        for l in old["laps"].as_array_mut().unwrap() {
+            l.as_object_mut().unwrap().remove("client");
+        }
+        let old: Report = serde_json::from_value(old).unwrap();
+        assert_eq!(old.laps[0].client, None);
+        let m = Report::merge(&[old, ra]).unwrap();
+        assert_eq!(m.laps[0].client.map(|c| c.bytes_out), Some(50));
     }
 
     #[test]

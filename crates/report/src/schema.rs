@@ -1,10 +1,11 @@
 //! The report's shape. Changing a field's meaning means a new [`SCHEMA`].
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use base64::Engine as _;
 use loadrig_metrics::{
-    ErrorKind, Histo, KindStats, Lap, Outcome, Results, Snapshot, Usage, Verdict,
+    ClientLap, ErrorKind, Histo, KindStats, Lap, Outcome, Results, Snapshot, Usage, Verdict,
 };
 use loadrig_spec::{RunSpec, Shard};
 use serde::{Deserialize, Serialize};
@@ -34,6 +35,11 @@ pub struct Report {
     /// reports said; empty for a single process.
     #[serde(default)]
     pub processes: Vec<ProcessRecord>,
+    /// The server's statistics beside the load (`laps[].server`); absent
+    /// with `--server-stats off`, for targets that offer none, and in
+    /// reports written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_stats: Option<ServerStatsReport>,
 }
 
 /// One process of a merged run.
@@ -71,6 +77,10 @@ pub struct Environment {
     pub server_version: Option<String>,
     /// What the target promises about durability.
     pub durability: Option<String>,
+    /// What the target could not read about its server, each with why
+    /// (INFO or CONFIG GET refused); absent in older reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread: Vec<String>,
     /// The CPU this process was pinned to (`--pin`, `--cpus`), if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<usize>,
@@ -173,6 +183,71 @@ pub struct LapReport {
     pub pending: u64,
     /// Latency of all kinds in the lap: HdrHistogram's compressed V2 form, base64.
     pub latency_hdr: String,
+    /// The client's resources in the lap; absent in reports written before
+    /// they were kept (docs/resources.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientLapReport>,
+    /// The server's own statistics sampled at the end of the lap, by
+    /// name (`redis.used_memory`, `process.cpu_secs`): levels as read,
+    /// counts as their change since the previous sample. Empty without
+    /// `--server-stats` or a sample for this lap.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server: BTreeMap<String, f64>,
+}
+
+/// How the server's statistics were sampled: from what, how often, and
+/// what failed (a failure is recorded, never fatal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerStatsReport {
+    pub sources: Vec<String>,
+    /// Samples asked for, one per source per lap.
+    pub samples: u64,
+    pub failures: u64,
+    pub last_error: Option<String>,
+}
+
+/// The client's CPU, memory, bytes and connections in one lap. Every
+/// field adds up across the processes of a merged run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientLapReport {
+    /// CPU used in the lap, seconds.
+    pub cpu_user_secs: f64,
+    pub cpu_system_secs: f64,
+    /// Resident memory at the end of the lap.
+    pub rss_bytes: u64,
+    /// Bytes written and read by the connections in the lap (targets whose
+    /// client counts them: the hand-written byte streams; 0 for the rest).
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    /// Connections up at the end of the lap.
+    pub connections: u64,
+    /// Connections re-established in the lap.
+    pub reconnects: u64,
+}
+
+impl ClientLapReport {
+    pub fn of(c: &ClientLap) -> ClientLapReport {
+        ClientLapReport {
+            cpu_user_secs: c.cpu_user.as_secs_f64(),
+            cpu_system_secs: c.cpu_system.as_secs_f64(),
+            rss_bytes: c.rss_bytes,
+            bytes_out: c.bytes_sent,
+            bytes_in: c.bytes_received,
+            connections: c.connections,
+            reconnects: c.reconnects,
+        }
+    }
+
+    /// Both processes' resources in the same lap: everything adds.
+    pub fn add(&mut self, o: &ClientLapReport) {
+        self.cpu_user_secs += o.cpu_user_secs;
+        self.cpu_system_secs += o.cpu_system_secs;
+        self.rss_bytes += o.rss_bytes;
+        self.bytes_out += o.bytes_out;
+        self.bytes_in += o.bytes_in;
+        self.connections += o.connections;
+        self.reconnects += o.reconnects;
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -346,6 +421,8 @@ impl LapReport {
             delivered: l.delivered,
             pending: l.pending,
             latency_hdr: b64(&l.latency),
+            client: Some(ClientLapReport::of(&l.client)),
+            server: BTreeMap::new(),
         }
     }
 }
@@ -400,6 +477,7 @@ impl Report {
             results: r.results,
             exit_code: r.exit_code,
             processes: Vec::new(),
+            server_stats: None,
         }
     }
 

@@ -210,8 +210,12 @@ pub struct RedisSpec {
     /// below this, drawn per command; `None`: the placeholder stays as it is
     /// (every command on the same key), as in redis-benchmark.
     pub keyspace: Option<u64>,
-    /// The logical database the workload's keys live in (`--dbnum`).
-    pub dbnum: u32,
+    /// The logical database the workload's keys live in (`--dbnum`);
+    /// `None`: the server's default, and no SELECT is sent (a cluster or
+    /// a Redis-compatible server may have no other). Older reports
+    /// always hold a number (then 9 by default).
+    #[serde(default)]
+    pub dbnum: Option<u32>,
     /// With [`RedisTest::Command`]: the command and its arguments, where
     /// `__rand_int__` is drawn as in the tests (with `-r`) and `__data__`
     /// becomes the `-d` bytes.
@@ -412,6 +416,11 @@ impl MemtierSpec {
 pub const MAX_DATA_SIZE: usize = 512 * 1024 * 1024;
 
 impl RedisSpec {
+    /// The database to select: 0 (none is selected) unless `--dbnum` gave one.
+    pub fn db(&self) -> u32 {
+        self.dbnum.unwrap_or(0)
+    }
+
     pub(crate) fn validate(&self) -> Result<(), SpecError> {
         if let Some(m) = &self.mix {
             if !self.tests.is_empty() {

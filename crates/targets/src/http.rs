@@ -149,6 +149,10 @@ impl TargetInfo for HttpTarget {
     fn max_depth(&self) -> usize {
         MAX_DEPTH
     }
+
+    fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
+        crate::local::first_process(&self.url.at)
+    }
 }
 
 impl HttpBackend for HttpTarget {

@@ -8,6 +8,18 @@
 mod etcd;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(any(
+    feature = "redis",
+    feature = "memcache",
+    feature = "nats",
+    feature = "postgres",
+    feature = "mysql",
+    feature = "mqtt",
+    feature = "voltdb",
+    feature = "etcd",
+    feature = "http"
+))]
+mod local;
 #[cfg(feature = "mysql")]
 mod mariadb;
 #[cfg(feature = "memcache")]
@@ -59,7 +71,7 @@ pub use null::{NullDelay, NullTarget};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresTarget;
 #[cfg(feature = "redis")]
-pub use redis::{RedisConn, RedisPubSubConn, RedisTarget};
+pub use redis::{ClusterStream, RedisClusterTarget, RedisConn, RedisPubSubConn, RedisTarget};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;
 #[cfg(feature = "voltdb")]
@@ -75,6 +87,12 @@ pub struct Descriptor {
     pub capabilities: &'static [&'static str],
     pub example: &'static str,
     pub about: &'static str,
+    /// The server's own statistics it samples per lap: what it asks
+    /// (`INFO`) and the series' names (docs/resources.md); empty for none.
+    /// A server on this machine also gives `process.cpu_secs` and
+    /// `process.rss_bytes`, whatever the target.
+    pub stats_from: &'static str,
+    pub stats: &'static [loadrig_workloads::stats::Series],
 }
 
 impl Descriptor {
@@ -107,6 +125,8 @@ pub trait Visitor {
 /// by scheme, [`TARGETS`] and each type's [`Capabilities`]: a row that
 /// claims a capability its type does not implement does not compile.
 macro_rules! registry {
+    (@or $given:expr, $default:expr) => { $given };
+    (@or , $default:expr) => { $default };
     ($(
         $(#[cfg($cfg:meta)])?
         $variant:ident($ty:ty) {
@@ -115,7 +135,8 @@ macro_rules! registry {
             capabilities: [$($cap:ident),+],
             open: $open:expr,
             example: $example:literal,
-            about: $about:literal $(,)?
+            about: $about:literal
+            $(, stats: ($stats_from:literal, $stats:expr))? $(,)?
         }
     ),+ $(,)?) => {
         /// An opened target.
@@ -132,6 +153,8 @@ macro_rules! registry {
                     capabilities: &[$(stringify!($cap)),+],
                     example: $example,
                     about: $about,
+                    stats_from: registry!(@or $($stats_from)?, ""),
+                    stats: registry!(@or $($stats)?, &[]),
                 };
             }
         )+
@@ -209,6 +232,7 @@ registry! {
         },
         example: "postgres://bench:bench@127.0.0.1:5432/bench  (TLS: ?sslmode=require)",
         about: "PostgreSQL (tokio-postgres, TLS by rustls); server-side functions, pipelined calls",
+        stats: ("pg_stat_database", postgres::stats::SERIES),
     },
     #[cfg(feature = "mysql")]
     Mariadb(MariadbTarget) {
@@ -218,6 +242,7 @@ registry! {
         open: |_, rest| Ok(MariadbTarget::new(mariadb::parse_url(rest)?)),
         example: "mysql://bench:bench@127.0.0.1:3306/bench",
         about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
+        stats: ("SHOW GLOBAL STATUS", mariadb::stats::SERIES),
     },
     #[cfg(feature = "voltdb")]
     Voltdb(VoltTarget) {
@@ -236,15 +261,29 @@ registry! {
         open: |scheme, rest| Ok(RedisTarget::new(redis::parse_url(rest)?.tls_if(scheme, "rediss"))),
         example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379; TLS: rediss://)",
         about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
+        stats: ("INFO", redis::stats::SERIES),
+    },
+    #[cfg(feature = "redis")]
+    RedisCluster(RedisClusterTarget) {
+        name: "redis-cluster",
+        schemes: ["redis+cluster"],
+        capabilities: [redis],
+        open: |_, rest| Ok(RedisClusterTarget::new(redis::parse_cluster_url(rest)?)),
+        example: "redis+cluster://127.0.0.1:7001,7002,7003  (seed nodes; or run redis --cluster)",
+        about: "Redis Cluster: keys routed by hash slot, a pipelined connection per master, MOVED and ASK followed",
     },
     #[cfg(feature = "nats")]
     Nats(NatsTarget) {
         name: "nats",
         schemes: ["nats", "tls"],
         capabilities: [pubsub],
-        open: |scheme, rest| Ok(NatsTarget::new(nats::parse_url(rest)?.tls_if(scheme, "tls"))),
-        example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h; TLS: tls://)",
+        open: |scheme, rest| {
+            let (at, monitor) = nats::parse_url(rest)?;
+            Ok(NatsTarget::new(at.tls_if(scheme, "tls"), monitor))
+        },
+        example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h; ?monitor=PORT|off; TLS: tls://)",
         about: "NATS core (client protocol): publishes pipelined, no acknowledgement; request-reply",
+        stats: ("the monitoring port's /varz (8222)", nats::stats::SERIES),
     },
     #[cfg(feature = "mqtt")]
     Mqtt(MqttTarget) {
@@ -266,6 +305,7 @@ registry! {
         open: |_, rest| Ok(MemcacheTarget::new(memcache::parse_url(rest)?)),
         example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
         about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
+        stats: ("stats", memcache::stats::SERIES),
     },
     #[cfg(feature = "http")]
     Http(HttpTarget) {

@@ -10,6 +10,7 @@ pub mod kv;
 pub mod memcache;
 pub mod pubsub;
 pub mod redis;
+pub mod stats;
 pub mod stream;
 pub mod voter;
 
@@ -150,6 +151,13 @@ pub trait TargetInfo {
     fn durability(&self) -> Option<String>;
     /// The most requests one connection may keep in flight.
     fn max_depth(&self) -> usize;
+    /// What [`server_version`](TargetInfo::server_version) asked the
+    /// server about itself and could not read, each with why (a
+    /// Redis-compatible server that refuses INFO): said before the load
+    /// and kept in the report.
+    fn unread(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Connections a run opens when `--connections` is not given; `None`:
     /// one per client. Targets whose connections multiplex many calls
     /// (VoltDB) open one per host, as their own clients do.
@@ -171,6 +179,11 @@ pub trait TargetInfo {
     /// empty for a server elsewhere.
     fn embedded_cpu(&self) -> impl Future<Output = Vec<(&'static str, std::time::Duration)>> {
         async { Vec::new() }
+    }
+    /// The server's own statistics this target can sample beside the load
+    /// (its protocol's, its local process's); none by default.
+    fn server_stats(&self) -> Vec<Box<dyn stats::StatsSource>> {
+        Vec::new()
     }
 }
 

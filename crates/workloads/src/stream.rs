@@ -21,6 +21,12 @@ pub trait ByteStream: Send + 'static {
     /// The read buffer: bytes received and not yet consumed; the caller
     /// removes what it parsed.
     fn input(&mut self) -> &mut BytesMut;
+    /// One whole request was just appended to [`out`](ByteStream::out).
+    /// A stream over one socket has nothing to do; a router in front of
+    /// several (Redis Cluster) sends the request on by its key here, and
+    /// keeps the answers in the order the requests came.
+    #[inline]
+    fn sent(&mut self) {}
     /// Write what is queued and wait until more bytes arrived. Cancel
     /// safe. Bytes the server sends that cannot be its protocol are a
     /// protocol error, a failed link an I/O error.
@@ -41,6 +47,12 @@ pub trait ByteStream: Send + 'static {
     /// Bytes sent and received since the last call (replaced sockets'
     /// included).
     fn take_bytes(&mut self) -> (u64, u64);
+    /// Redirects a router followed since the last call, `[MOVED, ASK]`
+    /// (Redis Cluster); a stream over one socket follows none.
+    #[inline]
+    fn take_redirects(&mut self) -> [u64; 2] {
+        [0, 0]
+    }
 }
 
 /// Requests in flight on a protocol that answers in order, oldest first,

@@ -1,5 +1,7 @@
 //! The redis workload's flags: redis-benchmark's and memtier's.
 
+use std::borrow::Cow;
+
 use clap::Args;
 use loadrig_spec::{
     KeyPattern, MemtierSpec, RedisSpec, RedisTest, SpecError, ValueSizes, WorkloadSpec,
@@ -36,9 +38,12 @@ pub struct RedisArgs {
     /// Random keys: __rand_int__ in keys, members and scores becomes a 12-digit number below this, per command
     #[arg(short = 'r', long = "keyspace", value_name = "KEYSPACELEN")]
     pub keyspace: Option<u64>,
-    /// The logical database the workload's keys live in (SELECT)
-    #[arg(long, value_name = "DB", default_value_t = 9)]
-    pub dbnum: u32,
+    /// The logical database the workload's keys live in: SELECT is sent only when this is given
+    #[arg(long, value_name = "DB")]
+    pub dbnum: Option<u32>,
+    /// The target is a Redis Cluster, as redis-benchmark --cluster (the same as --target redis+cluster://...)
+    #[arg(long)]
+    pub cluster: bool,
     /// A command of your own instead of the tests, after --: __rand_int__ is drawn as with -r, __data__ is the --value-size bytes
     #[arg(last = true, value_name = "COMMAND", conflicts_with = "tests")]
     pub command: Vec<String>,
@@ -84,6 +89,20 @@ pub struct RedisArgs {
 }
 
 impl RedisArgs {
+    /// With `--cluster`, the `redis://` target as `redis+cluster://`.
+    pub fn cluster_url(&self, target: &str) -> Result<Option<Cow<'static, str>>, SpecError> {
+        if !self.cluster || target.starts_with("redis+cluster://") {
+            return Ok(None);
+        }
+        match target.strip_prefix("redis://") {
+            Some(rest) => Ok(Some(format!("redis+cluster://{rest}").into())),
+            None => Err(SpecError::new(
+                "--cluster",
+                "takes a redis:// or redis+cluster:// target",
+            )),
+        }
+    }
+
     pub fn spec(&self) -> Result<WorkloadSpec, SpecError> {
         if let Some(ratio) = &self.ratio {
             let (sets, gets) = MemtierSpec::ratio(ratio)?;

@@ -14,6 +14,13 @@ use crate::start::StartRule;
 
 use super::{amount, cores, count, millis, seconds, unix_time, with_default, Defaults};
 
+/// A switch given as `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ArrivalArg {
     Regular,
@@ -125,6 +132,12 @@ pub struct RunArgs {
     /// No lap lines (a progress bar on a terminal)
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Lap lines end with the client's CPU, memory, bytes and connections in the lap
+    #[arg(long)]
+    pub resources: bool,
+    /// Sample the server's own statistics (and its process, when local) once per lap, into the report
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = OnOff::On)]
+    pub server_stats: OnOff,
     /// Threads driving the load [default: the number of cores]
     #[arg(long, value_parser = count::<usize>)]
     pub threads: Option<usize>,

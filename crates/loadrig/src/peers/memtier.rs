@@ -35,7 +35,7 @@ pub(super) const OPTS: &[Opt] = &[
     takes(&["--key-maximum"], Some("NUMBER"), "--key-maximum"),
     takes(&["--key-pattern"], Some("SET:GET"), "--key-pattern"),
     takes(&["--key-zipf-exp"], Some("EXP"), "--key-zipf-exp"),
-    takes(&["--select-db"], Some("DB"), "--dbnum (loadrig's default is 9, not 0, away from other data)"),
+    takes(&["--select-db"], Some("DB"), "--dbnum (SELECT only when given)"),
     takes(&["--rate-limiting"], Some("RPS"), "requests per second per connection, times the clients: --rate"),
     notes(&["--hide-histogram"], None, "loadrig prints no histogram unless asked (--hdr-log)"),
     notes(&["--data-verify"], None, "every GET's value is checked here anyway"),

@@ -27,11 +27,7 @@ pub(super) const OPTS: &[Opt] = &[
     takes(&["-c"], Some("CLIENTS"), "--clients"),
     takes(&["-n"], Some("REQUESTS"), "--requests, per test"),
     takes(&["-d"], Some("SIZE"), "--value-size"),
-    takes(
-        &["--dbnum"],
-        Some("DB"),
-        "--dbnum (loadrig's default is 9, not 0, away from other data)",
-    ),
+    takes(&["--dbnum"], Some("DB"), "--dbnum (SELECT only when given)"),
     refused(&["-3"], None, "RESP3 is not spoken; loadrig speaks RESP2"),
     takes(&["--threads"], Some("NUM"), "--threads"),
     refused(&["--cluster"], None, "cluster mode is not taken"),

@@ -57,6 +57,34 @@ fn ms(us: f64) -> String {
 }
 
 /// One report's header, results, verdict.
+/// Where latency rose, beside what changed most on the server in that
+/// lap (docs/resources.md section 4).
+fn rises_table(o: &mut String, r: &Report) {
+    let rises = super::resources::rises(r);
+    if rises.is_empty() {
+        return;
+    }
+    o.push_str("<p>Where latency rose (a lap's p99 at least twice the median lap's), with the server series that changed most from the lap before:</p>");
+    o.push_str("<table><tr><th>at (s)</th><th>p99 (ms)</th><th>usual p99 (ms)</th><th>server series</th><th>lap before</th><th>this lap</th></tr>");
+    for x in rises {
+        let (name, before, now) = match &x.changed {
+            Some((n, b, v)) => (n.as_str(), format!("{b}"), format!("{v}")),
+            None => ("-", "-".into(), "-".into()),
+        };
+        let _ = write!(
+            o,
+            "<tr><td>{:.2}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            x.at,
+            x.p99_ms,
+            x.usual_ms,
+            escape(name),
+            escape(&before),
+            escape(&now)
+        );
+    }
+    o.push_str("</table>\n");
+}
+
 fn report_section(o: &mut String, name: &str, r: &Report) {
     let e = &r.environment;
     let _ = writeln!(o, "<h2>{}</h2>", escape(name));
@@ -107,6 +135,7 @@ fn report_section(o: &mut String, name: &str, r: &Report) {
         let _ = write!(o, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
     }
     o.push_str("</table>\n");
+    rises_table(o, r);
     // Verification.
     let verdict = r.verification.as_ref().and_then(|v| v.verdict.as_ref());
     match verdict {

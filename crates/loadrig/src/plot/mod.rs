@@ -8,6 +8,7 @@
 //! named by their file stems. The charts themselves are `svg.rs`'s.
 
 pub mod html;
+mod resources;
 pub mod svg;
 
 use std::path::{Path, PathBuf};
@@ -354,7 +355,8 @@ pub fn report_charts(reports: &[(&str, &Report)]) -> anyhow::Result<Vec<Chart>> 
         }
     }
     let time = "seconds since the measured phase began".to_string();
-    Ok(vec![
+    let resources = resources::charts(reports, &time);
+    let mut charts = vec![
         Chart::Line(LineChart {
             title: "Throughput over time (per lap)".into(),
             x_label: time.clone(),
@@ -371,15 +373,19 @@ pub fn report_charts(reports: &[(&str, &Report)]) -> anyhow::Result<Vec<Chart>> 
             lines: lat,
             failed: Vec::new(),
         }),
-        Chart::Line(LineChart {
-            title: "Latency by percentile".into(),
-            x_label: "percentile".into(),
-            y_label: "latency (ms)".into(),
-            x_axis: XAxis::Percentile,
-            lines: spec,
-            failed: Vec::new(),
-        }),
-    ])
+    ];
+    // Client and server resources under latency and throughput, on the
+    // same time axis; then the spectrum.
+    charts.extend(resources);
+    charts.push(Chart::Line(LineChart {
+        title: "Latency by percentile".into(),
+        x_label: "percentile".into(),
+        y_label: "latency (ms)".into(),
+        x_axis: XAxis::Percentile,
+        lines: spec,
+        failed: Vec::new(),
+    }));
+    Ok(charts)
 }
 
 /// The output's format, by its extension.

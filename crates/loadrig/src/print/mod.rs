@@ -34,6 +34,9 @@ pub struct Printer {
     bar: bool,
     total_ops: Option<u64>,
     total_secs: Option<f64>,
+    /// `--resources`: the client's CPU, memory, bytes and connections
+    /// after each lap line.
+    resources: bool,
     /// The Erlvolt bench's setup this run follows: its lines, not loadrig's laps.
     preset: Option<loadrig_spec::Preset>,
 }
@@ -63,8 +66,15 @@ impl Printer {
             bar: quiet && std::io::stderr().is_terminal(),
             total_ops,
             total_secs,
+            resources: false,
             preset: spec.preset,
         }
+    }
+
+    /// Lap lines end with the client's resources in the lap (`--resources`).
+    pub fn with_resources(mut self, on: bool) -> Printer {
+        self.resources = on;
+        self
     }
 
     /// Write a line; output that cannot be written is not worth failing a run.
@@ -101,10 +111,13 @@ impl Printer {
         if self.bar {
             self.progress(l);
         } else if !self.quiet {
-            let line = match self.preset {
+            let mut line = match self.preset {
                 Some(p) => erlvolt::lap_line(p, l),
                 None => lap_line(l),
             };
+            if self.resources {
+                line.push_str(&resource_columns(l));
+            }
             self.line(&line);
         }
     }
@@ -318,6 +331,38 @@ fn plural<'a>(n: u32, one: &'a str, many: &'a str) -> &'a str {
     } else {
         many
     }
+}
+
+/// The client's resources in a lap, as `--resources` adds them to its line:
+/// CPU as a share of one core over the lap, resident memory, bytes per
+/// second each way, connections up and re-established.
+pub fn resource_columns(l: &LapView<'_>) -> String {
+    let c = &l.client;
+    let secs = l.length.as_secs_f64();
+    let per_sec = |b: u64| {
+        if secs > 0.0 {
+            (b as f64 / secs) as u64
+        } else {
+            0
+        }
+    };
+    let share = |d: Duration| {
+        if secs > 0.0 {
+            100.0 * d.as_secs_f64() / secs
+        } else {
+            0.0
+        }
+    };
+    format!(
+        "  cpu usr {:.0}% sys {:.0}%  rss {}  out {}/s in {}/s  conns {} reconn {}",
+        share(c.cpu_user),
+        share(c.cpu_system),
+        fmt::bytes(c.rss_bytes),
+        fmt::bytes(per_sec(c.bytes_sent)),
+        fmt::bytes(per_sec(c.bytes_received)),
+        group(c.connections),
+        group(c.reconnects),
+    )
 }
 
 pub fn lap_line(l: &LapView<'_>) -> String {

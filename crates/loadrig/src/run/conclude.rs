@@ -32,6 +32,10 @@ pub async fn prepare<B: Bench>(
 ) -> anyhow::Result<Prepared> {
     p.phase("connect");
     let server_version = d.ask(bench.target().server_version()).await;
+    let unread = bench.target().unread();
+    if !unread.is_empty() {
+        p.line(&format!("not read from the server: {}", unread.join("; ")));
+    }
     p.phase("prepare");
     d.cold("prepare", bench.prepare()).await?;
     let baseline = d.cold("the baseline", bench.baseline()).await?;
@@ -67,6 +71,7 @@ pub fn environment<B: Bench>(
         target: spec.target.clone(),
         server_version,
         durability: bench.target().durability(),
+        unread: bench.target().unread(),
         cpu: crate::pin::pinned(),
     }
 }

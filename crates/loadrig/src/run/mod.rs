@@ -13,6 +13,7 @@ mod deadline;
 pub use deadline::Deadlines;
 mod parent;
 pub mod phases;
+mod sampler;
 mod single;
 
 use std::path::PathBuf;
@@ -26,6 +27,10 @@ use crate::start::StartRule;
 /// Output choices and the process's part, none of them in the run spec.
 pub struct Options {
     pub quiet: bool,
+    /// `--resources`: the client's resources on each lap line.
+    pub resources: bool,
+    /// `--server-stats on`: sample the server's statistics per lap.
+    pub server_stats: bool,
     pub csv: bool,
     /// `--json`: the summary as one JSON object on standard output.
     pub json: bool,

@@ -51,7 +51,8 @@ pub async fn parent<B: Bench>(
     // kernel if this process dies: signals::die_with_parent).
     let signals = crate::signals::watch();
     let stop = signals.stop.clone();
-    let mut p = Printer::new(spec, opts.quiet, opts.data_on_stdout());
+    let mut p =
+        Printer::new(spec, opts.quiet, opts.data_on_stdout()).with_resources(opts.resources);
     p.header(spec, bench.target().durability().as_deref());
     let d = Deadlines::of(spec);
     let prepared = conclude::prepare(&mut bench, &mut p, &d).await?;

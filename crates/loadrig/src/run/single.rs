@@ -15,6 +15,7 @@ use crate::print::Printer;
 use crate::start;
 
 use super::deadline::Deadlines;
+use super::sampler::Sampler;
 use super::{Options, Role};
 
 use super::conclude::{conclude, environment, prepare, start_line, End, Prepared};
@@ -31,7 +32,8 @@ pub(super) async fn single<B: Bench>(
     let child = opts.role == Role::Child || !spec.prepare;
     let kinds = bench.kinds();
     let domains = bench.domains();
-    let mut p = Printer::new(spec, opts.quiet, opts.data_on_stdout());
+    let mut p =
+        Printer::new(spec, opts.quiet, opts.data_on_stdout()).with_resources(opts.resources);
     p.header(spec, bench.target().durability().as_deref());
 
     let prepared = if child {
@@ -73,6 +75,8 @@ pub(super) async fn single<B: Bench>(
     let mut kind_elapsed: Vec<Option<Duration>> = Vec::new();
     let mut db_cpu_before = Vec::new();
     let mut usage_before = None;
+    // The server's statistics, sampled beside the load from its start.
+    let mut sampler = None;
     // A later phase that cannot connect ends the run with what was
     // measured, and says why.
     let mut failed = Vec::new();
@@ -126,6 +130,13 @@ pub(super) async fn single<B: Bench>(
                 p.end_phases();
                 db_cpu_before = bench.target().embedded_cpu().await;
                 usage_before = Some(ProcessUsage::now());
+                if opts.server_stats {
+                    sampler = Sampler::start(
+                        bench.target().server_stats(),
+                        b.at.into_std(),
+                        cfg.interval,
+                    );
+                }
                 *begin.insert(b)
             }
         };
@@ -149,6 +160,7 @@ pub(super) async fn single<B: Bench>(
             break;
         }
     }
+    let samples = sampler.map(Sampler::finish);
     let (Some(outcome), Some(begin), Some(usage_before)) = (total, begin, usage_before) else {
         anyhow::bail!("nothing to run");
     };
@@ -167,7 +179,7 @@ pub(super) async fn single<B: Bench>(
     usage.cpu = usage.cpu.saturating_sub(db_total);
 
     p.phase("cool down");
-    let report = Report::build(RunRecord {
+    let mut report = Report::build(RunRecord {
         spec,
         environment: environment(spec, prepared.server_version, &bench),
         started_unix_ms: begin.unix_ms,
@@ -179,6 +191,11 @@ pub(super) async fn single<B: Bench>(
         verification: None,
         results: Results::default(),
         exit_code: code,
+    });
+    let sampled = samples.and_then(|s| {
+        let line = s.failure_line();
+        s.attach(&mut report);
+        line
     });
     let mut counted = outcome.warmup.clone();
     counted.merge(&outcome.measured);
@@ -198,7 +215,7 @@ pub(super) async fn single<B: Bench>(
         counted,
         baseline: (!child).then_some(prepared.baseline),
         failed,
-        after_summary: after.into_iter().collect(),
+        after_summary: after.into_iter().chain(sampled).collect(),
     };
     conclude(&mut bench, spec, opts, &mut p, end).await
 }

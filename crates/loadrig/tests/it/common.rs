@@ -129,16 +129,19 @@ pub fn hold(server: &str) -> MutexGuard<'static, ()> {
     static POSTGRES: Mutex<()> = Mutex::new(());
     static MARIADB: Mutex<()> = Mutex::new(());
     static MEMCACHED: Mutex<()> = Mutex::new(());
-    static REDIS_DB9: Mutex<()> = Mutex::new(());
+    static REDIS_CLUSTER: Mutex<()> = Mutex::new(());
+    static REDIS_DB0: Mutex<()> = Mutex::new(());
     static OTHER: Mutex<()> = Mutex::new(());
     let lock = match server {
         "postgres" => &POSTGRES,
         "mariadb" => &MARIADB,
         // Runs compare memcached's global counters with their own.
         "memcached" => &MEMCACHED,
-        // Runs in Redis's database 9, loadrig's default (the peers' lines
-        // cannot name another): each verifies the keys it wrote there.
-        "redis-db9" => &REDIS_DB9,
+        // A cluster has one database: runs there share the key names.
+        "redis-cluster" => &REDIS_CLUSTER,
+        // Runs in Redis's default database (the peers' lines name none):
+        // each verifies the keys it wrote there.
+        "redis-db0" => &REDIS_DB0,
         _ => &OTHER,
     };
     // A test that failed holding it leaves nothing behind to protect.
@@ -239,6 +242,24 @@ pub fn assert_verified(r: &Run, report: &Report) {
         "{verdict:?}\n{}",
         r.dump()
     );
+}
+
+/// The report's verdict; a report without one fails the test.
+pub fn verdict(report: &Report) -> loadrig_metrics::Verdict {
+    report
+        .verification
+        .as_ref()
+        .and_then(|v| v.verdict.clone())
+        .expect("the report holds a verdict")
+}
+
+/// The check of the verdict named `name`, as (expected, actual).
+pub fn check_of(report: &Report, name: &str) -> Option<(i64, i64)> {
+    verdict(report)
+        .checks
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| (c.expected, c.actual))
 }
 
 /// A workload counter of the measured phase; absent fails the test.
@@ -516,3 +537,6 @@ impl Drop for OwnServer {
 
 /// A RESP server whose answers take the delays a test chose.
 pub mod delayed;
+
+/// A Redis-compatible server that refuses SELECT, MGET, INFO, SCAN, ...
+pub mod subset;

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod cli;
+mod cluster;
 mod common;
 mod etcd;
 mod expect;
@@ -28,10 +29,12 @@ mod reading;
 mod readme;
 mod redis;
 mod reference;
+mod resources;
 mod scale;
 mod servers;
 mod services;
 mod sqlite;
+mod subset;
 mod tls;
 mod voltdb;
 mod voter;

@@ -92,7 +92,7 @@ fn csv_rows(r: &Run) -> Vec<(String, f64)> {
 #[test]
 fn redis_benchmark_lines_of_the_guide() {
     need_server("redis", 6379);
-    let _db9 = hold("redis-db9");
+    let _db0 = hold("redis-db0");
     // The bar chart: `-n 100000` scaled to 5000 a test (the default tests).
     let r = loadrig(&[
         "redis-benchmark",
@@ -213,7 +213,7 @@ fn redis_benchmark_lines_of_the_guide() {
 #[test]
 fn redis_benchmark_quiet_and_a_command() {
     need_server("redis", 6379);
-    let _db9 = hold("redis-db9");
+    let _db0 = hold("redis-db0");
     let r = loadrig(&["redis-benchmark", "-t", "set,get", "-n", "3000", "-q"]);
     assert_eq!(r.code, 0, "{}", r.dump());
     for t in ["SET: ", "GET: "] {
@@ -245,7 +245,7 @@ fn redis_benchmark_quiet_and_a_command() {
 #[test]
 fn memtier_benchmark_multiplies_clients_and_requests() {
     need_server("redis", 6379);
-    let _db9 = hold("redis-db9");
+    let _db0 = hold("redis-db0");
     // 2 clients per thread x 2 threads, 250 requests per client: 1,000.
     let r = loadrig(&[
         "memtier_benchmark",

@@ -168,7 +168,7 @@ fn split(line: &str) -> Vec<String> {
 #[test]
 fn plot_reads_a_loadrig_report_and_a_real_redis_benchmark_csv() {
     need_server("redis", 6379);
-    let _db9 = crate::common::hold("redis-db9");
+    let _db0 = crate::common::hold("redis-db0");
     let dir = tempfile::tempdir().unwrap();
     let rb = dir.path().join("redis-benchmark.csv");
     let theirs = Command::new("redis-benchmark")

@@ -191,6 +191,10 @@ impl TargetInfo for EtcdTarget {
     fn default_connections(&self) -> Option<u32> {
         u32::try_from(self.at.servers.len()).ok()
     }
+
+    fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
+        crate::local::first_process(&self.at)
+    }
 }
 
 /// A failed call as an operation's error: a status that may hide an

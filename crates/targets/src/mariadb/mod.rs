@@ -11,6 +11,7 @@
 
 mod hello;
 mod kv;
+pub(crate) mod stats;
 mod voter;
 
 use std::collections::VecDeque;
@@ -338,6 +339,15 @@ impl TargetInfo for MariadbTarget {
 
     fn max_depth(&self) -> usize {
         1
+    }
+
+    fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
+        let (host, port, _) = self.at.server(0);
+        let own: Box<dyn loadrig_workloads::stats::StatsSource> =
+            Box::new(stats::Status::new(self.opts.clone()));
+        std::iter::once(own)
+            .chain(crate::local::process_on(&host, port))
+            .collect()
     }
 }
 

@@ -15,9 +15,12 @@ use loadrig_wire::kv::memcache::text;
 
 use crate::url::{hostport, TargetUrl};
 use loadrig_workloads::memcache::MemcacheBackend;
+use loadrig_workloads::stats::StatsSource;
 use loadrig_workloads::{TargetError, TargetInfo};
 
 use crate::socket::{said, Dial, Socket, Stream};
+
+pub(crate) mod stats;
 
 const DEFAULT_PORT: u16 = 11211;
 
@@ -117,6 +120,14 @@ impl TargetInfo for MemcacheTarget {
 
     fn max_depth(&self) -> usize {
         MAX_DEPTH
+    }
+
+    fn server_stats(&self) -> Vec<Box<dyn StatsSource>> {
+        let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
+        let stats: Box<dyn StatsSource> = Box::new(stats::McStats::new(self.at.clone()));
+        std::iter::once(stats)
+            .chain(crate::local::process_on(&host, port))
+            .collect()
     }
 }
 

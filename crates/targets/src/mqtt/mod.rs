@@ -130,6 +130,10 @@ impl TargetInfo for MqttTarget {
     fn max_depth(&self) -> usize {
         MAX_DEPTH
     }
+
+    fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
+        crate::local::first_process(&self.at)
+    }
 }
 
 impl PubSubBackend for MqttTarget {

@@ -8,6 +8,8 @@
 //! waits for the `PONG`: an `-ERR` before it (a refused login) makes the
 //! target unreachable, in the server's words.
 
+pub(crate) mod stats;
+
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -25,7 +27,8 @@ use crate::url::TargetUrl;
 
 const DEFAULT_PORT: u16 = 4222;
 
-const EXPECTED: &str = "nats://[USER:PASSWORD@|TOKEN@]HOST[:PORT][,PORT|,HOST[:PORT]...]";
+const EXPECTED: &str =
+    "nats://[USER:PASSWORD@|TOKEN@]HOST[:PORT][,PORT|,HOST[:PORT]...][?monitor=PORT|off]";
 
 /// The most publishes one connection keeps in flight. Publishes are done
 /// once written, so this only bounds what a workload queues.
@@ -44,11 +47,23 @@ const DURABILITY: &str =
     "at most once: core NATS keeps no messages; a subscriber that is slow or away loses them";
 
 /// Parse what follows `nats://`. A lone user (`TOKEN@`) is a token.
-pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+/// `?monitor=PORT` names the first server's monitoring port, whose
+/// `/varz` is sampled per lap (8222 by default; `off`: none).
+pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, Option<u16>), SpecError> {
     let (url, options) = TargetUrl::parse("nats", rest, DEFAULT_PORT, EXPECTED)?;
     url.no_path("no path is taken")?;
-    url.no_options(options)?;
-    Ok(url)
+    let mut monitor = Some(stats::MONITOR_PORT);
+    for (k, v) in crate::query_pairs(options.unwrap_or_default()) {
+        monitor = match (k, v) {
+            ("monitor", "off") => None,
+            ("monitor", port) => match port.parse::<u16>() {
+                Ok(p) if p > 0 => Some(p),
+                _ => return Err(url.bad(format_args!("monitor '{port}' is not a port or off"))),
+            },
+            (other, _) => return Err(url.bad(format_args!("unknown option '{other}'"))),
+        };
+    }
+    Ok((url, monitor))
 }
 
 /// One or more NATS servers. Cheap: it connects per use.
@@ -57,11 +72,14 @@ pub struct NatsTarget {
     /// The server the next connection goes to (round robin).
     next: AtomicUsize,
     version: OnceLock<String>,
+    /// The first server's monitoring port, if sampled.
+    monitor: Option<u16>,
 }
 
 impl NatsTarget {
-    pub(crate) fn new(at: TargetUrl) -> NatsTarget {
+    pub(crate) fn new(at: TargetUrl, monitor: Option<u16>) -> NatsTarget {
         NatsTarget {
+            monitor,
             at: Arc::new(at),
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
@@ -98,6 +116,17 @@ impl TargetInfo for NatsTarget {
 
     fn max_depth(&self) -> usize {
         MAX_DEPTH
+    }
+
+    fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
+        let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
+        let varz = self.monitor.map(|m| {
+            Box::new(stats::Varz::new(host.clone(), m))
+                as Box<dyn loadrig_workloads::stats::StatsSource>
+        });
+        varz.into_iter()
+            .chain(crate::local::process_on(&host, port))
+            .collect()
     }
 }
 
@@ -268,15 +297,19 @@ mod tests {
 
     #[test]
     fn parses_nats_urls() {
-        let u = parse_url("127.0.0.1").unwrap();
+        let (u, monitor) = parse_url("127.0.0.1").unwrap();
+        assert_eq!(monitor, Some(8222));
+        assert_eq!(parse_url("h?monitor=8333").unwrap().1, Some(8333));
+        assert_eq!(parse_url("h?monitor=off").unwrap().1, None);
+        assert!(parse_url("h?monitor=x").is_err());
         assert_eq!(u.servers, [("127.0.0.1".to_string(), 4222)]);
         assert_eq!(u.label(), "nats://127.0.0.1:4222");
-        let u = parse_url("bench:s%3Acret@h1,h2:4223,4224/").unwrap();
+        let (u, _) = parse_url("bench:s%3Acret@h1,h2:4223,4224/").unwrap();
         assert_eq!(u.servers.len(), 3);
         assert_eq!(u.servers[2], ("h2".to_string(), 4224));
         assert_eq!(u.password.as_deref(), Some("s:cret"));
         assert_eq!(u.label(), "nats://bench:***@h1:4222,h2:4223,h2:4224");
-        let u = parse_url("t0ken@h").unwrap();
+        let (u, _) = parse_url("t0ken@h").unwrap();
         assert_eq!(
             (u.user.as_deref(), u.password.as_deref()),
             (Some("t0ken"), None)

@@ -10,6 +10,7 @@
 
 mod hello;
 mod kv;
+pub(crate) mod stats;
 mod voter;
 
 use std::sync::{Arc, OnceLock};
@@ -421,6 +422,15 @@ impl TargetInfo for PostgresTarget {
 
     fn max_depth(&self) -> usize {
         MAX_DEPTH
+    }
+
+    fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
+        let (host, port, _) = self.at.server(0);
+        let own: Box<dyn loadrig_workloads::stats::StatsSource> =
+            Box::new(stats::PgStats::new(self.config.clone()));
+        std::iter::once(own)
+            .chain(crate::local::process_on(&host, port))
+            .collect()
     }
 }
 

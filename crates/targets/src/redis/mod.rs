@@ -14,8 +14,10 @@
 //!
 //! Pub/sub (`PUBLISH`, `SUBSCRIBE`) is in [`pubsub`].
 
+mod cluster;
 mod kv;
 mod pubsub;
+pub(crate) mod stats;
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,10 +30,12 @@ use loadrig_wire::kv::resp::{self};
 
 use crate::url::{hostport, TargetUrl};
 use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
+use loadrig_workloads::stats::StatsSource;
 use loadrig_workloads::{TargetError, TargetInfo};
 
 use crate::socket::{said, Dial, Socket, Stream};
 
+pub use cluster::{ClusterStream, RedisClusterTarget};
 pub use pubsub::RedisPubSubConn;
 
 const DEFAULT_PORT: u16 = 6379;
@@ -53,6 +57,8 @@ const READ_CHUNK: usize = 16 * 1024;
 
 const EXPECTED: &str = "redis://[[USER]:PASSWORD@]HOST[:PORT][,PORT|,HOST[:PORT]...]";
 
+pub(crate) use cluster::parse_url as parse_cluster_url;
+
 /// Parse what follows `redis://`: servers and an optional login; the
 /// database is `--dbnum`, not a path.
 pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
@@ -73,6 +79,8 @@ pub struct RedisTarget {
     next: AtomicUsize,
     version: OnceLock<String>,
     durability: OnceLock<String>,
+    /// What the server refused to say about itself (INFO, CONFIG GET).
+    unread: OnceLock<Vec<String>>,
     /// The kv workload's dataset: its key prefix, index and marker.
     kv: Arc<kv::Names>,
 }
@@ -84,6 +92,7 @@ impl RedisTarget {
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
             durability: OnceLock::new(),
+            unread: OnceLock::new(),
             kv: Arc::new(kv::Names::new("kv")),
         }
     }
@@ -111,11 +120,16 @@ impl RedisTarget {
             ])
             .await
             .ok()?;
-        if let Some(Value::Bulk(Some(text))) = replies.first() {
-            let text = String::from_utf8_lossy(text);
-            if let Some(v) = text.lines().find_map(|l| l.strip_prefix("redis_version:")) {
-                let _ = self.version.set(format!("Redis {}", v.trim()));
+        let mut unread = Vec::new();
+        match replies.first() {
+            Some(Value::Bulk(Some(text))) => {
+                let text = String::from_utf8_lossy(text);
+                if let Some(v) = text.lines().find_map(|l| l.strip_prefix("redis_version:")) {
+                    let _ = self.version.set(format!("Redis {}", v.trim()));
+                }
             }
+            Some(Value::Error(e)) => unread.push(format!("the version (INFO refused: {e})")),
+            _ => unread.push("the version (INFO answered something else)".to_string()),
         }
         let setting = |i: usize| match replies.get(i) {
             Some(Value::Array(Some(kv))) => match kv.get(1) {
@@ -124,7 +138,16 @@ impl RedisTarget {
             },
             _ => None,
         };
-        let aof = setting(1)?;
+        let aof = setting(1);
+        if aof.is_none() {
+            let why = match replies.get(1) {
+                Some(Value::Error(e)) => format!("CONFIG GET refused: {e}"),
+                _ => "CONFIG GET appendonly answered no value".to_string(),
+            };
+            unread.push(format!("the durability ({why})"));
+        }
+        let _ = self.unread.set(unread);
+        let aof = aof?;
         let fsync = setting(2).unwrap_or_default();
         let save = setting(3).unwrap_or_default();
         let meaning = match (aof.as_str(), fsync.as_str()) {
@@ -157,6 +180,18 @@ impl TargetInfo for RedisTarget {
 
     fn max_depth(&self) -> usize {
         MAX_DEPTH
+    }
+
+    fn server_stats(&self) -> Vec<Box<dyn StatsSource>> {
+        let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
+        let info: Box<dyn StatsSource> = Box::new(stats::RedisInfo::new(self.at.clone()));
+        std::iter::once(info)
+            .chain(crate::local::process_on(&host, port))
+            .collect()
+    }
+
+    fn unread(&self) -> Vec<String> {
+        self.unread.get().cloned().unwrap_or_default()
     }
 }
 
@@ -217,13 +252,19 @@ impl Link {
     /// Connect to server `i`, log in, select `db`.
     async fn open(at: &TargetUrl, i: usize, db: u32) -> Result<Link, LinkError> {
         let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
-        let name = hostport(&host, port);
+        Link::dial(at, &host, port, db).await
+    }
+
+    /// Connect to `host:port` (one of `at`'s servers or a node a cluster
+    /// named), log in as `at` says, select `db`.
+    async fn dial(at: &TargetUrl, host: &str, port: u16, db: u32) -> Result<Link, LinkError> {
+        let name = hostport(host, port);
         let io = |source| LinkError::Io {
             server: name.clone(),
             source,
         };
         let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "timed out");
-        let sock = Socket::open(&host, port, CONNECT_TIMEOUT, READ_CHUNK, at.tls)
+        let sock = Socket::open(host, port, CONNECT_TIMEOUT, READ_CHUNK, at.tls)
             .await
             .map_err(io)?;
         let mut link = Link { sock };

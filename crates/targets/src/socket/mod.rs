@@ -30,6 +30,8 @@ mod tls;
     feature = "http"
 ))]
 mod stream;
+#[cfg(feature = "redis")]
+pub(crate) use stream::op_error;
 #[cfg(any(
     feature = "redis",
     feature = "memcache",
@@ -115,6 +117,7 @@ impl Socket {
                     (Some(n), _) => {
                         self.fit.after_read(n, room);
                         self.received += n as u64;
+                        loadrig_metrics::count_received(n);
                         return Ok(());
                     }
                     (None, Err(e)) if e.kind() != io::ErrorKind::WouldBlock => return Err(e),
@@ -140,6 +143,7 @@ impl Socket {
                 Ok(n) => {
                     self.wbuf.advance(n);
                     self.sent += n as u64;
+                    loadrig_metrics::count_sent(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(e),

@@ -104,7 +104,7 @@ impl<D: Dial> ByteStream for Stream<D> {
 impl Socket {
     /// Write everything queued, waiting for the socket to take it. Cancel
     /// safe: what is not written yet stays in `wbuf`.
-    async fn flush_all(&mut self) -> io::Result<()> {
+    pub(crate) async fn flush_all(&mut self) -> io::Result<()> {
         loop {
             self.flush()?;
             if !self.queued() {
@@ -117,7 +117,7 @@ impl Socket {
 
 /// A failed link is an I/O error; bytes that cannot be the protocol, a
 /// protocol error.
-fn op_error(e: io::Error) -> OpError {
+pub(crate) fn op_error(e: io::Error) -> OpError {
     match e.kind() {
         io::ErrorKind::InvalidData => OpError::new(ErrorKind::Protocol),
         _ => OpError::new(ErrorKind::Io),

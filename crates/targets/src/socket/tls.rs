@@ -109,6 +109,7 @@ impl Socket {
                 let n = conn.writer().write(&self.wbuf)?;
                 self.wbuf.advance(n);
                 self.sent += n as u64;
+                loadrig_metrics::count_sent(n);
             }
             if !write_tls(&self.stream, conn)? || self.wbuf.is_empty() {
                 break;
@@ -145,6 +146,7 @@ impl Socket {
         if got > 0 {
             self.fit.after_read(got, room);
             self.received += got as u64;
+            loadrig_metrics::count_received(got);
         }
         Ok(got > 0)
     }

@@ -157,6 +157,10 @@ impl TargetInfo for VoltTarget {
     fn max_depth(&self) -> usize {
         MAX_DEPTH
     }
+
+    fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
+        crate::local::first_process(&self.at)
+    }
 }
 
 /// Why a link could not be opened or went down.

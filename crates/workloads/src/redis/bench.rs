@@ -131,6 +131,15 @@ impl<S: ByteStream> Driver for RedisDriver<S> {
     fn take_bytes(&mut self) -> (u64, u64) {
         self.conn.take_bytes()
     }
+
+    fn take_counts(&mut self, domains: &mut [u64]) {
+        let [moved, ask] = self.conn.stream().take_redirects();
+        for (d, n) in [(command::MOVED, moved), (command::ASK, ask)] {
+            if let Some(c) = domains.get_mut(usize::from(d)) {
+                *c += n;
+            }
+        }
+    }
 }
 
 /// The redis workload on one backend.
@@ -271,7 +280,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
             },
         };
         Ok(RedisDriver {
-            conn: RespConn::new(self.backend.connect(self.spec.dbnum).await?),
+            conn: RespConn::new(self.backend.connect(self.spec.db()).await?),
             mode,
         })
     }
@@ -282,7 +291,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
         counted: &Snapshot,
     ) -> Result<Verdict, TargetError> {
         if let Some(mix) = &self.mix {
-            let db = self.spec.dbnum;
+            let db = self.spec.db();
             return mix::verify(mix, &self.backend, db, self.stop, self.whole, counted).await;
         }
         let before: check::Counts = serde_json::from_value(baseline.clone()).unwrap_or_default();
@@ -301,7 +310,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
             return Ok(());
         }
         match &self.mix {
-            Some(mix) => mix::clean(mix, &self.backend, self.spec.dbnum).await,
+            Some(mix) => mix::clean(mix, &self.backend, self.spec.db()).await,
             None => check::clean(&self.backend, &self.spec).await,
         }
     }

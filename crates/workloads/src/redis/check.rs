@@ -18,7 +18,8 @@ use loadrig_spec::{RedisSpec, RedisTest, Stop};
 use serde::{Deserialize, Serialize};
 
 use super::command::{self, put_digits};
-use super::{cmd, test_seed, Command, RedisBackend, RedisBench, RespAdmin, Value};
+use super::read::{self, scan, Lacks, Reader};
+use super::{test_seed, RedisBackend, RedisBench, RespAdmin, Value};
 use crate::{group, group_i, Check, Results, TargetError, Verdict};
 use loadrig_engine::rng::Rng;
 
@@ -71,81 +72,38 @@ pub struct Counts {
     pub myzset: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mystream: Option<i64>,
+    /// What could not be read, by family (the command the server refused).
+    #[serde(default, skip_serializing_if = "Lacks::is_empty")]
+    pub lacks: Lacks,
 }
 
-fn failed(what: &str, why: impl std::fmt::Display) -> TargetError {
-    TargetError::Prepare {
-        target: "redis".to_string(),
-        reason: format!("{what}: {why}"),
+/// Where the keys of `prefix` (`key:`, `counter:`) are: the one
+/// `__rand_int__` key without `-r`; with it, the 12-digit names, found by
+/// SCAN with a pattern that matches nothing else (so that a run in a
+/// database shared with other data reads and deletes only its own keys).
+fn drawn(spec: &RedisSpec, prefix: &str) -> Result<Vec<u8>, Vec<u8>> {
+    match spec.keyspace {
+        None => Ok(format!("{prefix}{}", "__rand_int__").into_bytes()),
+        Some(_) => Err(format!("{prefix}{}", "[0-9]".repeat(12)).into_bytes()),
     }
 }
 
-/// One command's reply, an error reply being an error.
-async fn one<A: RespAdmin>(a: &mut A, c: Command) -> Result<Value, TargetError> {
-    let what = String::from_utf8_lossy(&c.join(&b' ')).into_owned();
-    match a.call(&[c]).await?.pop() {
-        Some(Value::Error(e)) => Err(failed(&what, e)),
-        Some(v) => Ok(v),
-        None => Err(failed(&what, "no reply")),
-    }
+/// The keys of `prefix` present now; `None` when the server refuses SCAN.
+async fn present<A: RespAdmin>(
+    r: &mut Reader<A>,
+    spec: &RedisSpec,
+    prefix: &str,
+) -> Result<Option<Vec<Vec<u8>>>, TargetError> {
+    Ok(match drawn(spec, prefix) {
+        Ok(key) => Some(vec![key]),
+        Err(pattern) => scan(&mut r.a, &pattern)
+            .await?
+            .map(|k| k.into_iter().collect()),
+    })
 }
 
-/// Every key matching `pattern` (SCAN, so the server never blocks).
-pub(super) async fn scan<A: RespAdmin>(
-    a: &mut A,
-    pattern: &[u8],
-) -> Result<HashSet<Vec<u8>>, TargetError> {
-    let mut keys = HashSet::new();
-    let mut cursor = b"0".to_vec();
-    loop {
-        let c = vec![
-            b"SCAN".to_vec(),
-            cursor,
-            b"MATCH".to_vec(),
-            pattern.to_vec(),
-            b"COUNT".to_vec(),
-            b"1000".to_vec(),
-        ];
-        let Value::Array(Some(mut parts)) = one(a, c).await? else {
-            return Err(failed("SCAN", "not an array"));
-        };
-        let (Some(Value::Array(Some(batch))), Some(Value::Bulk(Some(next)))) =
-            (parts.pop(), parts.pop())
-        else {
-            return Err(failed("SCAN", "not [cursor, keys]"));
-        };
-        keys.extend(batch.into_iter().filter_map(|k| match k {
-            Value::Bulk(Some(k)) => Some(k),
-            _ => None,
-        }));
-        if next == b"0" {
-            return Ok(keys);
-        }
-        cursor = next;
-    }
-}
-
-/// Values of `keys` (MGET, in batches); `None` for a missing key.
-pub(super) async fn values<A: RespAdmin>(
-    a: &mut A,
-    keys: &[Vec<u8>],
-) -> Result<Vec<Option<Vec<u8>>>, TargetError> {
-    let mut out = Vec::with_capacity(keys.len());
-    for batch in keys.chunks(1000) {
-        let mut c: Command = vec![b"MGET".to_vec()];
-        c.extend(batch.iter().cloned());
-        let Value::Array(Some(vals)) = one(a, c).await? else {
-            return Err(failed("MGET", "not an array"));
-        };
-        out.extend(vals.into_iter().map(|v| match v {
-            Value::Bulk(b) => b,
-            _ => None,
-        }));
-    }
-    Ok(out)
-}
-
-/// The sizes of the families `spec`'s tests touch, now.
+/// The sizes of the families `spec`'s tests touch, now; what the servers
+/// refused to tell is in `lacks` (and its field stays `None`).
 pub(super) async fn measure<B: RedisBackend>(
     backend: &B,
     spec: &RedisSpec,
@@ -162,36 +120,52 @@ pub(super) async fn measure<B: RedisBackend>(
     if !sized_touched && !touches(spec, Family::Counters) {
         return Ok(c);
     }
+    let mut lacks = Lacks::new();
+    let mut counters = Some(0i64);
+    let mut sizes = [Some(0i64); 5];
     for s in 0..backend.servers() {
-        let mut a = backend.admin(s, spec.dbnum).await?;
+        let mut r = Reader::new(backend.admin(s, spec.db()).await?);
         if touches(spec, Family::Counters) {
-            let keys: Vec<Vec<u8>> = scan(&mut a, b"counter:*").await?.into_iter().collect();
-            let sum: i64 = values(&mut a, &keys)
-                .await?
-                .into_iter()
-                .flatten()
-                .filter_map(|v| Value::Bulk(Some(v)).integer())
-                .sum();
-            *c.counters.get_or_insert(0) += sum;
+            let values = match present(&mut r, spec, "counter:").await? {
+                Some(keys) => r.values(&keys).await?,
+                None => Err("SCAN"),
+            };
+            match values {
+                Ok(v) => {
+                    let sum: i64 = v
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|v| Value::Bulk(Some(v)).integer())
+                        .sum();
+                    counters = counters.map(|c| c + sum);
+                }
+                Err(verb) => {
+                    lacks.insert("counter:*".into(), verb.into());
+                    counters = None;
+                }
+            }
         }
-        for (f, verb, key) in sized {
-            if !touches(spec, f) {
+        for (i, (f, verb, key)) in sized.iter().enumerate() {
+            if !touches(spec, *f) {
                 continue;
             }
-            let n = one(&mut a, cmd(&[verb, key]))
-                .await?
-                .integer()
-                .ok_or_else(|| failed(verb, "not a number"))?;
-            let slot = match f {
-                Family::List => &mut c.mylist,
-                Family::Set => &mut c.myset,
-                Family::Hash => &mut c.myhash,
-                Family::Zset => &mut c.myzset,
-                _ => &mut c.mystream,
-            };
-            *slot.get_or_insert(0) += n;
+            match r.size(verb, key).await? {
+                Some(n) => sizes[i] = sizes[i].map(|s| s + n),
+                None => {
+                    lacks.insert(key.to_string(), verb.to_string());
+                    sizes[i] = None;
+                }
+            }
         }
     }
+    let touched = |f: Family, v: Option<i64>| if touches(spec, f) { v } else { None };
+    c.counters = touched(Family::Counters, counters);
+    c.mylist = touched(Family::List, sizes[0]);
+    c.myset = touched(Family::Set, sizes[1]);
+    c.myhash = touched(Family::Hash, sizes[2]);
+    c.myzset = touched(Family::Zset, sizes[3]);
+    c.mystream = touched(Family::Stream, sizes[4]);
+    c.lacks = lacks;
     Ok(c)
 }
 
@@ -237,11 +211,14 @@ pub(super) async fn verify<B: RedisBackend>(
     let spec = &bench.spec;
     let t = Tally { spec, s: counted };
     let after = measure(&bench.backend, spec).await?;
+    // A family the server would not size before or after is not checked.
+    let mut lacks = before.lacks.clone();
+    lacks.extend(after.lacks.clone());
     let mut checks = Vec::new();
     let mut said = Vec::new();
     let delta = |a: Option<i64>, b: Option<i64>| a.unwrap_or(0) - b.unwrap_or(0);
     use RedisTest as T;
-    if touches(spec, Family::Counters) {
+    if touches(spec, Family::Counters) && !lacks.contains_key("counter:*") {
         let d = delta(after.counters, before.counters);
         checks.push(
             Check::new(
@@ -259,7 +236,7 @@ pub(super) async fn verify<B: RedisBackend>(
                      removes: &[(T, i64)],
                      a: Option<i64>,
                      b: Option<i64>| {
-        if !touches(spec, f) {
+        if !touches(spec, f) || lacks.contains_key(name) {
             return;
         }
         let added: i64 = adds.iter().map(|x| x.1).sum();
@@ -329,7 +306,7 @@ pub(super) async fn verify<B: RedisBackend>(
         before.mystream,
     );
     if touches(spec, Family::Strings) {
-        strings(bench, &t, &mut checks, &mut said).await?;
+        strings(bench, &t, &mut checks, &mut said, &mut lacks).await?;
     }
     let reads = [T::Get, T::Lpop, T::Rpop];
     if spec.tests.iter().any(|x| reads.contains(x)) {
@@ -344,6 +321,17 @@ pub(super) async fn verify<B: RedisBackend>(
             wrong,
         ));
         said.push("every value read was the data written".to_string());
+    }
+    if checks.is_empty() && !lacks.is_empty() {
+        // Nothing could be read: neither passed nor failed (exit 0).
+        return Ok(Verdict {
+            passed: None,
+            summary: read::not_verified(&lacks),
+            checks,
+        });
+    }
+    if !lacks.is_empty() {
+        said.push(read::unchecked(&lacks));
     }
     if checks.is_empty() {
         return Ok(Verdict::skipped(if spec.tests.contains(&T::Command) {
@@ -365,6 +353,7 @@ async fn strings<B: RedisBackend>(
     t: &Tally<'_>,
     checks: &mut Vec<Check>,
     said: &mut Vec<String>,
+    lacks: &mut Lacks,
 ) -> Result<(), TargetError> {
     use RedisTest as T;
     let spec = &bench.spec;
@@ -372,21 +361,31 @@ async fn strings<B: RedisBackend>(
     if writes == 0 {
         return Ok(());
     }
-    let keys: Vec<Vec<u8>> = match spec.keyspace {
-        None => vec![b"key:__rand_int__".to_vec()],
-        Some(r) => match exact_keys(bench, t, r) {
+    let keys: Vec<Vec<u8>> = match (drawn(spec, "key:"), spec.keyspace) {
+        (Ok(key), _) => vec![key],
+        (Err(_), Some(r)) => match exact_keys(bench, t, r) {
             Some(k) => k,
-            None => return found_keys(bench, writes, t, checks, said).await,
+            None => return found_keys(bench, writes, t, checks, said, lacks).await,
         },
+        (Err(_), None) => return Ok(()),
     };
     let data: &[u8] = &bench.data;
     // A key may be on any of the servers; it must be on one, and hold the
     // data wherever it is.
     let mut found = vec![false; keys.len()];
     let mut wrong = 0i64;
+    let mut by_key = false;
     for s in 0..bench.backend.servers() {
-        let mut a = bench.backend.admin(s, spec.dbnum).await?;
-        for (i, v) in values(&mut a, &keys).await?.into_iter().enumerate() {
+        let mut r = Reader::new(bench.backend.admin(s, spec.db()).await?);
+        let values = match r.values(&keys).await? {
+            Ok(v) => v,
+            Err(verb) => {
+                lacks.insert("key:*".into(), verb.into());
+                return Ok(());
+            }
+        };
+        by_key |= r.by_key;
+        for (i, v) in values.into_iter().enumerate() {
             if let Some(v) = v {
                 found[i] = true;
                 wrong += i64::from(v != data);
@@ -401,8 +400,13 @@ async fn strings<B: RedisBackend>(
     ));
     checks.push(Check::new("keys written holding other data", 0, wrong));
     said.push(format!(
-        "{} key:* written, all there",
-        group(keys.len() as u64)
+        "{} key:* written, all there{}",
+        group(keys.len() as u64),
+        if by_key {
+            " (read by GET: MGET refused)"
+        } else {
+            ""
+        }
     ));
     Ok(())
 }
@@ -418,18 +422,28 @@ async fn found_keys<B: RedisBackend>(
     t: &Tally<'_>,
     checks: &mut Vec<Check>,
     said: &mut Vec<String>,
+    lacks: &mut Lacks,
 ) -> Result<(), TargetError> {
     use RedisTest as T;
     let spec = &bench.spec;
     let data: &[u8] = &bench.data;
-    let mut present = 0i64;
+    let mut present_n = 0i64;
     let mut wrong = 0i64;
     for s in 0..bench.backend.servers() {
-        let mut a = bench.backend.admin(s, spec.dbnum).await?;
-        let keys: Vec<Vec<u8>> = scan(&mut a, b"key:*").await?.into_iter().collect();
-        present += keys.len() as i64;
-        wrong += values(&mut a, &keys)
-            .await?
+        let mut r = Reader::new(bench.backend.admin(s, spec.db()).await?);
+        let values = match present(&mut r, spec, "key:").await? {
+            Some(keys) => r.values(&keys).await?,
+            None => Err("SCAN"),
+        };
+        let values = match values {
+            Ok(v) => v,
+            Err(verb) => {
+                lacks.insert("key:*".into(), verb.into());
+                return Ok(());
+            }
+        };
+        present_n += values.len() as i64;
+        wrong += values
             .iter()
             .filter(|v| v.as_deref().is_some_and(|v| v != data))
             .count() as i64;
@@ -439,17 +453,17 @@ async fn found_keys<B: RedisBackend>(
     checks.push(Check::new(
         "key:* present after acknowledged SET/MSET (at least one)",
         1,
-        present.min(1),
+        present_n.min(1),
     ));
     checks.push(Check::new(
         "key:* present beyond the keys the writes could make",
         0,
-        (present - issued.max(t.ok(T::Set) + 10 * t.ok(T::Mset))).max(0),
+        (present_n - issued.max(t.ok(T::Set) + 10 * t.ok(T::Mset))).max(0),
     ));
     checks.push(Check::new("keys written holding other data", 0, wrong));
     said.push(format!(
         "{} key:* found (which ones were written is not known: a run by time), all holding the data",
-        group(present as u64)
+        group(present_n as u64)
     ));
     Ok(())
 }
@@ -572,35 +586,43 @@ pub(super) fn results(spec: &RedisSpec, counted: &Snapshot) -> Results {
             ));
         }
     }
+    lines.extend(redirects(counted));
     Results {
         lines,
         ..Results::default()
     }
 }
 
-/// Remove what the run touched: `key:*` and `counter:*` by SCAN, the
-/// fixed structures by name.
+/// `cluster redirects: 12 MOVED, 3 ASK`, when a cluster connection
+/// followed any.
+pub(super) fn redirects(counted: &Snapshot) -> Option<String> {
+    let d = |i: u16| counted.domains.get(usize::from(i)).copied().unwrap_or(0);
+    let (moved, ask) = (d(command::MOVED), d(command::ASK));
+    (moved + ask > 0).then(|| {
+        format!(
+            "cluster redirects followed: {} MOVED, {} ASK",
+            group(moved),
+            group(ask)
+        )
+    })
+}
+
+/// Remove what the run touched: its `key:` and `counter:` names (the one
+/// `__rand_int__` key, or the 12-digit ones by SCAN), the fixed structures
+/// by name. Nothing else matches, so this is safe in a database shared
+/// with other data. A server that refuses SCAN or DEL keeps those keys.
 pub(super) async fn clean<B: RedisBackend>(
     backend: &B,
     spec: &RedisSpec,
 ) -> Result<(), TargetError> {
     for s in 0..backend.servers() {
-        let mut a = backend.admin(s, spec.dbnum).await?;
-        for (f, pattern) in [
-            (Family::Strings, &b"key:*"[..]),
-            (Family::Counters, &b"counter:*"[..]),
-        ] {
-            if !touches(spec, f) {
-                continue;
-            }
-            let keys: Vec<Vec<u8>> = scan(&mut a, pattern).await?.into_iter().collect();
-            for batch in keys.chunks(1000) {
-                let mut c: Command = vec![b"DEL".to_vec()];
-                c.extend(batch.iter().cloned());
-                one(&mut a, c).await?;
+        let mut r = Reader::new(backend.admin(s, spec.db()).await?);
+        let mut doomed: Vec<Vec<u8>> = Vec::new();
+        for (f, prefix) in [(Family::Strings, "key:"), (Family::Counters, "counter:")] {
+            if touches(spec, f) {
+                doomed.extend(present(&mut r, spec, prefix).await?.unwrap_or_default());
             }
         }
-        let mut c: Command = vec![b"DEL".to_vec()];
         for (f, key) in [
             (Family::List, "mylist"),
             (Family::Set, "myset"),
@@ -609,12 +631,10 @@ pub(super) async fn clean<B: RedisBackend>(
             (Family::Stream, "mystream"),
         ] {
             if touches(spec, f) {
-                c.push(key.as_bytes().to_vec());
+                doomed.push(key.as_bytes().to_vec());
             }
         }
-        if c.len() > 1 {
-            one(&mut a, c).await?;
-        }
+        r.delete(&doomed).await?;
     }
     Ok(())
 }

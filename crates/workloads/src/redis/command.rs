@@ -148,7 +148,7 @@ pub fn put_digits(slot: &mut [u8], mut n: u64) {
 }
 
 /// Domain counters (index, name): what a reply said beyond "ok".
-pub const DOMAINS: [&str; 13] = [
+pub const DOMAINS: [&str; 15] = [
     "get.hits",
     "get.misses",
     "lpop.hits",
@@ -162,6 +162,8 @@ pub const DOMAINS: [&str; 13] = [
     "zadd.added",
     "zpopmin.hits",
     "zpopmin.misses",
+    "cluster.moved",
+    "cluster.ask",
 ];
 pub const GET_HITS: u16 = 0;
 pub const GET_MISSES: u16 = 1;
@@ -176,6 +178,10 @@ pub const SPOP_MISSES: u16 = 9;
 pub const ZADD_ADDED: u16 = 10;
 pub const ZPOPMIN_HITS: u16 = 11;
 pub const ZPOPMIN_MISSES: u16 = 12;
+/// Redirects a cluster connection followed (counted by the stream, not
+/// per reply).
+pub const MOVED: u16 = 13;
+pub const ASK: u16 = 14;
 
 /// Error codes Redis puts first in an error reply; anything else is
 /// counted as `other`.

@@ -20,7 +20,8 @@ use loadrig_spec::{KeyPattern, MemtierSpec, Stop, ValueSizes};
 use loadrig_wire::kv::resp::{self, Reply};
 
 use super::command::{self, error_class, GET_HITS, GET_MISSES};
-use super::{Command, RedisBackend, RespAdmin, Value};
+use super::read::{scan, Reader};
+use super::RedisBackend;
 use crate::{group, Check, Results, TargetError, Verdict};
 
 /// The mix's operation kinds.
@@ -281,7 +282,7 @@ fn helper2(x: f64) -> f64 {
     }
 }
 
-/// `prefix*` with the glob characters of the prefix escaped, for SCAN.
+/// `prefix[0-9]*` with the glob characters of the prefix escaped, for SCAN.
 fn pattern(prefix: &str) -> Vec<u8> {
     let mut p = Vec::with_capacity(prefix.len() + 1);
     for b in prefix.bytes() {
@@ -290,7 +291,7 @@ fn pattern(prefix: &str) -> Vec<u8> {
         }
         p.push(b);
     }
-    p.push(b'*');
+    p.extend_from_slice(b"[0-9]*");
     p
 }
 
@@ -322,23 +323,33 @@ pub(super) async fn verify<B: RedisBackend>(
         Some(keys) if !keys.is_empty() => {
             let mut found = vec![false; keys.len()];
             let mut bad = 0i64;
+            let mut refused = None;
             for s in 0..backend.servers() {
-                let mut a = backend.admin(s, db).await?;
-                for (i, v) in super::check::values(&mut a, &keys)
-                    .await?
-                    .into_iter()
-                    .enumerate()
-                {
+                let mut r = Reader::new(backend.admin(s, db).await?);
+                let values = match r.values(&keys).await? {
+                    Ok(v) => v,
+                    Err(verb) => {
+                        refused = Some(verb);
+                        break;
+                    }
+                };
+                for (i, v) in values.into_iter().enumerate() {
                     if let Some(v) = v {
                         found[i] = true;
                         bad += i64::from(!mix.valid(&v));
                     }
                 }
             }
-            let missing = found.iter().filter(|f| !**f).count() as i64;
-            checks.push(Check::new("keys SET and missing", 0, missing));
-            checks.push(Check::new("keys SET holding another value", 0, bad));
-            said.push(format!("{} keys SET, all there", group(keys.len() as u64)));
+            if let Some(verb) = refused {
+                said.push(format!(
+                    "the keys SET not checked (the server refused MGET and {verb})"
+                ));
+            } else {
+                let missing = found.iter().filter(|f| !**f).count() as i64;
+                checks.push(Check::new("keys SET and missing", 0, missing));
+                checks.push(Check::new("keys SET holding another value", 0, bad));
+                said.push(format!("{} keys SET, all there", group(keys.len() as u64)));
+            }
         }
         Some(_) => {}
         None => said.push("the keys SET not checked (not every SET of -n acknowledged)".into()),
@@ -350,16 +361,20 @@ pub(super) async fn verify<B: RedisBackend>(
 pub(super) fn results(counted: &Snapshot) -> Results {
     let d = |i: u16| counted.domains.get(usize::from(i)).copied().unwrap_or(0);
     Results {
-        lines: vec![format!(
+        lines: std::iter::once(format!(
             "GET: {} hits, {} misses",
             group(d(GET_HITS)),
             group(d(GET_MISSES))
-        )],
+        ))
+        .chain(super::check::redirects(counted))
+        .collect(),
         ..Results::default()
     }
 }
 
-/// Remove every `PREFIX*` key.
+/// Remove every key this run may have written: PREFIX and a digit (so
+/// that other keys under the prefix in a shared database stay). A server
+/// that refuses SCAN or DEL keeps them.
 pub(super) async fn clean<B: RedisBackend>(
     mix: &Mix,
     backend: &B,
@@ -367,21 +382,13 @@ pub(super) async fn clean<B: RedisBackend>(
 ) -> Result<(), TargetError> {
     let pattern = pattern(&mix.spec.key_prefix);
     for s in 0..backend.servers() {
-        let mut a = backend.admin(s, db).await?;
-        let keys: Vec<Vec<u8>> = super::check::scan(&mut a, &pattern)
+        let mut r = Reader::new(backend.admin(s, db).await?);
+        let keys: Vec<Vec<u8>> = scan(&mut r.a, &pattern)
             .await?
+            .unwrap_or_default()
             .into_iter()
             .collect();
-        for batch in keys.chunks(1000) {
-            let mut c: Command = vec![b"DEL".to_vec()];
-            c.extend(batch.iter().cloned());
-            if let Some(Value::Error(e)) = a.call(&[c]).await?.pop() {
-                return Err(TargetError::Prepare {
-                    target: "redis".into(),
-                    reason: format!("DEL: {e}"),
-                });
-            }
-        }
+        r.delete(&keys).await?;
     }
     Ok(())
 }
@@ -500,7 +507,7 @@ mod tests {
 
     #[test]
     fn scan_patterns_escape_globs() {
-        assert_eq!(pattern("a*b"), b"a\\*b*");
-        assert_eq!(pattern("memtier-"), b"memtier-*");
+        assert_eq!(pattern("a*b"), b"a\\*b[0-9]*");
+        assert_eq!(pattern("memtier-"), b"memtier-[0-9]*");
     }
 }

@@ -16,6 +16,7 @@ mod bench;
 mod check;
 pub mod command;
 pub mod mix;
+mod read;
 
 use std::future::Future;
 
@@ -136,6 +137,7 @@ impl<S: ByteStream> RespConn<S> {
     /// The command just appended is answered under `tag`.
     #[inline]
     pub fn queued(&mut self, tag: Tag) {
+        self.stream.sent();
         let input = self.stream.input();
         self.tags.push(tag, input);
     }

@@ -164,7 +164,7 @@ fn wait_until(due: Instant) {
 }
 
 /// One command: a RESP array of bulk strings, or an inline line.
-fn read_command(r: &mut impl BufRead) -> Option<Vec<Vec<u8>>> {
+pub(crate) fn read_command(r: &mut impl BufRead) -> Option<Vec<Vec<u8>>> {
     let line = read_line(r)?;
     if let Some(n) = line.strip_prefix(b"*") {
         let n: usize = std::str::from_utf8(n).ok()?.parse().ok()?;

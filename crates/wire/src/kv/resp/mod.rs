@@ -29,6 +29,7 @@
 
 mod encode;
 mod parse;
+pub mod slot;
 
 use thiserror::Error;
 

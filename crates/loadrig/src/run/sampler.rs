@@ -1,0 +1,207 @@
+//! The server's statistics beside the load (docs/resources.md section 2):
+//! a thread of its own, with its own runtime, samples every source the
+//! target offers once per lap, on the laps' grid, on connections of its
+//! own, so neither the engine's threads nor their byte counts are
+//! touched. A sample that fails or takes too long is counted with its
+//! error, never fatal. When the run ends the samples are joined to the
+//! laps by wall clock.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use loadrig_metrics::{Coarsen, LapStore};
+use loadrig_report::{Report, ServerStatsReport};
+use loadrig_workloads::stats::StatsSource;
+use tokio::sync::oneshot;
+
+/// The longest one sample may take, whatever the lap.
+const SAMPLE_LIMIT: Duration = Duration::from_secs(2);
+
+/// A running sampler.
+pub struct Sampler {
+    stop: oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<Samples>,
+}
+
+/// What a sampler gathered.
+#[derive(Debug, Default)]
+pub struct Samples {
+    pub sources: Vec<String>,
+    /// Coarsened like the laps, so a run of hours stays bounded.
+    points: LapStore<Point>,
+    taken: u64,
+    failures: u64,
+    last_error: Option<String>,
+}
+
+/// One sample of every source: levels as read, counters as their change
+/// since the previous sample.
+#[derive(Debug, Default)]
+struct Point {
+    unix_ms: u64,
+    levels: BTreeMap<&'static str, f64>,
+    counts: BTreeMap<&'static str, f64>,
+}
+
+impl Coarsen for Point {
+    /// Counts add up, levels are the later sample's.
+    fn absorb(&mut self, later: Point) {
+        self.unix_ms = later.unix_ms;
+        for (k, v) in later.counts {
+            *self.counts.entry(k).or_default() += v;
+        }
+        self.levels.extend(later.levels);
+    }
+}
+
+impl Sampler {
+    /// Start sampling at `first` and every `interval` after it; `None`
+    /// with no source or when the thread cannot start (then the run has
+    /// no server series, and says nothing worse).
+    pub fn start(
+        sources: Vec<Box<dyn StatsSource>>,
+        first: Instant,
+        interval: Duration,
+    ) -> Option<Sampler> {
+        if sources.is_empty() {
+            return None;
+        }
+        let (stop, stopped) = oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("loadrig-stats".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                match rt {
+                    Ok(rt) => rt.block_on(sample_until(sources, first, interval, stopped)),
+                    Err(e) => Samples {
+                        failures: 1,
+                        last_error: Some(format!("no runtime for sampling: {e}")),
+                        ..Samples::default()
+                    },
+                }
+            })
+            .ok()?;
+        Some(Sampler { stop, thread })
+    }
+
+    /// Take a last sample (the run's last lap) and stop.
+    pub fn finish(self) -> Samples {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_else(|_| Samples {
+            failures: 1,
+            last_error: Some("the sampling thread panicked".into()),
+            ..Samples::default()
+        })
+    }
+}
+
+async fn sample_until(
+    mut sources: Vec<Box<dyn StatsSource>>,
+    first: Instant,
+    interval: Duration,
+    mut stopped: oneshot::Receiver<()>,
+) -> Samples {
+    let mut out = Samples::default();
+    let mut last: BTreeMap<&'static str, f64> = BTreeMap::new();
+    let limit = SAMPLE_LIMIT;
+    let mut next = tokio::time::Instant::from_std(first);
+    // The sample at the start is the counters' base (and opens the
+    // connections), not a lap's.
+    let mut base = true;
+    loop {
+        let ending = tokio::select! {
+            _ = &mut stopped => true,
+            () = tokio::time::sleep_until(next) => false,
+        };
+        let mut point = Point::default();
+        for s in &mut sources {
+            out.taken += 1;
+            let got = match tokio::time::timeout(limit, s.sample()).await {
+                Ok(r) => r,
+                Err(_) => Err(format!("no answer in {} ms", limit.as_millis())),
+            };
+            match got {
+                Ok(readings) => {
+                    for r in readings {
+                        if !r.counter {
+                            point.levels.insert(r.name, r.value);
+                        } else if let Some(b) = last.insert(r.name, r.value) {
+                            // Rounded: CPU seconds as floats leave 1e-15
+                            // crumbs in a difference.
+                            let change = ((r.value - b).max(0.0) * 1e6).round() / 1e6;
+                            point.counts.insert(r.name, change);
+                        }
+                    }
+                }
+                Err(e) => {
+                    out.failures += 1;
+                    out.last_error = Some(format!("{}: {e}", s.name()));
+                }
+            }
+        }
+        if !std::mem::take(&mut base) {
+            point.unix_ms = unix_ms();
+            out.points.push(point);
+        }
+        if ending {
+            break;
+        }
+        let now = tokio::time::Instant::now();
+        while next <= now {
+            next += interval;
+        }
+    }
+    out.sources = sources.iter().map(|s| s.name()).collect();
+    out
+}
+
+impl Samples {
+    /// Put each sample into the lap it belongs to (the lap whose end is
+    /// nearest its wall clock, within half that lap, merged laps of a long
+    /// run included), and the sampler's account into the report.
+    pub fn attach(self, report: &mut Report) {
+        let floor = (report.spec.interval_secs * 500.0).max(30.0);
+        for point in self.points.into_vec() {
+            let nearest = report
+                .laps
+                .iter_mut()
+                .map(|l| ((l.unix_ms as f64 - point.unix_ms as f64).abs(), l))
+                .filter(|(d, l)| *d <= floor.max(l.length_secs * 500.0) && l.server.is_empty())
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((_, lap)) = nearest {
+                lap.server = point
+                    .levels
+                    .into_iter()
+                    .chain(point.counts)
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect();
+            }
+        }
+        report.server_stats = Some(ServerStatsReport {
+            sources: self.sources,
+            samples: self.taken,
+            failures: self.failures,
+            last_error: self.last_error,
+        });
+    }
+
+    /// A line for the summary when samples failed.
+    pub fn failure_line(&self) -> Option<String> {
+        (self.failures > 0).then(|| {
+            format!(
+                "server stats: {} of {} samples failed (last: {})",
+                self.failures,
+                self.taken,
+                self.last_error.as_deref().unwrap_or("?")
+            )
+        })
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,204 @@
+//! The redis workload on the real three-master Redis Cluster (started by
+//! `scripts/services up redis-cluster` on 7001-7003): every
+//! redis-benchmark test and memtier's mix routed by hash slot and
+//! verified, `--cluster` as the peers spell it, and a reshard in the
+//! middle of a run, whose redirects are followed and counted and whose
+//! writes are all found afterwards.
+//!
+//! A cluster has database 0 only, so runs there share the key names (and
+//! one's clean-up would take another's keys): each test holds the
+//! cluster. The reshard moves slots away and back, so the cluster ends as
+//! it began.
+
+use std::process::Command;
+
+use loadrig_spec::RedisTest;
+
+use std::sync::MutexGuard;
+
+use crate::common::{
+    assert_all_ok, assert_verified, check_of, domain, hold, need_server, run_reported, verdict,
+    Running,
+};
+
+const URL: &str = "redis+cluster://127.0.0.1:7001,7002,7003";
+
+/// The cluster is there, and this test has it to itself.
+fn need_cluster() -> MutexGuard<'static, ()> {
+    need_server("redis-cluster", 7001);
+    hold("redis-cluster")
+}
+
+/// `redis-cli` on node `port`, its output.
+fn cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli runs");
+    assert!(out.status.success(), "redis-cli {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Every redis-benchmark test, random keys over the whole keyspace (so
+/// every master gets its share), each verified; nothing left afterwards.
+#[test]
+fn every_redis_benchmark_test_on_the_cluster() {
+    let _cluster = need_cluster();
+    let (r, report) = run_reported(&[
+        "run", "redis", "--target", URL, "-n", "1000", "-r", "1000000", "-c", "10",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let tests = RedisTest::ALL.len() as u64;
+    assert_eq!(report.measured.kinds.len() as u64, tests, "{}", r.dump());
+    assert_all_ok(&r, &report, tests * 1000);
+    assert_verified(&r, &report);
+    let v = verdict(&report);
+    // SET's and MSET's keys looked for one by one on their masters.
+    assert_eq!(
+        check_of(&report, "keys written (SET/MSET) and missing"),
+        Some((0, 0)),
+        "{v:?}"
+    );
+    assert!(v.summary.contains("key:* written, all there"), "{v:?}");
+    assert!(v.summary.contains("counters +1,000"), "{v:?}");
+}
+
+/// `--cluster` as redis-benchmark spells it: the redis:// target is read
+/// as a cluster's seed; SET and GET verified, GETs all hits.
+#[test]
+fn the_cluster_flag_as_the_peers_spell_it() {
+    let _cluster = need_cluster();
+    let (r, report) = run_reported(&[
+        "run",
+        "redis",
+        "--cluster",
+        "--target",
+        "redis://127.0.0.1:7002",
+        "--tests",
+        "set,get",
+        "-n",
+        "2000",
+        "-c",
+        "8",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("redis on redis+cluster://127.0.0.1:7002"),
+        "{}",
+        r.dump()
+    );
+    assert_all_ok(&r, &report, 4000);
+    assert_verified(&r, &report);
+    assert_eq!(domain(&report, "get.hits"), 2000);
+}
+
+/// memtier's SET:GET mix over the cluster: the keys SET all found.
+#[test]
+fn memtier_mix_on_the_cluster() {
+    let _cluster = need_cluster();
+    let (r, report) = run_reported(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--ratio",
+        "1:4",
+        "--key-maximum",
+        "50000",
+        "-n",
+        "10000",
+        "-c",
+        "8",
+        "--key-prefix",
+        "cluster-mix-",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &report, 10_000);
+    assert_verified(&r, &report);
+    let v = verdict(&report);
+    assert_eq!(
+        check_of(&report, "keys SET and missing"),
+        Some((0, 0)),
+        "{v:?}"
+    );
+}
+
+/// Slots move from one master to another while SETs run (redis-cli
+/// --cluster reshard: MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE): the
+/// run follows MOVED and ASK, counts them, and every key it wrote is
+/// found. The slots move back afterwards.
+#[test]
+fn a_reshard_in_the_middle_of_a_run() {
+    let _cluster = need_cluster();
+    let id = |port| cli(port, &["cluster", "myid"]);
+    let (a, b) = (id(7001), id(7002));
+    let reshard = |from: &str, to: &str| {
+        let out = Command::new("redis-cli")
+            .args([
+                "--cluster",
+                "reshard",
+                "127.0.0.1:7001",
+                "--cluster-from",
+                from,
+            ])
+            .args([
+                "--cluster-to",
+                to,
+                "--cluster-slots",
+                "300",
+                "--cluster-yes",
+            ])
+            .output()
+            .expect("redis-cli runs");
+        assert!(out.status.success(), "reshard: {out:?}");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut run = Running::start(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--tests",
+        "set,incr",
+        "-r",
+        "1000000",
+        "-n",
+        "30000",
+        "-c",
+        "10",
+        "--rate",
+        "5000",
+        // MIGRATE blocks a master while it moves a slot's keys: on a busy
+        // machine an answer may wait longer than the default 10 s. What
+        // this test judges is that nothing is lost, not how long it took.
+        "--timeout",
+        "120",
+        "--interval",
+        "0.5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until_first_lap();
+    reshard(&a, &b);
+    let r = run.finish();
+    reshard(&b, &a);
+    let report = crate::common::report(&out);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &report, 60_000);
+    assert_verified(&r, &report);
+    let redirects = domain(&report, "cluster.moved") + domain(&report, "cluster.ask");
+    assert!(redirects > 0, "no redirect followed: {}", r.dump());
+    assert!(
+        r.stdout.contains("cluster redirects followed: "),
+        "{}",
+        r.dump()
+    );
+    let v = verdict(&report);
+    assert_eq!(
+        check_of(&report, "keys written (SET/MSET) and missing"),
+        Some((0, 0)),
+        "{v:?}"
+    );
+}

@@ -1,0 +1,164 @@
+//! A server running on this machine, found by the port it listens on:
+//! `/proc/net/tcp{,6}` gives the listening socket's inode, the process
+//! holding a descriptor to `socket:[inode]` is the server. Its CPU and
+//! resident memory (with those of its direct children: PostgreSQL serves
+//! each connection from a child process) are sampled once per lap like
+//! any statistic (docs/resources.md). Reading another user's descriptors
+//! needs the same user or root; without it there is no such source.
+
+use std::collections::HashSet;
+
+use loadrig_metrics::ProcSample;
+use loadrig_workloads::stats::{Reading, Sampled, StatsSource};
+
+/// The only source of a target that has no statistics of its own: its
+/// first server's process, when it runs on this machine.
+pub(crate) fn first_process(at: &crate::url::TargetUrl) -> Vec<Box<dyn StatsSource>> {
+    let (host, port) = at.servers.first().cloned().unwrap_or_default();
+    process_on(&host, port).into_iter().collect()
+}
+
+/// The local process listening on `port`, when `host` is this machine.
+pub(crate) fn process_on(host: &str, port: u16) -> Option<Box<dyn StatsSource>> {
+    let local = matches!(host, "localhost" | "::1" | "[::1]") || host.starts_with("127.");
+    local.then(|| Box::new(LocalProcess { port, pid: None }) as Box<dyn StatsSource>)
+}
+
+struct LocalProcess {
+    port: u16,
+    /// Found at the first sample, looked for again when it is gone.
+    pid: Option<u32>,
+}
+
+impl StatsSource for LocalProcess {
+    fn name(&self) -> String {
+        match self.pid {
+            Some(pid) => format!("process {pid} (port {})", self.port),
+            None => format!("process on port {}", self.port),
+        }
+    }
+
+    fn sample(&mut self) -> Sampled<'_> {
+        Box::pin(async move {
+            let pid = match self.pid {
+                Some(pid) => pid,
+                None => listener_pid(self.port).ok_or_else(|| {
+                    format!("no process of ours found listening on port {}", self.port)
+                })?,
+            };
+            let Some(own) = ProcSample::of(pid) else {
+                self.pid = None;
+                return Err(format!("process {pid} is gone"));
+            };
+            self.pid = Some(pid);
+            let (mut cpu, mut rss) = (own.user + own.system, own.rss_bytes);
+            for child in children(pid) {
+                cpu += child.user + child.system;
+                rss += child.rss_bytes;
+            }
+            Ok(vec![
+                Reading::counter("process.cpu_secs", cpu.as_secs_f64()),
+                Reading::level("process.rss_bytes", rss as f64),
+            ])
+        })
+    }
+}
+
+/// The process (the lowest id: a forking server's parent) that holds the
+/// socket listening on `port`.
+fn listener_pid(port: u16) -> Option<u32> {
+    let inodes = listening_inodes(port);
+    if inodes.is_empty() {
+        return None;
+    }
+    let mut found: Option<u32> = None;
+    for pid in pids() {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path()).ok().is_some_and(|l| {
+                let l = l.to_string_lossy();
+                l.strip_prefix("socket:[")
+                    .and_then(|r| r.strip_suffix(']'))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|n| inodes.contains(&n))
+            })
+        });
+        if holds {
+            found = Some(found.map_or(pid, |f| f.min(pid)));
+        }
+    }
+    found
+}
+
+/// Inodes of the sockets in state LISTEN (0A) on `port`, IPv4 and IPv6.
+fn listening_inodes(port: u16) -> HashSet<u64> {
+    let mut out = HashSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        out.extend(
+            text.lines()
+                .skip(1)
+                .filter_map(|l| listening_inode(l, port)),
+        );
+    }
+    out
+}
+
+/// A row of `/proc/net/tcp`: `sl local rem st ... uid timeout inode`.
+fn listening_inode(row: &str, port: u16) -> Option<u64> {
+    let f: Vec<&str> = row.split_ascii_whitespace().collect();
+    let local_port = f.get(1)?.rsplit_once(':')?.1;
+    let ok = u16::from_str_radix(local_port, 16).ok()? == port && *f.get(3)? == "0A";
+    ok.then(|| f.get(9)?.parse().ok()).flatten()
+}
+
+fn pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+}
+
+/// The direct children of `pid`, as sampled now.
+fn children(pid: u32) -> Vec<ProcSample> {
+    pids()
+        .filter_map(ProcSample::of)
+        .filter(|s| s.ppid == pid)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listening_row_gives_its_inode() {
+        let row = "   0: 0100007F:18EB 00000000:0000 0A 00000000:00000000 00:00000000 00000000   105        0 2898935 1 0000 100 0 0 10 0";
+        assert_eq!(listening_inode(row, 6379), Some(2_898_935));
+        assert_eq!(listening_inode(row, 6380), None);
+        let established = row.replace(" 0A ", " 01 ");
+        assert_eq!(listening_inode(&established, 6379), None);
+        assert_eq!(listening_inode("garbage", 6379), None);
+    }
+
+    /// This test's own listener is found, and its process is this one.
+    #[test]
+    fn a_listener_of_this_process_is_found() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        assert_eq!(listener_pid(port), Some(std::process::id()));
+        assert!(process_on("10.0.0.1", port).is_none());
+        let mut src = process_on("127.0.0.1", port).expect("local");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let got = rt.block_on(src.sample()).expect("sampled");
+        assert_eq!(got.len(), 2);
+        assert!(got[1].value > 1e6, "{got:?}");
+    }
+}

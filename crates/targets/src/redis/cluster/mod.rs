@@ -1,0 +1,479 @@
+//! Redis Cluster, `redis+cluster://HOST:PORT[,HOST:PORT...]` (or `run
+//! redis --cluster`): the seeds' `CLUSTER SLOTS` gives the masters and the
+//! slots each serves; every engine connection is a [`ClusterStream`] with
+//! one pipelined socket per master ([`route`]), and the cold path is one
+//! [`ClusterAdmin`] that routes each key to its master. docs/redis-cluster.md.
+//!
+//! A cluster has database 0 only: `--dbnum` other than 0 is refused by the
+//! nodes' SELECT, and the run stops before the load (exit 3).
+
+mod route;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use loadrig_spec::SpecError;
+use loadrig_wire::kv::resp::slot::{key_slot, SLOTS};
+use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
+use loadrig_workloads::{TargetError, TargetInfo};
+
+use super::{Admin, Link, RedisTarget, DEFAULT_PORT, MAX_DEPTH};
+use crate::url::TargetUrl;
+
+pub use route::ClusterStream;
+
+const EXPECTED: &str = "redis+cluster://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]";
+
+/// How many redirects one command follows before its last one is its
+/// answer (a slot moving back and forth, a node that points elsewhere).
+const MAX_HOPS: u8 = 5;
+
+/// Parse what follows `redis+cluster://`: the seed nodes and a login.
+pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
+    let (url, options) = TargetUrl::parse("redis+cluster", rest, DEFAULT_PORT, EXPECTED)?;
+    url.no_path("no database is taken (a cluster has database 0 only)")?;
+    url.no_options(options)?;
+    if url.user.is_some() && url.password.is_none() {
+        return Err(url.bad("a login is :PASSWORD@ or USER:PASSWORD@"));
+    }
+    Ok(url)
+}
+
+/// Which master serves each slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SlotMap {
+    /// The masters, as the cluster names them.
+    pub nodes: Vec<(String, u16)>,
+    /// Per slot, an index into `nodes` (slots no master serves: 0, whose
+    /// node answers with a redirect or CLUSTERDOWN).
+    pub owner: Vec<u16>,
+}
+
+impl SlotMap {
+    /// `CLUSTER SLOTS`'s reply: `[start, end, [host, port, id], replicas...]`
+    /// per range; an empty host is the seed's.
+    fn of(reply: &Value, seed: &str) -> Option<SlotMap> {
+        let Value::Array(Some(ranges)) = reply else {
+            return None;
+        };
+        let mut map = SlotMap {
+            nodes: Vec::new(),
+            owner: vec![0; SLOTS],
+        };
+        for r in ranges {
+            let Value::Array(Some(r)) = r else {
+                return None;
+            };
+            let (Some(start), Some(end), Some(Value::Array(Some(master)))) =
+                (r.first(), r.get(1), r.get(2))
+            else {
+                return None;
+            };
+            let (start, end) = (start.integer()?, end.integer()?);
+            let host = match master.first() {
+                Some(Value::Bulk(Some(h))) if !h.is_empty() => String::from_utf8_lossy(h).into(),
+                _ => seed.to_string(),
+            };
+            let port = u16::try_from(master.get(1)?.integer()?).ok()?;
+            let node = map.node(&host, port);
+            for s in usize::try_from(start).ok()?..=usize::try_from(end).ok()? {
+                *map.owner.get_mut(s)? = node;
+            }
+        }
+        (!map.nodes.is_empty()).then_some(map)
+    }
+
+    /// The index of the master at `host:port`, added if new.
+    pub fn node(&mut self, host: &str, port: u16) -> u16 {
+        if let Some(i) = self.nodes.iter().position(|(h, p)| h == host && *p == port) {
+            return i as u16;
+        }
+        self.nodes.push((host.to_string(), port));
+        (self.nodes.len() - 1) as u16
+    }
+
+    /// The master serving `key`.
+    pub fn of_key(&self, key: &[u8]) -> usize {
+        usize::from(
+            self.owner
+                .get(usize::from(key_slot(key)))
+                .copied()
+                .unwrap_or(0),
+        )
+    }
+}
+
+/// A redirect a node answered instead: `MOVED` (the slot has a new owner)
+/// or `ASK` (this once, during a migration).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Redirect {
+    pub ask: bool,
+    pub slot: usize,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Redirect {
+    /// `MOVED 3999 127.0.0.1:6381` or `ASK ...` (the error's text, without
+    /// `-`); an empty host is `seed`'s.
+    pub fn parse(e: &[u8], seed: &str) -> Option<Redirect> {
+        let e = std::str::from_utf8(e).ok()?;
+        let mut words = e.split_ascii_whitespace();
+        let ask = match words.next()? {
+            "MOVED" => false,
+            "ASK" => true,
+            _ => return None,
+        };
+        let slot: usize = words.next()?.parse().ok()?;
+        let (host, port) = words.next()?.rsplit_once(':')?;
+        let host = if host.is_empty() { seed } else { host };
+        let port = port.parse().ok()?;
+        (slot < SLOTS).then(|| Redirect {
+            ask,
+            slot,
+            host: host.to_string(),
+            port,
+        })
+    }
+}
+
+/// Read the slot map from the first seed that answers.
+async fn read_map(at: &TargetUrl) -> Result<SlotMap, TargetError> {
+    let mut why = String::from("no seed node");
+    for (host, port) in &at.servers {
+        let mut a = match Link::dial(at, host, *port, 0).await {
+            Ok(link) => Admin {
+                link,
+                label: at.label(),
+            },
+            Err(e) => {
+                why = e.to_string();
+                continue;
+            }
+        };
+        let reply = a.call(&[cmd(&["CLUSTER", "SLOTS"])]).await;
+        match reply.ok().and_then(|mut r| r.pop()) {
+            Some(v) => match SlotMap::of(&v, host) {
+                Some(map) => return Ok(map),
+                None => {
+                    why = format!("{host}:{port}: CLUSTER SLOTS answered {v:?} (not a cluster?)")
+                }
+            },
+            None => why = format!("{host}:{port}: no answer to CLUSTER SLOTS"),
+        }
+    }
+    Err(TargetError::Unreachable {
+        target: at.label(),
+        reason: why,
+    })
+}
+
+/// A Redis Cluster, found from its seeds. Cheap: it connects per use.
+pub struct RedisClusterTarget {
+    at: Arc<TargetUrl>,
+    /// The seeds as plain servers: the version, the durability and what
+    /// could not be read come from the first, as for one server.
+    first: RedisTarget,
+    /// The master the next engine connection sends its keyless commands
+    /// (PING) to, round robin.
+    next: AtomicUsize,
+}
+
+impl RedisClusterTarget {
+    pub(crate) fn new(at: TargetUrl) -> RedisClusterTarget {
+        RedisClusterTarget {
+            first: RedisTarget::new(at.clone()),
+            at: Arc::new(at),
+            next: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl TargetInfo for RedisClusterTarget {
+    async fn server_version(&self) -> Option<String> {
+        self.first.server_version().await
+    }
+
+    fn durability(&self) -> Option<String> {
+        self.first.durability()
+    }
+
+    fn max_depth(&self) -> usize {
+        MAX_DEPTH
+    }
+
+    fn unread(&self) -> Vec<String> {
+        self.first.unread()
+    }
+}
+
+impl RedisBackend for RedisClusterTarget {
+    type Conn = ClusterStream;
+    type Admin = ClusterAdmin;
+
+    /// One: the cold path's [`ClusterAdmin`] routes every key itself.
+    fn servers(&self) -> usize {
+        1
+    }
+
+    async fn connect(&self, db: u32) -> Result<ClusterStream, TargetError> {
+        let home = self.next.fetch_add(1, Ordering::Relaxed);
+        ClusterStream::open(self.at.clone(), db, home).await
+    }
+
+    async fn admin(&self, _server: usize, db: u32) -> Result<ClusterAdmin, TargetError> {
+        Ok(ClusterAdmin {
+            map: read_map(&self.at).await?,
+            at: self.at.clone(),
+            db,
+            links: Vec::new(),
+        })
+    }
+}
+
+/// The cold path on a cluster: a command with a key goes to the key's
+/// master (following MOVED and ASK); MGET and a DEL of several keys are
+/// split into one command per key, sent pipelined per master, and their
+/// answers put back together; SCAN walks every master; the rest (INFO,
+/// CONFIG GET) goes to the first master.
+pub struct ClusterAdmin {
+    at: Arc<TargetUrl>,
+    db: u32,
+    map: SlotMap,
+    /// A link per master, opened when first used.
+    links: Vec<Option<Admin>>,
+}
+
+impl ClusterAdmin {
+    /// Commands pipelined to master `node`.
+    async fn on(&mut self, node: usize, commands: &[Command]) -> Result<Vec<Value>, TargetError> {
+        if self.links.len() <= node {
+            self.links.resize_with(node + 1, || None);
+        }
+        if self.links[node].is_none() {
+            let (host, port) = self.map.nodes.get(node).cloned().unwrap_or_default();
+            let link = Link::dial(&self.at, &host, port, self.db)
+                .await
+                .map_err(|e| TargetError::Unreachable {
+                    target: self.at.label(),
+                    reason: e.to_string(),
+                })?;
+            self.links[node] = Some(Admin {
+                link,
+                label: self.at.label(),
+            });
+        }
+        match self.links[node].as_mut() {
+            Some(a) => a.call(commands).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Commands whose key is their second part, each sent to its key's
+    /// master (pipelined per master), redirects followed.
+    async fn routed(&mut self, commands: &[Command]) -> Result<Vec<Value>, TargetError> {
+        let mut replies = vec![Value::Bulk(None); commands.len()];
+        let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); self.map.nodes.len()];
+        for (i, c) in commands.iter().enumerate() {
+            let node = c.get(1).map_or(0, |k| self.map.of_key(k));
+            by_node[node].push(i);
+        }
+        for (node, which) in by_node.into_iter().enumerate() {
+            if which.is_empty() {
+                continue;
+            }
+            let batch: Vec<Command> = which.iter().map(|&i| commands[i].clone()).collect();
+            for (i, v) in which.into_iter().zip(self.on(node, &batch).await?) {
+                replies[i] = v;
+            }
+        }
+        let seed = self
+            .at
+            .servers
+            .first()
+            .map(|s| s.0.clone())
+            .unwrap_or_default();
+        for (i, c) in commands.iter().enumerate() {
+            for _ in 0..MAX_HOPS {
+                let Value::Error(e) = &replies[i] else { break };
+                let Some(r) = Redirect::parse(e.as_bytes(), &seed) else {
+                    break;
+                };
+                let node = usize::from(self.map.node(&r.host, r.port));
+                let answer = if r.ask {
+                    self.on(node, &[cmd(&["ASKING"]), c.clone()]).await?.pop()
+                } else {
+                    if let Some(o) = self.map.owner.get_mut(r.slot) {
+                        *o = node as u16;
+                    }
+                    self.on(node, std::slice::from_ref(c)).await?.pop()
+                };
+                replies[i] = answer.unwrap_or(Value::Bulk(None));
+            }
+        }
+        Ok(replies)
+    }
+
+    /// SCAN over every master: all the keys, with cursor 0 (done).
+    async fn scan(&mut self, c: &Command) -> Result<Value, TargetError> {
+        let mut keys = Vec::new();
+        for node in 0..self.map.nodes.len() {
+            let mut cursor = b"0".to_vec();
+            loop {
+                let mut this = c.clone();
+                if let Some(at) = this.get_mut(1) {
+                    *at = cursor;
+                }
+                let reply = self.on(node, &[this]).await?.pop();
+                let Some(Value::Array(Some(mut parts))) = reply else {
+                    // Refused (or not an array): the caller sees it as is.
+                    return Ok(reply.unwrap_or(Value::Bulk(None)));
+                };
+                let (Some(Value::Array(Some(batch))), Some(Value::Bulk(Some(next)))) =
+                    (parts.pop(), parts.pop())
+                else {
+                    return Ok(Value::Error("SCAN: not [cursor, keys]".into()));
+                };
+                keys.extend(batch);
+                if next == b"0" {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(Value::Array(Some(vec![
+            Value::Bulk(Some(b"0".to_vec())),
+            Value::Array(Some(keys)),
+        ])))
+    }
+
+    async fn one(&mut self, c: &Command) -> Result<Value, TargetError> {
+        let name = c
+            .first()
+            .map(|n| n.to_ascii_uppercase())
+            .unwrap_or_default();
+        let per_key = |verb: &str| -> Vec<Command> {
+            c.iter()
+                .skip(1)
+                .map(|k| cmd(&[verb.as_bytes(), k]))
+                .collect()
+        };
+        Ok(match name.as_slice() {
+            b"SCAN" => self.scan(c).await?,
+            b"MGET" => {
+                let values = self.routed(&per_key("GET")).await?;
+                match values.iter().find(|v| matches!(v, Value::Error(_))) {
+                    Some(e) => e.clone(),
+                    None => Value::Array(Some(values)),
+                }
+            }
+            b"DEL" if c.len() > 2 => {
+                let counts = self.routed(&per_key("DEL")).await?;
+                match counts.iter().find(|v| matches!(v, Value::Error(_))) {
+                    Some(e) => e.clone(),
+                    None => Value::Integer(counts.iter().filter_map(Value::integer).sum()),
+                }
+            }
+            b"INFO" | b"CONFIG" | b"CLUSTER" | b"PING" => self
+                .on(0, std::slice::from_ref(c))
+                .await?
+                .pop()
+                .unwrap_or(Value::Bulk(None)),
+            _ if c.len() >= 2 => self
+                .routed(std::slice::from_ref(c))
+                .await?
+                .pop()
+                .unwrap_or(Value::Bulk(None)),
+            _ => self
+                .on(0, std::slice::from_ref(c))
+                .await?
+                .pop()
+                .unwrap_or(Value::Bulk(None)),
+        })
+    }
+}
+
+impl RespAdmin for ClusterAdmin {
+    async fn call(&mut self, commands: &[Command]) -> Result<Vec<Value>, TargetError> {
+        let mut out = Vec::with_capacity(commands.len());
+        for c in commands {
+            out.push(self.one(c).await?);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::Bulk(Some(s.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn the_slot_map_from_cluster_slots() {
+        let range = |a: i64, b: i64, host: &str, port: i64| {
+            Value::Array(Some(vec![
+                Value::Integer(a),
+                Value::Integer(b),
+                Value::Array(Some(vec![bulk(host), Value::Integer(port), bulk("id")])),
+                Value::Array(Some(vec![bulk("10.0.0.9"), Value::Integer(1), bulk("r")])),
+            ]))
+        };
+        let reply = Value::Array(Some(vec![
+            range(0, 5460, "", 7001),
+            range(5461, 10922, "h2", 7002),
+            range(10923, 16383, "", 7003),
+        ]));
+        let m = SlotMap::of(&reply, "seed").unwrap();
+        assert_eq!(
+            m.nodes,
+            [
+                ("seed".to_string(), 7001),
+                ("h2".to_string(), 7002),
+                ("seed".to_string(), 7003)
+            ]
+        );
+        assert_eq!((m.owner[0], m.owner[5461], m.owner[16383]), (0, 1, 2));
+        // foo is slot 12182.
+        assert_eq!(m.of_key(b"foo"), 2);
+        assert_eq!(SlotMap::of(&Value::Error("ERR".into()), "s"), None);
+        assert_eq!(SlotMap::of(&Value::Array(Some(vec![])), "s"), None);
+    }
+
+    #[test]
+    fn redirects_parse() {
+        assert_eq!(
+            Redirect::parse(b"MOVED 3999 127.0.0.1:6381", "s"),
+            Some(Redirect {
+                ask: false,
+                slot: 3999,
+                host: "127.0.0.1".into(),
+                port: 6381
+            })
+        );
+        let r = Redirect::parse(b"ASK 1 :7002", "seed").unwrap();
+        assert!(r.ask && r.host == "seed" && r.port == 7002);
+        for bad in [
+            &b"MOVED"[..],
+            b"MOVED 99999 h:1",
+            b"ERR x",
+            b"ASK 1 h",
+            b"MOVED 1 h:x",
+        ] {
+            assert_eq!(Redirect::parse(bad, "s"), None);
+        }
+    }
+
+    #[test]
+    fn cluster_urls() {
+        let u = parse_url("127.0.0.1:7001,7002,h:7003").unwrap();
+        assert_eq!(u.servers.len(), 3);
+        assert_eq!(
+            u.label(),
+            "redis+cluster://127.0.0.1:7001,127.0.0.1:7002,h:7003"
+        );
+        assert!(parse_url("h/3").is_err());
+    }
+}

@@ -1,0 +1,74 @@
+//! Redis Cluster's key slots: a key belongs to slot `CRC16(key) mod 16384`
+//! (CRC16 as XMODEM: polynomial 0x1021, initial value 0), where a key with
+//! a hash tag (`{...}`, the first `{` and the first `}` after it, not empty
+//! between) is hashed by its tag alone, so that keys sharing a tag share a
+//! slot (docs/redis-cluster.md).
+
+/// The number of slots a cluster divides its keys over.
+pub const SLOTS: usize = 16_384;
+
+/// `SLOTS - 1`: a CRC16 masked by it is a slot.
+const MASK: u16 = 0x3fff;
+
+/// CRC16/XMODEM of `data`.
+pub fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in data {
+        crc ^= u16::from(b).wrapping_shl(8);
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                crc.wrapping_shl(1) ^ 0x1021
+            } else {
+                crc.wrapping_shl(1)
+            };
+        }
+    }
+    crc
+}
+
+/// The part of `key` that is hashed: its hash tag, if it has one.
+pub fn hashed(key: &[u8]) -> &[u8] {
+    let tag = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = key.get(open.checked_add(1)?..)?;
+        let close = rest.iter().position(|&b| b == b'}')?;
+        if close == 0 {
+            None
+        } else {
+            rest.get(..close)
+        }
+    });
+    tag.unwrap_or(key)
+}
+
+/// The slot of `key`, in `0..SLOTS`.
+pub fn key_slot(key: &[u8]) -> u16 {
+    crc16(hashed(key)) & MASK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc16_is_xmodem() {
+        // The check value of CRC-16/XMODEM.
+        assert_eq!(crc16(b"123456789"), 0x31c3);
+        assert_eq!(crc16(b""), 0);
+    }
+
+    #[test]
+    fn slots_as_redis_computes_them() {
+        // CLUSTER KEYSLOT on Redis 7.0.
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"key:__rand_int__"), 13782);
+        assert_eq!(key_slot(b"key:000000000042"), 7803);
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
+        assert_eq!(hashed(b"foo{}{bar}"), b"foo{}{bar}");
+        assert_eq!(hashed(b"foo{{bar}}zap"), b"{bar");
+        assert_eq!(hashed(b"foo{bar}{zap}"), b"bar");
+        assert_eq!(hashed(b"{"), b"{");
+        assert_eq!(hashed(b"}{"), b"}{");
+        assert!(usize::from(key_slot(b"\xff\xfe")) < SLOTS);
+    }
+}
