@@ -220,7 +220,7 @@ fn fixture_text(name: &str, dir: &Path) -> Vec<u8> {
         }
         "localhost.csv" | "kernel.csv" | "redis-benchmark.csv" => {
             need_server("redis", 6379);
-            let _redis = hold("redis-db9");
+            let _redis = hold("redis-db0");
             let r = loadrig_in(
                 dir,
                 &["redis-benchmark", "-t", "set,get", "-n", "1000", "--csv"],
@@ -482,7 +482,7 @@ fn servers(text: &str) -> Vec<(&'static str, u16, Option<&'static str>)> {
         || has("memtier_benchmark")
         || (has("run pubsub") && redis_target)
     {
-        s.push(("redis", 6379, Some("redis-db9")));
+        s.push(("redis", 6379, Some("redis-db0")));
     }
     // The lock voltdb.rs takes (one shared by the servers without their own:
     // taken once at most, a second would wait on the first).
