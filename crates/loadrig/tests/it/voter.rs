@@ -316,11 +316,10 @@ fn every_stopping_signal_still_writes_the_report() {
     }
 }
 
-/// A run stuck on its operations in flight (each takes 30 s) ends at
-/// once on a second signal, with 128 + its number.
-#[test]
-fn a_second_signal_ends_the_run_at_once() {
-    let mut run = Running::start(&[
+/// A run whose two calls in flight each take 30 s (the timeout is 60 s),
+/// once its load runs.
+fn stuck_run(extra: &[&str]) -> Running {
+    let mut args = vec![
         "run",
         "voter",
         "--target",
@@ -333,8 +332,18 @@ fn a_second_signal_ends_the_run_at_once() {
         "60",
         "--interval",
         "0.2",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let mut run = Running::start(&args);
     run.until_first_lap();
+    run
+}
+
+/// A run stuck on its operations in flight ends at once on a second
+/// signal, with 128 + its number.
+#[test]
+fn a_second_signal_ends_the_run_at_once() {
+    let mut run = stuck_run(&[]);
     kill("-TERM", run.id());
     // The first is being handled (the load stops, the calls in flight
     // are waited for) before the second comes.
@@ -353,23 +362,7 @@ fn a_second_signal_ends_the_run_at_once() {
 fn a_stop_gives_what_is_in_flight_a_short_grace() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let mut run = Running::start(&[
-        "run",
-        "voter",
-        "--target",
-        "null://?delay=30s",
-        "-n",
-        "4",
-        "-c",
-        "2",
-        "--timeout",
-        "60",
-        "--interval",
-        "0.2",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    run.until_first_lap();
+    let mut run = stuck_run(&["--out", out.to_str().unwrap()]);
     let t = Instant::now();
     kill("-TERM", run.id());
     let r = run.finish();
