@@ -33,6 +33,8 @@ mod null;
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(any(feature = "nats", feature = "etcd"))]
+mod scrape;
 #[cfg(any(
     feature = "redis",
     feature = "voltdb",
@@ -324,6 +326,7 @@ registry! {
         open: |_, rest| Ok(EtcdTarget::new(etcd::parse_url(rest)?)),
         example: "etcd://127.0.0.1:2379  (a cluster's members: etcd://127.0.0.1:23791,23792,23793)",
         about: "etcd v3 (gRPC over HTTP/2): a transaction is one Txn, many in flight per connection; members round robin",
+        stats: ("the first member's /metrics", etcd::stats::SERIES),
     },
     Null(NullTarget) {
         name: "null",

@@ -2,8 +2,8 @@
 //! bytes and connections kept per lap in the report and shown with
 //! `--resources`; the server's own statistics per lap, each target's
 //! checked against the server's own client (redis-cli, memcstat, psql,
-//! mysql, curl on NATS's monitoring port) over the same run; a sampler
-//! that fails.
+//! mysql, curl on NATS's monitoring port and etcd's `/metrics`) over the
+//! same run; a sampler that fails.
 
 use std::process::Command;
 
@@ -385,6 +385,64 @@ fn nats_series_match_varz() {
     );
     assert!(peak(&rep, "nats.connections") >= 4.0);
     assert!(peak(&rep, "nats.mem") > 1e6);
+}
+
+/// An unlabelled sample of etcd's `/metrics`, as curl reads it.
+fn etcd_metric(name: &str) -> f64 {
+    let body = shell("curl", &["-s", "-m", "5", "http://127.0.0.1:2379/metrics"]);
+    body.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
+}
+
+/// etcd: the puts `/metrics` counted per lap are at least the run's own
+/// write transactions and at most what curl saw over the run; the
+/// member's own resident memory is its process's, read from /proc.
+#[test]
+fn etcd_series_match_metrics() {
+    need_server("etcd", 2379);
+    let before = etcd_metric("etcd_mvcc_put_total");
+    let rep = sampled(
+        &[
+            "run",
+            "kv",
+            "--target",
+            "etcd://127.0.0.1:2379",
+            "--test",
+            "write1",
+            "--rows",
+            "2000",
+            "-n",
+            "3000",
+            "--clients",
+            "16",
+            "--dataset",
+            &format!("stats{}", std::process::id()),
+        ],
+        2,
+    );
+    let after = etcd_metric("etcd_mvcc_put_total");
+    let (puts, laps) = series(&rep, "etcd.puts");
+    assert!(laps >= 2);
+    assert!(
+        puts >= 3000.0 * 0.9 && puts <= after - before,
+        "{puts} of {}",
+        after - before
+    );
+    let (committed, _) = series(&rep, "etcd.proposals_committed");
+    assert!(committed >= 3000.0 * 0.9, "{committed}");
+    assert_eq!(peak(&rep, "etcd.has_leader"), 1.0);
+    assert!(series(&rep, "etcd.grpc_received_bytes").0 > 3000.0 * 16.0);
+    let rss = peak(&rep, "etcd.rss_bytes");
+    let proc_rss = peak(&rep, "process.rss_bytes");
+    assert!(
+        proc_rss > rss / 2.0 && proc_rss < rss * 2.0,
+        "{proc_rss} vs {rss}"
+    );
+    let size = etcd_metric("etcd_mvcc_db_total_size_in_bytes");
+    let kept = peak(&rep, "etcd.db_size_bytes");
+    assert!(kept > size / 2.0 && kept <= size, "{kept} vs {size}");
 }
 
 /// A source that cannot be sampled (a monitoring port nobody listens on)
