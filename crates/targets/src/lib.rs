@@ -298,6 +298,7 @@ registry! {
         },
         example: "mqtt://127.0.0.1:1883?qos=1  (QoS 0 by default; several servers: mqtt://h1,h2:1884; a login: mqtt://USER:PASSWORD@h; TLS: mqtts://)",
         about: "MQTT 3.1.1 (Mosquitto, EMQX, ...): QoS 0 or 1, publishes pipelined, PUBACKs matched by packet id",
+        stats: ("Mosquitto's $SYS/broker/ topics (every sys_interval, 10 s by default)", mqtt::stats::SERIES),
     },
     #[cfg(feature = "memcache")]
     Memcache(MemcacheTarget) {

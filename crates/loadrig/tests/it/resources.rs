@@ -2,8 +2,8 @@
 //! bytes and connections kept per lap in the report and shown with
 //! `--resources`; the server's own statistics per lap, each target's
 //! checked against the server's own client (redis-cli, memcstat, psql,
-//! mysql, curl on NATS's monitoring port and etcd's `/metrics`) over the
-//! same run; a sampler that fails.
+//! mysql, curl on NATS's monitoring port and etcd's `/metrics`,
+//! mosquitto_sub on `$SYS`) over the same run; a sampler that fails.
 
 use std::process::Command;
 
@@ -443,6 +443,69 @@ fn etcd_series_match_metrics() {
     let size = etcd_metric("etcd_mvcc_db_total_size_in_bytes");
     let kept = peak(&rep, "etcd.db_size_bytes");
     assert!(kept > size / 2.0 && kept <= size, "{kept} vs {size}");
+}
+
+/// A `$SYS/broker/` topic's next value, as mosquitto_sub reads it (it may
+/// wait for Mosquitto's next `sys_interval`, 10 s).
+fn mosquitto_sys(topic: &str) -> f64 {
+    let t = format!("$SYS/broker/{topic}");
+    let v = shell(
+        "mosquitto_sub",
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            "1883",
+            "-C",
+            "1",
+            "-W",
+            "15",
+            "-t",
+            &t,
+        ],
+    );
+    v.parse().unwrap_or_else(|_| panic!("{t}: {v}"))
+}
+
+/// Mosquitto: publishes received per lap from `$SYS`, which Mosquitto
+/// updates every 10 s. Over 12 s of load at least one update lands 2 s
+/// or more into it, so the laps hold at least a tenth of the run's
+/// publishes, and at most what mosquitto_sub saw from before the run to
+/// after it; the clients connected at an update are the run's four and
+/// the sampler's.
+#[test]
+fn mosquitto_series_match_sys() {
+    need_server("mosquitto", 1883);
+    let before = mosquitto_sys("publish/messages/received");
+    let rep = sampled(
+        &[
+            "run",
+            "pubsub",
+            "--target",
+            "mqtt://127.0.0.1:1883",
+            "--pubs",
+            "2",
+            "--subs",
+            "2",
+            "-d",
+            "12",
+            "--rate",
+            "2000",
+            "--size",
+            "64",
+        ],
+        2,
+    );
+    let after = mosquitto_sys("publish/messages/received");
+    let (laps, _) = series(&rep, "mosquitto.publish_received");
+    let sent = rep.measured.ok as f64;
+    assert!(
+        laps >= sent * 0.1 && laps <= after - before,
+        "{laps}: sent {sent}, mosquitto_sub {}",
+        after - before
+    );
+    assert!(peak(&rep, "mosquitto.clients_connected") >= 5.0);
+    assert!(peak(&rep, "mosquitto.subscriptions") >= 2.0);
 }
 
 /// A source that cannot be sampled (a monitoring port nobody listens on)
