@@ -254,6 +254,7 @@ registry! {
         open: |_, rest| Ok(VoltTarget::new(voltdb::parse_url(rest)?)),
         example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
         about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
+        stats: ("@Statistics MEMORY and PROCEDUREPROFILE", voltdb::stats::SERIES),
     },
     #[cfg(feature = "redis")]
     Redis(RedisTarget) {

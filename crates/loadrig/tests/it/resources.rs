@@ -3,7 +3,8 @@
 //! `--resources`; the server's own statistics per lap, each target's
 //! checked against the server's own client (redis-cli, memcstat, psql,
 //! mysql, curl on NATS's monitoring port and etcd's `/metrics`,
-//! mosquitto_sub on `$SYS`) over the same run; a sampler that fails.
+//! mosquitto_sub on `$SYS`, curl on VoltDB's JSON interface) over the
+//! same run; a sampler that fails.
 
 use std::process::Command;
 
@@ -506,6 +507,57 @@ fn mosquitto_series_match_sys() {
     );
     assert!(peak(&rep, "mosquitto.clients_connected") >= 5.0);
     assert!(peak(&rep, "mosquitto.subscriptions") >= 2.0);
+}
+
+/// VoltDB's resident memory in bytes, as its JSON interface (port 8080)
+/// answers `@Statistics MEMORY 0` to curl (kilobytes, summed over hosts).
+fn voltdb_rss() -> f64 {
+    let url =
+        "http://127.0.0.1:8080/api/1.0/?Procedure=@Statistics&Parameters=%5B%22MEMORY%22,0%5D";
+    let body = shell("curl", &["-s", "-m", "5", url]);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let t = &v["results"][0];
+    let names = t["schema"].as_array().expect("a schema");
+    let c = names.iter().position(|n| n["name"] == "RSS").expect("RSS");
+    let rows = t["data"].as_array().expect("rows");
+    rows.iter().filter_map(|r| r[c].as_f64()).sum::<f64>() * 1024.0
+}
+
+/// VoltDB: the procedures' invocations per lap (PROCEDUREPROFILE) are
+/// the run's calls (the hello run's teardown drops its procedures, and
+/// their rows with them, so nothing outside the run can count them
+/// after it); its resident memory is what the JSON interface answers
+/// curl and what /proc says of its process.
+#[test]
+fn voltdb_series_match_statistics() {
+    need_server("voltdb", 21212);
+    let _one_at_a_time = crate::common::hold("voltdb");
+    let rep = sampled(
+        &[
+            "run",
+            "hello",
+            "--target",
+            "voltdb://127.0.0.1:21212",
+            "--clients",
+            "16",
+            "-n",
+            "40000",
+        ],
+        2,
+    );
+    let (calls, laps) = series(&rep, "voltdb.invocations");
+    assert!(laps >= 2);
+    let ok = rep.measured.ok as f64;
+    assert!(calls >= ok * 0.9 && calls <= ok * 1.1, "{calls}: ok {ok}");
+    let rss = voltdb_rss();
+    let kept = peak(&rep, "voltdb.rss_bytes");
+    assert!(kept > rss / 2.0 && kept < rss * 2.0, "{kept} vs {rss}");
+    let proc_rss = peak(&rep, "process.rss_bytes");
+    assert!(
+        proc_rss > kept / 2.0 && proc_rss < kept * 2.0,
+        "{proc_rss} vs {kept}"
+    );
+    assert!(peak(&rep, "voltdb.java_used_bytes") > 1e6);
 }
 
 /// A source that cannot be sampled (a monitoring port nobody listens on)
