@@ -3,8 +3,37 @@
 
 use std::time::Duration;
 
+use loadrig_workloads::stats::{Reading, Sampled, StatsSource};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// A page's text to its readings, or why it has none.
+pub(crate) type Parse = fn(&str) -> Result<Vec<Reading>, String>;
+
+/// A statistics page as a source: `GET path` on `host:port` each sample,
+/// its body read by `parse`.
+pub(crate) struct Page {
+    pub server: &'static str,
+    pub host: String,
+    pub port: u16,
+    pub path: &'static str,
+    pub parse: Parse,
+}
+
+impl StatsSource for Page {
+    fn name(&self) -> String {
+        format!("{} {} on port {}", self.server, self.path, self.port)
+    }
+
+    fn sample(&mut self) -> Sampled<'_> {
+        Box::pin(async move {
+            let body = get(&self.host, self.port, self.path)
+                .await
+                .map_err(|e| format!("{}: {e}", self.path))?;
+            (self.parse)(&body)
+        })
+    }
+}
 
 /// The most an answer may be (`/varz` is a few kilobytes, etcd's
 /// `/metrics` about a hundred).

@@ -198,7 +198,7 @@ impl TargetInfo for EtcdTarget {
     /// when it runs here.
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
         let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
-        let metrics = Box::new(stats::Metrics::new(host.clone(), port))
+        let metrics = Box::new(stats::metrics(host.clone(), port))
             as Box<dyn loadrig_workloads::stats::StatsSource>;
         std::iter::once(metrics)
             .chain(crate::local::process_on(&host, port))

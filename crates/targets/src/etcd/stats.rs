@@ -4,9 +4,9 @@
 //! samples are read; a member that serves its client port over TLS only
 //! answers nothing there, and each sample is counted as failed.
 
-use loadrig_workloads::stats::{pick, Reading, Sampled, Series, StatsSource};
+use loadrig_workloads::stats::{pick, Reading, Series};
 
-use crate::scrape::get;
+use crate::scrape::Page;
 
 /// The metric's name, the reading's name, and whether it is a counter
 /// (what etcd 3.4 exposes; a name it lacks is left out of the lap).
@@ -60,46 +60,31 @@ pub(crate) const SERIES: &[Series] = &[
     ("process_cpu_seconds_total", "etcd.cpu_secs", true),
 ];
 
-pub(crate) struct Metrics {
-    host: String,
-    port: u16,
-}
-
-impl Metrics {
-    pub(crate) fn new(host: String, port: u16) -> Metrics {
-        Metrics { host, port }
-    }
-}
-
-impl StatsSource for Metrics {
-    fn name(&self) -> String {
-        format!("etcd /metrics on port {}", self.port)
-    }
-
-    fn sample(&mut self) -> Sampled<'_> {
-        Box::pin(async move {
-            let body = get(&self.host, self.port, "/metrics")
-                .await
-                .map_err(|e| format!("/metrics: {e}"))?;
-            let got = parse(&body);
-            if got.is_empty() {
-                return Err("/metrics has none of etcd's series".into());
-            }
-            Ok(got)
-        })
+/// `/metrics` on `host:port` as a source.
+pub(crate) fn metrics(host: String, port: u16) -> Page {
+    Page {
+        server: "etcd",
+        host,
+        port,
+        path: "/metrics",
+        parse,
     }
 }
 
 /// `name value` lines (`# ` lines are comments; a labelled name keeps
 /// its `{...}` and so matches none of [`SERIES`]).
-fn parse(body: &str) -> Vec<Reading> {
+fn parse(body: &str) -> Result<Vec<Reading>, String> {
     let pairs = body.lines().filter_map(|l| {
         let mut words = l.split_whitespace();
         let name = words.next()?;
         let value = words.next()?;
         Some((name.to_string(), value.to_string()))
     });
-    pick(pairs, SERIES)
+    let got = pick(pairs, SERIES);
+    if got.is_empty() {
+        return Err("/metrics has none of etcd's series".into());
+    }
+    Ok(got)
 }
 
 #[cfg(test)]
@@ -115,7 +100,8 @@ mod tests {
              etcd_mvcc_db_total_size_in_bytes 5.25893632e+08\n\
              etcd_network_client_grpc_sent_bytes_total{x=\"y\"} 7\n\
              etcd_unknown 3\n",
-        );
+        )
+        .unwrap();
         assert_eq!(
             got,
             vec![
@@ -123,6 +109,6 @@ mod tests {
                 Reading::level("etcd.db_size_bytes", 525_893_632.0)
             ]
         );
-        assert!(parse("<html>").is_empty());
+        assert!(parse("<html>").is_err());
     }
 }

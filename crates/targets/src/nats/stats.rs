@@ -4,9 +4,9 @@
 //! of its own each lap (docs/resources.md). A server without monitoring
 //! answers nothing there: each sample fails and is counted as failed.
 
-use loadrig_workloads::stats::{Reading, Sampled, Series, StatsSource};
+use loadrig_workloads::stats::{Reading, Series};
 
-use crate::scrape::get;
+use crate::scrape::Page;
 
 /// nats-server's default monitoring port.
 pub(crate) const MONITOR_PORT: u16 = 8222;
@@ -24,29 +24,14 @@ pub(crate) const SERIES: &[Series] = &[
     ("out_bytes", "nats.out_bytes", true),
 ];
 
-pub(crate) struct Varz {
-    host: String,
-    port: u16,
-}
-
-impl Varz {
-    pub(crate) fn new(host: String, port: u16) -> Varz {
-        Varz { host, port }
-    }
-}
-
-impl StatsSource for Varz {
-    fn name(&self) -> String {
-        format!("nats /varz on port {}", self.port)
-    }
-
-    fn sample(&mut self) -> Sampled<'_> {
-        Box::pin(async move {
-            let body = get(&self.host, self.port, "/varz")
-                .await
-                .map_err(|e| format!("/varz: {e}"))?;
-            parse(&body)
-        })
+/// `/varz` on `host:port` as a source.
+pub(crate) fn varz(host: String, port: u16) -> Page {
+    Page {
+        server: "nats",
+        host,
+        port,
+        path: "/varz",
+        parse,
     }
 }
 
