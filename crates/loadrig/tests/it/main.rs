@@ -26,6 +26,7 @@ mod phases;
 mod plot;
 mod pubsub;
 mod reading;
+mod readme;
 mod redis;
 mod reference;
 mod resources;

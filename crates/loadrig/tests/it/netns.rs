@@ -109,9 +109,10 @@ fn addr(k: u32) -> String {
     format!("10.77.0.{}", k + 1)
 }
 
-/// redis-cli from host k on the workload's database (`--dbnum` 9).
+/// redis-cli from host k on the workload's database (the server's
+/// default: the workload sends SELECT only with `--dbnum`).
 fn redis_cli(hosts: &Hosts, k: u32, args: &[&str]) -> String {
-    let mut all = vec!["redis-cli", "-h", "", "-p", PORT, "-n", "9"];
+    let mut all = vec!["redis-cli", "-h", "", "-p", PORT];
     let a = addr(0);
     all[2] = &a;
     all.extend_from_slice(args);

@@ -488,7 +488,7 @@ fn no_server_is_exit_3() {
 
 /// A second redis-server of the test's own, on a free port, keeping
 /// nothing on disk.
-fn own_redis() -> OwnServer {
+pub(crate) fn own_redis() -> OwnServer {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     let cmd = |port: u16| {
