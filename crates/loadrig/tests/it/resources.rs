@@ -221,6 +221,7 @@ fn redis_series_match_redis_cli() {
 #[test]
 fn memcached_series_match_memcstat() {
     need_server("memcached", 11211);
+    let _one_at_a_time = crate::common::hold("memcached");
     let stat = |name: &str| -> f64 {
         let s = shell("memcstat", &["--servers=127.0.0.1:11211"]);
         s.lines()
@@ -259,6 +260,7 @@ fn memcached_series_match_memcstat() {
 #[test]
 fn postgres_series_match_psql() {
     need_server("postgres", 5432);
+    let _one_at_a_time = crate::common::hold("postgres");
     let commits = || -> f64 {
         let q = "SELECT xact_commit FROM pg_stat_database WHERE datname = 'bench'";
         shell(
@@ -300,6 +302,7 @@ fn postgres_series_match_psql() {
 #[test]
 fn mariadb_series_match_mysql() {
     need_server("mariadb", 3306);
+    let _one_at_a_time = crate::common::hold("mariadb");
     let questions = || -> f64 {
         let s = shell(
             "mysql",
