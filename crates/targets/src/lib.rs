@@ -33,6 +33,8 @@ mod null;
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(any(feature = "nats", feature = "etcd"))]
+mod scrape;
 #[cfg(any(
     feature = "redis",
     feature = "voltdb",
@@ -252,6 +254,7 @@ registry! {
         open: |_, rest| Ok(VoltTarget::new(voltdb::parse_url(rest)?)),
         example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
         about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
+        stats: ("@Statistics MEMORY and PROCEDUREPROFILE", voltdb::stats::SERIES),
     },
     #[cfg(feature = "redis")]
     Redis(RedisTarget) {
@@ -296,6 +299,7 @@ registry! {
         },
         example: "mqtt://127.0.0.1:1883?qos=1  (QoS 0 by default; several servers: mqtt://h1,h2:1884; a login: mqtt://USER:PASSWORD@h; TLS: mqtts://)",
         about: "MQTT 3.1.1 (Mosquitto, EMQX, ...): QoS 0 or 1, publishes pipelined, PUBACKs matched by packet id",
+        stats: ("Mosquitto's $SYS/broker/ topics (every sys_interval, 10 s by default)", mqtt::stats::SERIES),
     },
     #[cfg(feature = "memcache")]
     Memcache(MemcacheTarget) {
@@ -324,6 +328,7 @@ registry! {
         open: |_, rest| Ok(EtcdTarget::new(etcd::parse_url(rest)?)),
         example: "etcd://127.0.0.1:2379  (a cluster's members: etcd://127.0.0.1:23791,23792,23793)",
         about: "etcd v3 (gRPC over HTTP/2): a transaction is one Txn, many in flight per connection; members round robin",
+        stats: ("the first member's /metrics", etcd::stats::SERIES),
     },
     Null(NullTarget) {
         name: "null",

@@ -2,8 +2,9 @@
 //! bytes and connections kept per lap in the report and shown with
 //! `--resources`; the server's own statistics per lap, each target's
 //! checked against the server's own client (redis-cli, memcstat, psql,
-//! mysql, curl on NATS's monitoring port) over the same run; a sampler
-//! that fails.
+//! mysql, curl on NATS's monitoring port and etcd's `/metrics`,
+//! mosquitto_sub on `$SYS`, curl on VoltDB's JSON interface) over the
+//! same run; a sampler that fails.
 
 use std::process::Command;
 
@@ -220,6 +221,7 @@ fn redis_series_match_redis_cli() {
 #[test]
 fn memcached_series_match_memcstat() {
     need_server("memcached", 11211);
+    let _one_at_a_time = crate::common::hold("memcached");
     let stat = |name: &str| -> f64 {
         let s = shell("memcstat", &["--servers=127.0.0.1:11211"]);
         s.lines()
@@ -258,6 +260,7 @@ fn memcached_series_match_memcstat() {
 #[test]
 fn postgres_series_match_psql() {
     need_server("postgres", 5432);
+    let _one_at_a_time = crate::common::hold("postgres");
     let commits = || -> f64 {
         let q = "SELECT xact_commit FROM pg_stat_database WHERE datname = 'bench'";
         shell(
@@ -299,6 +302,7 @@ fn postgres_series_match_psql() {
 #[test]
 fn mariadb_series_match_mysql() {
     need_server("mariadb", 3306);
+    let _one_at_a_time = crate::common::hold("mariadb");
     let questions = || -> f64 {
         let s = shell(
             "mysql",
@@ -385,6 +389,178 @@ fn nats_series_match_varz() {
     );
     assert!(peak(&rep, "nats.connections") >= 4.0);
     assert!(peak(&rep, "nats.mem") > 1e6);
+}
+
+/// An unlabelled sample of etcd's `/metrics`, as curl reads it.
+fn etcd_metric(name: &str) -> f64 {
+    let body = shell("curl", &["-s", "-m", "5", "http://127.0.0.1:2379/metrics"]);
+    body.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
+}
+
+/// etcd: the puts `/metrics` counted per lap are at least the run's own
+/// write transactions and at most what curl saw over the run; the
+/// member's own resident memory is its process's, read from /proc.
+#[test]
+fn etcd_series_match_metrics() {
+    need_server("etcd", 2379);
+    let before = etcd_metric("etcd_mvcc_put_total");
+    let rep = sampled(
+        &[
+            "run",
+            "kv",
+            "--target",
+            "etcd://127.0.0.1:2379",
+            "--test",
+            "write1",
+            "--rows",
+            "2000",
+            "-n",
+            "3000",
+            "--clients",
+            "16",
+            "--dataset",
+            &format!("stats{}", std::process::id()),
+        ],
+        2,
+    );
+    let after = etcd_metric("etcd_mvcc_put_total");
+    let (puts, laps) = series(&rep, "etcd.puts");
+    assert!(laps >= 2);
+    assert!(
+        puts >= 3000.0 * 0.9 && puts <= after - before,
+        "{puts} of {}",
+        after - before
+    );
+    let (committed, _) = series(&rep, "etcd.proposals_committed");
+    assert!(committed >= 3000.0 * 0.9, "{committed}");
+    assert_eq!(peak(&rep, "etcd.has_leader"), 1.0);
+    assert!(series(&rep, "etcd.grpc_received_bytes").0 > 3000.0 * 16.0);
+    let rss = peak(&rep, "etcd.rss_bytes");
+    let proc_rss = peak(&rep, "process.rss_bytes");
+    assert!(
+        proc_rss > rss / 2.0 && proc_rss < rss * 2.0,
+        "{proc_rss} vs {rss}"
+    );
+    let size = etcd_metric("etcd_mvcc_db_total_size_in_bytes");
+    let kept = peak(&rep, "etcd.db_size_bytes");
+    assert!(kept > size / 2.0 && kept <= size, "{kept} vs {size}");
+}
+
+/// A `$SYS/broker/` topic's next value, as mosquitto_sub reads it (it may
+/// wait for Mosquitto's next `sys_interval`, 10 s).
+fn mosquitto_sys(topic: &str) -> f64 {
+    let t = format!("$SYS/broker/{topic}");
+    let v = shell(
+        "mosquitto_sub",
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            "1883",
+            "-C",
+            "1",
+            "-W",
+            "15",
+            "-t",
+            &t,
+        ],
+    );
+    v.parse().unwrap_or_else(|_| panic!("{t}: {v}"))
+}
+
+/// Mosquitto: publishes received per lap from `$SYS`, which Mosquitto
+/// updates every 10 s. Over 12 s of load at least one update lands 2 s
+/// or more into it, so the laps hold at least a tenth of the run's
+/// publishes, and at most what mosquitto_sub saw from before the run to
+/// after it; the clients connected at an update are the run's four and
+/// the sampler's.
+#[test]
+fn mosquitto_series_match_sys() {
+    need_server("mosquitto", 1883);
+    let before = mosquitto_sys("publish/messages/received");
+    let rep = sampled(
+        &[
+            "run",
+            "pubsub",
+            "--target",
+            "mqtt://127.0.0.1:1883",
+            "--pubs",
+            "2",
+            "--subs",
+            "2",
+            "-d",
+            "12",
+            "--rate",
+            "2000",
+            "--size",
+            "64",
+        ],
+        2,
+    );
+    let after = mosquitto_sys("publish/messages/received");
+    let (laps, _) = series(&rep, "mosquitto.publish_received");
+    let sent = rep.measured.ok as f64;
+    assert!(
+        laps >= sent * 0.1 && laps <= after - before,
+        "{laps}: sent {sent}, mosquitto_sub {}",
+        after - before
+    );
+    assert!(peak(&rep, "mosquitto.clients_connected") >= 5.0);
+    assert!(peak(&rep, "mosquitto.subscriptions") >= 2.0);
+}
+
+/// VoltDB's resident memory in bytes, as its JSON interface (port 8080)
+/// answers `@Statistics MEMORY 0` to curl (kilobytes, summed over hosts).
+fn voltdb_rss() -> f64 {
+    let url =
+        "http://127.0.0.1:8080/api/1.0/?Procedure=@Statistics&Parameters=%5B%22MEMORY%22,0%5D";
+    let body = shell("curl", &["-s", "-m", "5", url]);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let t = &v["results"][0];
+    let names = t["schema"].as_array().expect("a schema");
+    let c = names.iter().position(|n| n["name"] == "RSS").expect("RSS");
+    let rows = t["data"].as_array().expect("rows");
+    rows.iter().filter_map(|r| r[c].as_f64()).sum::<f64>() * 1024.0
+}
+
+/// VoltDB: the procedures' invocations per lap (PROCEDUREPROFILE) are
+/// the run's calls (the hello run's teardown drops its procedures, and
+/// their rows with them, so nothing outside the run can count them
+/// after it); its resident memory is what the JSON interface answers
+/// curl and what /proc says of its process.
+#[test]
+fn voltdb_series_match_statistics() {
+    need_server("voltdb", 21212);
+    let _one_at_a_time = crate::common::hold("voltdb");
+    let rep = sampled(
+        &[
+            "run",
+            "hello",
+            "--target",
+            "voltdb://127.0.0.1:21212",
+            "--clients",
+            "16",
+            "-n",
+            "40000",
+        ],
+        2,
+    );
+    let (calls, laps) = series(&rep, "voltdb.invocations");
+    assert!(laps >= 2);
+    let ok = rep.measured.ok as f64;
+    assert!(calls >= ok * 0.9 && calls <= ok * 1.1, "{calls}: ok {ok}");
+    let rss = voltdb_rss();
+    let kept = peak(&rep, "voltdb.rss_bytes");
+    assert!(kept > rss / 2.0 && kept < rss * 2.0, "{kept} vs {rss}");
+    let proc_rss = peak(&rep, "process.rss_bytes");
+    assert!(
+        proc_rss > kept / 2.0 && proc_rss < kept * 2.0,
+        "{proc_rss} vs {kept}"
+    );
+    assert!(peak(&rep, "voltdb.java_used_bytes") > 1e6);
 }
 
 /// A source that cannot be sampled (a monitoring port nobody listens on)

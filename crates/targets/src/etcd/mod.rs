@@ -10,10 +10,12 @@
 //! (the replication). etcd has one durability: a write is answered once
 //! a majority of the members have it in their write-ahead logs, fsynced.
 //!
-//! The kv capability is in [`kv`].
+//! The kv capability is in [`kv`]; the server's statistics per lap in
+//! [`stats`].
 
 mod grpc;
 mod kv;
+pub(crate) mod stats;
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock};
@@ -192,8 +194,15 @@ impl TargetInfo for EtcdTarget {
         u32::try_from(self.at.servers.len()).ok()
     }
 
+    /// `/metrics` on the first member's client port, and its process
+    /// when it runs here.
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
-        crate::local::first_process(&self.at)
+        let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
+        let metrics = Box::new(stats::metrics(host.clone(), port))
+            as Box<dyn loadrig_workloads::stats::StatsSource>;
+        std::iter::once(metrics)
+            .chain(crate::local::process_on(&host, port))
+            .collect()
     }
 }
 

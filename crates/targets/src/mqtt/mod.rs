@@ -3,7 +3,10 @@
 //! connection per client, dealt over the servers of the URL round robin,
 //! as client `loadrig-<pid>-<client>` with a clean session. What a
 //! connection says after its CONNACK is the workload's [`MqttLink`]
-//! (topics, packet identifiers, keep-alive).
+//! (topics, packet identifiers, keep-alive). The broker's `$SYS` statistics
+//! per lap are in [`stats`].
+
+pub(crate) mod stats;
 
 use std::io;
 use std::num::NonZeroU16;
@@ -131,8 +134,13 @@ impl TargetInfo for MqttTarget {
         MAX_DEPTH
     }
 
+    /// `$SYS` on the first broker, and its process when it runs here.
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
-        crate::local::first_process(&self.at)
+        let sys = Box::new(stats::Sys::new(self.at.clone()))
+            as Box<dyn loadrig_workloads::stats::StatsSource>;
+        std::iter::once(sys)
+            .chain(crate::local::first_process(&self.at))
+            .collect()
     }
 }
 

@@ -121,8 +121,7 @@ impl TargetInfo for NatsTarget {
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
         let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
         let varz = self.monitor.map(|m| {
-            Box::new(stats::Varz::new(host.clone(), m))
-                as Box<dyn loadrig_workloads::stats::StatsSource>
+            Box::new(stats::varz(host.clone(), m)) as Box<dyn loadrig_workloads::stats::StatsSource>
         });
         varz.into_iter()
             .chain(crate::local::process_on(&host, port))

@@ -4,17 +4,12 @@
 //! of its own each lap (docs/resources.md). A server without monitoring
 //! answers nothing there: each sample fails and is counted as failed.
 
-use std::time::Duration;
+use loadrig_workloads::stats::{Reading, Series};
 
-use loadrig_workloads::stats::{Reading, Sampled, Series, StatsSource};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use crate::scrape::Page;
 
 /// nats-server's default monitoring port.
 pub(crate) const MONITOR_PORT: u16 = 8222;
-
-/// The most a `/varz` answer may be (it is a few kilobytes).
-const MAX_ANSWER: u64 = 1 << 20;
 
 /// `/varz`'s field, the reading's name, and whether it is a counter.
 pub(crate) const SERIES: &[Series] = &[
@@ -29,52 +24,15 @@ pub(crate) const SERIES: &[Series] = &[
     ("out_bytes", "nats.out_bytes", true),
 ];
 
-pub(crate) struct Varz {
-    host: String,
-    port: u16,
-}
-
-impl Varz {
-    pub(crate) fn new(host: String, port: u16) -> Varz {
-        Varz { host, port }
+/// `/varz` on `host:port` as a source.
+pub(crate) fn varz(host: String, port: u16) -> Page {
+    Page {
+        server: "nats",
+        host,
+        port,
+        path: "/varz",
+        parse,
     }
-}
-
-impl StatsSource for Varz {
-    fn name(&self) -> String {
-        format!("nats /varz on port {}", self.port)
-    }
-
-    fn sample(&mut self) -> Sampled<'_> {
-        Box::pin(async move {
-            let body = get(&self.host, self.port, "/varz")
-                .await
-                .map_err(|e| format!("/varz: {e}"))?;
-            parse(&body)
-        })
-    }
-}
-
-/// `GET path` over HTTP/1.0 (the server closes after the answer): the
-/// body of a 200 answer.
-async fn get(host: &str, port: u16, path: &str) -> std::io::Result<String> {
-    let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
-    let mut s = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect((host, port)))
-        .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
-        .await?;
-    let mut answer = Vec::new();
-    (&mut s).take(MAX_ANSWER).read_to_end(&mut answer).await?;
-    let text = String::from_utf8_lossy(&answer);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| bad("no HTTP answer".into()))?;
-    let status = head.lines().next().unwrap_or_default();
-    if status.split_whitespace().nth(1) != Some("200") {
-        return Err(bad(format!("answered {status}")));
-    }
-    Ok(body.to_string())
 }
 
 fn parse(body: &str) -> Result<Vec<Reading>, String> {

@@ -16,6 +16,7 @@
 mod hello;
 mod kv;
 mod procs;
+pub(crate) mod stats;
 mod voter;
 
 use std::io;
@@ -158,8 +159,13 @@ impl TargetInfo for VoltTarget {
         MAX_DEPTH
     }
 
+    /// `@Statistics` on the first host, and its process when it runs here.
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
-        crate::local::first_process(&self.at)
+        let volt = Box::new(stats::VoltStatistics::new(self.at.clone()))
+            as Box<dyn loadrig_workloads::stats::StatsSource>;
+        std::iter::once(volt)
+            .chain(crate::local::first_process(&self.at))
+            .collect()
     }
 }
 
