@@ -225,6 +225,17 @@ pub struct RedisSpec {
     /// then empty): one run, both kinds together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<MemtierSpec>,
+    /// `--no-cluster-tags`: on a cluster, the tests' keys carry no hash
+    /// tag (each key to its own slot's master, a connection's commands
+    /// spread over every master) instead of redis-benchmark --cluster's
+    /// placement (docs/redis-cluster.md, "Key placement").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_cluster_tags: bool,
+    /// Whether the tests' keys carry a hash tag (`key:{tag}:...`): set by
+    /// the workload when the target is a cluster and the tags are not
+    /// turned off; never read from or written to a file.
+    #[serde(skip)]
+    pub tagged: bool,
 }
 
 /// How a key number is drawn from `[key_min, key_max]` (memtier's

@@ -53,6 +53,14 @@ pub trait ByteStream: Send + 'static {
     fn take_redirects(&mut self) -> [u64; 2] {
         [0, 0]
     }
+    /// A hash tag for the keys of the next request, `draw` choosing among
+    /// the stream's tags: on Redis Cluster, one of a slot the connection's
+    /// master serves, so that all its requests go to that one socket; a
+    /// stream over one server has none.
+    #[inline]
+    fn key_tag(&self, _draw: u64) -> Option<[u8; 3]> {
+        None
+    }
 }
 
 /// Requests in flight on a protocol that answers in order, oldest first,

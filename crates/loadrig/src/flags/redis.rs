@@ -44,6 +44,9 @@ pub struct RedisArgs {
     /// The target is a Redis Cluster, as redis-benchmark --cluster (the same as --target redis+cluster://...)
     #[arg(long)]
     pub cluster: bool,
+    /// On a cluster, the tests' keys without redis-benchmark --cluster's hash tag: each key goes to its own slot's master, so a connection's pipeline is spread over every master
+    #[arg(long)]
+    pub no_cluster_tags: bool,
     /// A command of your own instead of the tests, after --: __rand_int__ is drawn as with -r, __data__ is the --value-size bytes
     #[arg(last = true, value_name = "COMMAND", conflicts_with = "tests")]
     pub command: Vec<String>,
@@ -120,6 +123,8 @@ impl RedisArgs {
                 keyspace: self.keyspace,
                 dbnum: self.dbnum,
                 command: Vec::new(),
+                no_cluster_tags: self.no_cluster_tags,
+                tagged: false,
                 mix: Some(MemtierSpec {
                     sets,
                     gets,
@@ -145,6 +150,8 @@ impl RedisArgs {
             dbnum: self.dbnum,
             command: self.command.clone(),
             mix: None,
+            no_cluster_tags: self.no_cluster_tags,
+            tagged: false,
         }))
     }
 }

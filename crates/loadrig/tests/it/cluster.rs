@@ -93,6 +93,40 @@ fn the_cluster_flag_as_the_peers_spell_it() {
     assert_eq!(domain(&report, "get.hits"), 2000);
 }
 
+/// `--no-cluster-tags`: the keys untagged, each to its own slot's master
+/// (MSET split per slot); written and verified all the same.
+#[test]
+fn keys_without_the_cluster_tags() {
+    let _cluster = need_cluster();
+    let (r, report) = run_reported(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--no-cluster-tags",
+        "--tests",
+        "set,mset,incr",
+        "-r",
+        "1000000",
+        "-n",
+        "1000",
+        "-c",
+        "6",
+        "-P",
+        "16",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &report, 3000);
+    assert_verified(&r, &report);
+    let v = verdict(&report);
+    assert_eq!(
+        check_of(&report, "keys written (SET/MSET) and missing"),
+        Some((0, 0)),
+        "{v:?}"
+    );
+    assert!(v.summary.contains("counters +1,000"), "{v:?}");
+}
+
 /// memtier's SET:GET mix over the cluster: the keys SET all found.
 #[test]
 fn memtier_mix_on_the_cluster() {

@@ -71,7 +71,6 @@ impl<S: ByteStream> Driver for RedisDriver<S> {
 
     #[inline]
     fn send(&mut self, index: u64, tag: Tag) -> usize {
-        let out = self.conn.out();
         let kind = match &mut self.mode {
             Mode::Test {
                 kind,
@@ -80,17 +79,29 @@ impl<S: ByteStream> Driver for RedisDriver<S> {
                 seed,
                 ..
             } => {
+                // On a cluster, a tag of this connection's master's slots,
+                // chosen by the first key's number: the same number gets
+                // the same tag from every connection on that master (a
+                // GET finds what a SET there wrote); without -r, one tag
+                // per master.
+                let key_tag = if template.tag.is_empty() {
+                    None
+                } else {
+                    let first = keyspace.map_or(0, |n| Rng::for_op(*seed, index).below(n));
+                    self.conn.stream().key_tag(first)
+                };
+                let out = self.conn.out();
                 match *keyspace {
-                    None => template.write(out),
+                    None => template.write(out, key_tag),
                     Some(n) => {
                         let mut rng = Rng::for_op(*seed, index);
-                        template.write_drawn(out, || rng.below(n));
+                        template.write_drawn(out, key_tag, || rng.below(n));
                     }
                 }
                 *kind
             }
             Mode::Mix { mix, kinds, key } => {
-                let kind = mix.write(index, out, key);
+                let kind = mix.write(index, self.conn.out(), key);
                 let t = tag as usize;
                 if t >= kinds.len() {
                     kinds.resize(t + 1, 0);
@@ -165,7 +176,9 @@ pub struct RedisBench<B> {
 
 impl<B: RedisBackend> RedisBench<B> {
     pub fn new(backend: B, own: &RedisSpec, run: &RunSpec) -> Self {
-        let (spec, seed, stop) = (own.clone(), run.seed, run.load.stop);
+        let (mut spec, seed, stop) = (own.clone(), run.seed, run.load.stop);
+        // redis-benchmark --cluster's key placement: the tests' keys tagged.
+        spec.tagged = backend.cluster() && !spec.no_cluster_tags && spec.mix.is_none();
         // Which keys SET and MSET wrote is known only for the whole index
         // space and no warm-up.
         let whole = run.load.shard.count == 1 && run.warmup_secs == 0.0;
@@ -176,6 +189,7 @@ impl<B: RedisBackend> RedisBench<B> {
             &data,
             spec.keyspace.is_some(),
             &spec.command,
+            spec.tagged,
         ));
         // A command of one's own is titled by its command line; the
         // engine names kinds with static strings, and this one is made
@@ -247,6 +261,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
             &self.data,
             self.spec.keyspace.is_some(),
             &self.spec.command,
+            self.spec.tagged,
         ));
     }
 

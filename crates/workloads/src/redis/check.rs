@@ -81,10 +81,14 @@ pub struct Counts {
 /// `__rand_int__` key without `-r`; with it, the 12-digit names, found by
 /// SCAN with a pattern that matches nothing else (so that a run in a
 /// database shared with other data reads and deletes only its own keys).
+/// Tagged keys (on a cluster) are found by SCAN either way, the pattern
+/// taking any three-byte tag: `key:{???}:...`.
 fn drawn(spec: &RedisSpec, prefix: &str) -> Result<Vec<u8>, Vec<u8>> {
+    let tag = if spec.tagged { "{???}:" } else { "" };
     match spec.keyspace {
-        None => Ok(format!("{prefix}{}", "__rand_int__").into_bytes()),
-        Some(_) => Err(format!("{prefix}{}", "[0-9]".repeat(12)).into_bytes()),
+        None if !spec.tagged => Ok(format!("{prefix}{}", "__rand_int__").into_bytes()),
+        None => Err(format!("{prefix}{tag}__rand_int__").into_bytes()),
+        Some(_) => Err(format!("{prefix}{tag}{}", "[0-9]".repeat(12)).into_bytes()),
     }
 }
 
@@ -361,12 +365,39 @@ async fn strings<B: RedisBackend>(
     if writes == 0 {
         return Ok(());
     }
+    // Numbers written whose key is not there at all (tagged keys: found
+    // by SCAN, by their number).
+    let mut absent = 0i64;
     let keys: Vec<Vec<u8>> = match (drawn(spec, "key:"), spec.keyspace) {
         (Ok(key), _) => vec![key],
-        (Err(_), Some(r)) => match exact_keys(bench, t, r) {
-            Some(k) => k,
+        (Err(pattern), Some(r)) => match exact_numbers(bench, t, r) {
+            Some(numbers) if spec.tagged => {
+                let mut a = bench.backend.admin(0, spec.db()).await?;
+                let Some(names) = scan(&mut a, &pattern).await? else {
+                    lacks.insert("key:*".into(), "SCAN".into());
+                    return Ok(());
+                };
+                let written: Vec<Vec<u8>> = names
+                    .into_iter()
+                    .filter(|k| number_of(k).is_some_and(|n| numbers.contains(&n)))
+                    .collect();
+                let there: HashSet<u64> = written.iter().filter_map(|k| number_of(k)).collect();
+                absent = (numbers.len() - there.len()) as i64;
+                written
+            }
+            Some(numbers) => numbers
+                .into_iter()
+                .map(|n| {
+                    let mut k = b"key:000000000000".to_vec();
+                    put_digits(&mut k[4..], n);
+                    k
+                })
+                .collect(),
             None => return found_keys(bench, writes, t, checks, said, lacks).await,
         },
+        (Err(_), None) if spec.tagged => {
+            return found_keys(bench, writes, t, checks, said, lacks).await
+        }
         (Err(_), None) => return Ok(()),
     };
     let data: &[u8] = &bench.data;
@@ -392,7 +423,7 @@ async fn strings<B: RedisBackend>(
             }
         }
     }
-    let missing = found.iter().filter(|f| !**f).count() as i64;
+    let missing = absent + found.iter().filter(|f| !**f).count() as i64;
     checks.push(Check::new(
         "keys written (SET/MSET) and missing",
         0,
@@ -401,7 +432,7 @@ async fn strings<B: RedisBackend>(
     checks.push(Check::new("keys written holding other data", 0, wrong));
     said.push(format!(
         "{} key:* written, all there{}",
-        group(keys.len() as u64),
+        group(keys.len() as u64 + absent as u64),
         if by_key {
             " (read by GET: MGET refused)"
         } else {
@@ -468,13 +499,19 @@ async fn found_keys<B: RedisBackend>(
     Ok(())
 }
 
-/// The names of every key SET and MSET wrote, when they are known:
+/// The number in a key's last twelve bytes (`key:...000000000042`).
+fn number_of(key: &[u8]) -> Option<u64> {
+    let digits = key.get(key.len().checked_sub(command::RAND_DIGITS)?..)?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// The numbers of every key SET and MSET wrote, when they are known:
 /// a run by count over the whole index space, every write acknowledged.
-fn exact_keys<B: RedisBackend>(
+fn exact_numbers<B: RedisBackend>(
     bench: &RedisBench<B>,
     t: &Tally<'_>,
     r: u64,
-) -> Option<Vec<Vec<u8>>> {
+) -> Option<HashSet<u64>> {
     let Stop::Count(n) = bench.stop else {
         return None;
     };
@@ -504,16 +541,7 @@ fn exact_keys<B: RedisBackend>(
             }
         }
     }
-    Some(
-        numbers
-            .into_iter()
-            .map(|n| {
-                let mut k = b"key:000000000000".to_vec();
-                put_digits(&mut k[4..], n);
-                k
-            })
-            .collect(),
-    )
+    Some(numbers)
 }
 
 /// Hits, misses and additions, per test that has them.

@@ -16,6 +16,9 @@ use loadrig_wire::kv::resp::{self, Reply};
 pub const RAND: &[u8] = b"__rand_int__";
 /// Digits written over [`RAND`].
 pub const RAND_DIGITS: usize = 12;
+/// redis-benchmark --cluster's hash tag placeholder: its three bytes
+/// between the braces become a tag of the connection's master's slots.
+pub const TAG: &[u8] = b"{tag}";
 
 /// redis-benchmark's value bytes (its `genBenchmarkRandomData`): a 32-bit
 /// linear congruential generator seeded with 1234, one byte `'0' + 6 bits`
@@ -36,6 +39,8 @@ pub struct Template {
     pub bytes: Vec<u8>,
     /// Where each `__rand_int__` starts in `bytes`, in order.
     pub rand: Vec<usize>,
+    /// Where each `{tag}` starts in `bytes`.
+    pub tag: Vec<usize>,
 }
 
 impl Template {
@@ -48,20 +53,24 @@ impl Template {
 
     /// Bytes sent as they are (an inline command).
     pub fn raw(bytes: &[u8]) -> Template {
-        let rand = bytes
-            .windows(RAND.len())
-            .enumerate()
-            .filter(|(_, w)| *w == RAND)
-            .map(|(i, _)| i)
-            .collect();
+        let at = |pattern: &[u8]| -> Vec<usize> {
+            bytes
+                .windows(pattern.len())
+                .enumerate()
+                .filter(|(_, w)| *w == pattern)
+                .map(|(i, _)| i)
+                .collect()
+        };
         Template {
             bytes: bytes.to_vec(),
-            rand,
+            rand: at(RAND),
+            tag: at(TAG),
         }
     }
 
-    /// The command redis-benchmark sends for `test` (without its cluster
-    /// `{tag}`): keys `key:__rand_int__` and `counter:__rand_int__`,
+    /// The command redis-benchmark sends for `test`: keys
+    /// `key:__rand_int__` and `counter:__rand_int__` (`tagged`, on a
+    /// cluster: `key:{tag}:__rand_int__`, `counter:{tag}:__rand_int__`),
     /// members `element:__rand_int__`, lists and sets `mylist`, `myset`,
     /// `myhash`, `myzset`, `mystream`. ZADD's score is `__rand_int__` with
     /// `-r`, else 0.
@@ -69,15 +78,25 @@ impl Template {
     /// [`RedisTest::Command`] is `command`, the user's own: each argument
     /// with `__data__` replaced by `data` (memtier's placeholder for the
     /// value; redis-benchmark 7.0 sends it as it is).
-    pub fn of(test: RedisTest, data: &[u8], random: bool, command: &[String]) -> Template {
-        let key: &[u8] = b"key:__rand_int__";
+    pub fn of(
+        test: RedisTest,
+        data: &[u8],
+        random: bool,
+        command: &[String],
+        tagged: bool,
+    ) -> Template {
+        let (key, counter): (&[u8], &[u8]) = if tagged {
+            (b"key:{tag}:__rand_int__", b"counter:{tag}:__rand_int__")
+        } else {
+            (b"key:__rand_int__", b"counter:__rand_int__")
+        };
         let member: &[u8] = b"element:__rand_int__";
         match test {
             RedisTest::PingInline => Template::raw(b"PING\r\n"),
             RedisTest::PingMbulk => Template::command(&[b"PING"]),
             RedisTest::Set => Template::command(&[b"SET", key, data]),
             RedisTest::Get => Template::command(&[b"GET", key]),
-            RedisTest::Incr => Template::command(&[b"INCR", b"counter:__rand_int__"]),
+            RedisTest::Incr => Template::command(&[b"INCR", counter]),
             RedisTest::Lpush | RedisTest::LrangePrefill => {
                 Template::command(&[b"LPUSH", b"mylist", data])
             }
@@ -117,18 +136,38 @@ impl Template {
         }
     }
 
-    /// Append the command as it is (placeholders left in, as without `-r`).
+    /// Append the command as it is (placeholders left in, as without
+    /// `-r`), each `{tag}` holding `tag` when there is one.
     #[inline]
-    pub fn write(&self, out: &mut BytesMut) {
+    pub fn write(&self, out: &mut BytesMut, tag: Option<[u8; 3]>) {
+        let at = out.len();
         out.extend_from_slice(&self.bytes);
+        self.put_tag(out, at, tag);
+    }
+
+    #[inline]
+    fn put_tag(&self, out: &mut BytesMut, at: usize, tag: Option<[u8; 3]>) {
+        let Some(tag) = tag else { return };
+        for &off in &self.tag {
+            if let Some(slot) = out.get_mut(at + off + 1..at + off + 4) {
+                slot.copy_from_slice(&tag);
+            }
+        }
     }
 
     /// Append the command with each placeholder replaced by `draw()`'s
-    /// number in 12 digits (its last 12, as redis-benchmark writes them).
+    /// number in 12 digits (its last 12, as redis-benchmark writes them),
+    /// and each `{tag}` holding `tag` when there is one.
     #[inline]
-    pub fn write_drawn(&self, out: &mut BytesMut, mut draw: impl FnMut() -> u64) {
+    pub fn write_drawn(
+        &self,
+        out: &mut BytesMut,
+        tag: Option<[u8; 3]>,
+        mut draw: impl FnMut() -> u64,
+    ) {
         let at = out.len();
         out.extend_from_slice(&self.bytes);
+        self.put_tag(out, at, tag);
         for &off in &self.rand {
             if let Some(slot) = out.get_mut(at + off..at + off + RAND_DIGITS) {
                 put_digits(slot, draw());
@@ -297,42 +336,50 @@ mod tests {
 
     #[test]
     fn templates_are_redis_benchmarks_commands() {
-        let t = Template::of(RedisTest::Set, b"VXK", false, &[]);
+        let t = Template::of(RedisTest::Set, b"VXK", false, &[], false);
         assert_eq!(
             t.bytes,
             b"*3\r\n$3\r\nSET\r\n$16\r\nkey:__rand_int__\r\n$3\r\nVXK\r\n"
         );
         assert_eq!(t.rand, vec![22]);
         assert_eq!(
-            Template::of(RedisTest::PingInline, b"", false, &[]).bytes,
+            Template::of(RedisTest::PingInline, b"", false, &[], false).bytes,
             b"PING\r\n"
         );
-        let m = Template::of(RedisTest::Mset, b"x", true, &[]);
+        let m = Template::of(RedisTest::Mset, b"x", true, &[], false);
         assert_eq!(m.rand.len(), 10);
-        let z = Template::of(RedisTest::Zadd, b"x", true, &[]);
+        let z = Template::of(RedisTest::Zadd, b"x", true, &[], false);
         assert_eq!(z.rand.len(), 2);
-        let z = Template::of(RedisTest::Zadd, b"x", false, &[]);
+        let z = Template::of(RedisTest::Zadd, b"x", false, &[], false);
         assert_eq!(z.rand.len(), 1);
         assert!(String::from_utf8_lossy(
-            &Template::of(RedisTest::Lrange500, b"x", false, &[]).bytes
+            &Template::of(RedisTest::Lrange500, b"x", false, &[], false).bytes
         )
         .contains("449"));
     }
 
     #[test]
     fn placeholders_become_twelve_digits() {
-        let t = Template::of(RedisTest::Get, b"x", true, &[]);
+        let t = Template::of(RedisTest::Get, b"x", true, &[], false);
         let mut out = BytesMut::new();
         let mut n = 41u64;
         let mut draw = || {
             n += 1;
             n
         };
-        t.write_drawn(&mut out, &mut draw);
-        t.write(&mut out);
+        t.write_drawn(&mut out, None, &mut draw);
+        t.write(&mut out, None);
         assert_eq!(
             &out[..],
             &b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000042\r\n*2\r\n$3\r\nGET\r\n$16\r\nkey:__rand_int__\r\n"[..]
+        );
+        // On a cluster: the tag in every key.
+        let t = Template::of(RedisTest::Incr, b"x", true, &[], true);
+        out.clear();
+        t.write_drawn(&mut out, Some(*b"a1Z"), || 7);
+        assert_eq!(
+            &out[..],
+            &b"*2\r\n$4\r\nINCR\r\n$26\r\ncounter:{a1Z}:000000000007\r\n"[..]
         );
         let mut slot = [0u8; 12];
         put_digits(&mut slot, 1_234_567_890_123_456);

@@ -85,6 +85,11 @@ pub trait RedisBackend: TargetInfo {
     /// How many servers the target names; engine connections are dealt
     /// over them round robin, and checks add up what each one holds.
     fn servers(&self) -> usize;
+    /// Whether the target is a Redis Cluster, whose connections give key
+    /// tags ([`ByteStream::key_tag`]).
+    fn cluster(&self) -> bool {
+        false
+    }
     /// One engine connection, logged in, on logical database `db`.
     fn connect(&self, db: u32) -> impl Future<Output = Result<Self::Conn, TargetError>>;
     /// A cold-path connection to server `server`, on database `db`.

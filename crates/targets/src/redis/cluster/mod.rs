@@ -216,6 +216,10 @@ impl RedisBackend for RedisClusterTarget {
         1
     }
 
+    fn cluster(&self) -> bool {
+        true
+    }
+
     async fn connect(&self, db: u32) -> Result<ClusterStream, TargetError> {
         let home = self.next.fetch_add(1, Ordering::Relaxed);
         ClusterStream::open(self.at.clone(), db, home).await

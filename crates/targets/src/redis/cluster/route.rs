@@ -22,7 +22,8 @@ use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
 use loadrig_metrics::{ErrorKind, OpError};
-use loadrig_wire::kv::resp::{self, slot::key_slot, Reply};
+use loadrig_wire::kv::resp::slot::{key_slot, slot_tags};
+use loadrig_wire::kv::resp::{self, Reply};
 use loadrig_workloads::stream::ByteStream;
 use loadrig_workloads::TargetError;
 
@@ -96,6 +97,9 @@ pub struct ClusterStream {
     carried: (u64, u64),
     /// The host a redirect without one means.
     seed: String,
+    /// Hash tags of the slots `home` served when the map was read
+    /// ([`ByteStream::key_tag`]).
+    tags: Vec<[u8; 3]>,
 }
 
 impl ClusterStream {
@@ -118,8 +122,11 @@ impl ClusterStream {
             nodes.push(Node::new(Some(link.sock)));
         }
         let seed = at.servers.first().map(|s| s.0.clone()).unwrap_or_default();
+        let home = home % nodes.len().max(1);
+        let tags = home_tags(&map, home);
         Ok(ClusterStream {
-            home: home % nodes.len().max(1),
+            home,
+            tags,
             at,
             db,
             map,
@@ -304,6 +311,16 @@ impl ClusterStream {
     }
 }
 
+/// The tags of the slots master `home` serves in `map`.
+fn home_tags(map: &SlotMap, home: usize) -> Vec<[u8; 3]> {
+    map.owner
+        .iter()
+        .zip(slot_tags())
+        .filter(|(o, _)| usize::from(**o) == home)
+        .map(|(_, t)| *t)
+        .collect()
+}
+
 enum Route {
     One(usize),
     Split(Vec<(usize, Bytes)>),
@@ -426,6 +443,13 @@ impl ByteStream for ClusterStream {
     fn take_redirects(&mut self) -> [u64; 2] {
         std::mem::take(&mut self.redirects)
     }
+
+    #[inline]
+    fn key_tag(&self, draw: u64) -> Option<[u8; 3]> {
+        let n = self.tags.len() as u64;
+        let i = usize::try_from(draw.checked_rem(n)?).ok()?;
+        self.tags.get(i).copied()
+    }
 }
 
 #[cfg(test)]
@@ -447,6 +471,7 @@ mod tests {
             nodes: vec![("h".into(), 1), ("h".into(), 2), ("h".into(), 3)],
             owner,
         };
+        let map_clone = map.clone();
         ClusterStream {
             at: Arc::new(super::super::parse_url("h:1").unwrap()),
             db: 0,
@@ -460,6 +485,7 @@ mod tests {
             redirects: [0, 0],
             carried: (0, 0),
             seed: "h".into(),
+            tags: home_tags(&map_clone, 1),
         }
     }
 
@@ -470,6 +496,19 @@ mod tests {
 
     fn backlogs(c: &ClusterStream) -> Vec<usize> {
         c.nodes.iter().map(|n| n.fifo.len()).collect()
+    }
+
+    #[test]
+    fn a_connections_tags_are_of_its_masters_slots() {
+        let mut c = three();
+        for draw in [0, 1, 7, 5460, u64::MAX] {
+            let tag = c.key_tag(draw).unwrap();
+            let key = [b"key:{", &tag[..], b"}:000000000042"].concat();
+            queue(&mut c, &[b"SET", &key, b"v"]);
+        }
+        // Every one to master 1 (home), the master of 5461-10922.
+        assert_eq!(backlogs(&c), [0, 5, 0]);
+        assert_eq!(c.tags.len(), 10922 - 5461 + 1);
     }
 
     #[test]

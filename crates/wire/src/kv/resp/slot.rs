@@ -45,9 +45,49 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(hashed(key)) & MASK
 }
 
+/// Bytes a [`slot_tags`] tag is made of (none of them a brace).
+const TAG_BYTES: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+/// For every slot, a three-byte hash tag whose keys fall in it: the first
+/// string of [`TAG_BYTES`] (in their order) with that slot. Made once, by
+/// hashing every such string (62^3 of them; every slot has at least one).
+/// redis-benchmark --cluster writes tags of up to three bytes the same way
+/// (docs/redis-cluster.md, "Key placement").
+pub fn slot_tags() -> &'static [[u8; 3]] {
+    static TAGS: std::sync::OnceLock<Vec<[u8; 3]>> = std::sync::OnceLock::new();
+    TAGS.get_or_init(|| {
+        let mut tags = vec![[0u8; 3]; SLOTS];
+        let mut seen = vec![false; SLOTS];
+        for &a in TAG_BYTES {
+            for &b in TAG_BYTES {
+                for &c in TAG_BYTES {
+                    let slot = usize::from(crc16(&[a, b, c]) & MASK);
+                    if let (Some(s), Some(t)) = (seen.get_mut(slot), tags.get_mut(slot)) {
+                        if !*s {
+                            *s = true;
+                            *t = [a, b, c];
+                        }
+                    }
+                }
+            }
+        }
+        tags
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_slot_has_a_tag_of_its_own() {
+        let tags = slot_tags();
+        assert_eq!(tags.len(), SLOTS);
+        for (slot, tag) in tags.iter().enumerate() {
+            let key = [b"key:{", &tag[..], b"}:000000000042"].concat();
+            assert_eq!(usize::from(key_slot(&key)), slot, "{key:?}");
+        }
+    }
 
     #[test]
     fn crc16_is_xmodem() {
