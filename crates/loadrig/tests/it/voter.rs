@@ -343,7 +343,7 @@ fn stuck_run(extra: &[&str]) -> Running {
 /// signal, with 128 + its number.
 #[test]
 fn a_second_signal_ends_the_run_at_once() {
-    let mut run = stuck_run(&[]);
+    let run = stuck_run(&[]);
     kill("-TERM", run.id());
     // The first is being handled (the load stops, the calls in flight
     // are waited for) before the second comes.
@@ -362,7 +362,7 @@ fn a_second_signal_ends_the_run_at_once() {
 fn a_stop_gives_what_is_in_flight_a_short_grace() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let mut run = stuck_run(&["--out", out.to_str().unwrap()]);
+    let run = stuck_run(&["--out", out.to_str().unwrap()]);
     let t = Instant::now();
     kill("-TERM", run.id());
     let r = run.finish();
