@@ -69,7 +69,7 @@ fn clear_leftovers() {
 
 /// [`clear_leftovers`] on the VoltDB whose client port is `port`.
 pub(crate) fn clear_leftovers_on(port: u16) {
-    let sql =         "DROP PROCEDURE Results IF EXISTS;
+    let sql = "DROP PROCEDURE Results IF EXISTS;
         DROP PROCEDURE Vote IF EXISTS;
         DROP PROCEDURE Initialize IF EXISTS;
         DROP VIEW v_votes_by_phone_number IF EXISTS;

@@ -108,7 +108,11 @@ fn voltdb_cluster_node_killed_mid_run_then_rejoined() {
     let killed_ms = now_ms();
     let r = run.finish();
     assert_eq!(r.code, 0, "{}", r.dump());
-    assert!(r.stdout.contains("48 clients over 3 connections"), "{}", r.dump());
+    assert!(
+        r.stdout.contains("48 clients over 3 connections"),
+        "{}",
+        r.dump()
+    );
     assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
 
     let rep = report(&out);
@@ -164,7 +168,11 @@ fn voltdb_cluster_node_killed_mid_run_then_rejoined() {
         "3000",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
-    assert!(r.stdout.contains("30 clients over 3 connections"), "{}", r.dump());
+    assert!(
+        r.stdout.contains("30 clients over 3 connections"),
+        "{}",
+        r.dump()
+    );
     assert_all_ok(&r, &rep, 3000);
     assert_verified(&r, &rep);
 }
