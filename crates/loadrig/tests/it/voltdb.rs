@@ -231,14 +231,24 @@ fn survives_cut_links() {
     assert!(rep.measured.reconnects >= 1, "no reconnect: {}", r.dump());
     // The calls the cut caught were sent and not answered: I/O errors,
     // and the verification allowed for exactly them as in doubt.
+    assert_lost_in_doubt(&r, &rep);
+}
+
+/// Calls were lost in flight (errors of the kinds that leave a write in
+/// doubt: io, timeout, protocol), and the Voter's verdict allowed for
+/// exactly them as votes in doubt.
+pub(crate) fn assert_lost_in_doubt(r: &crate::common::Run, rep: &loadrig_report::Report) {
+    let in_doubt = |kind: &str| {
+        ErrorKind::ALL
+            .iter()
+            .any(|e| e.in_doubt() && e.name() == kind)
+    };
     let lost: u64 = rep
         .measured
         .kinds
         .iter()
         .flat_map(|k| &k.errors)
-        .filter(|(kind, _)| {
-            kind.as_str() == ErrorKind::Io.name() || kind.as_str() == ErrorKind::Timeout.name()
-        })
+        .filter(|(kind, _)| in_doubt(kind.as_str()))
         .map(|(_, n)| n)
         .sum();
     assert!(lost >= 1, "no call in flight failed: {}", r.dump());

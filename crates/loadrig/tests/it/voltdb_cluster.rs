@@ -14,13 +14,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use loadrig_metrics::ErrorKind;
-
 use crate::common::{
     assert_all_ok, assert_some_failed, assert_verified, hold, need_server, report, run_reported,
-    verdict, Run, Running,
+    Run, Running,
 };
-use crate::voltdb::clear_leftovers_on;
+use crate::voltdb::{assert_lost_in_doubt, clear_leftovers_on};
 
 const PORTS: [u16; 3] = [21231, 21232, 21233];
 const URL: &str = "voltdb://127.0.0.1:21231,21232,21233";
@@ -132,26 +130,7 @@ fn voltdb_cluster_node_killed_mid_run_then_rejoined() {
     // The calls the node took with it (on its own link, and those the
     // survivors had sent to its partitions: RESPONSE_UNKNOWN) are the votes
     // the verification allowed for, and nothing else.
-    let lost: u64 = rep
-        .measured
-        .kinds
-        .iter()
-        .flat_map(|k| &k.errors)
-        .filter(|(kind, _)| {
-            [ErrorKind::Io, ErrorKind::Timeout, ErrorKind::Protocol]
-                .iter()
-                .any(|e| kind.as_str() == e.name())
-        })
-        .map(|(_, n)| n)
-        .sum();
-    assert!(lost >= 1, "no call in flight failed: {}", r.dump());
-    let v = verdict(&rep);
-    assert_eq!(v.checks[0].in_doubt, lost as i64, "{v:?}");
-    assert!(
-        r.stdout.contains(" in doubt after lost connections"),
-        "{}",
-        r.dump()
-    );
+    assert_lost_in_doubt(&r, &rep);
 
     // The killed node started again on its root: it rejoins, and the
     // next run is dealt over all three nodes, every vote acknowledged.
