@@ -584,6 +584,25 @@ mod tests {
     }
 
     #[test]
+    fn a_call_the_cluster_cannot_account_for_is_in_doubt() {
+        for s in [vw::Status::ResponseUnknown, vw::Status::ConnectionLost] {
+            let e = status_error(s);
+            assert_eq!(e.kind, ErrorKind::Io, "{s:?}");
+            assert!(e.kind.in_doubt(), "{s:?}");
+        }
+        // A refusal or an abort did not commit: a server error, not in doubt.
+        for s in [
+            vw::Status::GracefulFailure,
+            vw::Status::UserAbort,
+            vw::Status::ServerUnavailable,
+        ] {
+            let e = status_error(s);
+            assert_eq!(e, OpError::server(status_class(s)), "{s:?}");
+            assert!(!e.kind.in_doubt(), "{s:?}");
+        }
+    }
+
+    #[test]
     fn scripts_split_into_statements() {
         let s = statements("-- a comment\nCREATE TABLE t (a INT);\n\nCREATE PROCEDURE p AS\n  SELECT a FROM t; -- why\n");
         assert_eq!(
