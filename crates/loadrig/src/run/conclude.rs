@@ -95,13 +95,17 @@ pub struct End {
     pub stop: Arc<AtomicBool>,
 }
 
-/// `step`, unless a first signal comes while it runs: then `None` at
-/// once. A run stopped during its load has seen its signal already and
-/// verifies what it issued; a signal during the verification itself
-/// (stuck on a server that stopped answering) ends it, and the report is
-/// still written.
-async fn unless_stopped<T>(stop: &AtomicBool, step: impl Future<Output = T>) -> Option<T> {
-    if stop.load(Ordering::Relaxed) {
+/// `step`, unless a first signal came after the load: then `None` at
+/// once. A run stopped during its load verifies what it issued (its
+/// signal is behind it; a second one ends the process); a signal after
+/// the load (a verification stuck on a server that stopped answering)
+/// ends the step, and the report is still written.
+async fn unless_stopped<T>(
+    load_stopped: bool,
+    stop: &AtomicBool,
+    step: impl Future<Output = T>,
+) -> Option<T> {
+    if load_stopped {
         return Some(step.await);
     }
     let signalled = async {
@@ -137,11 +141,15 @@ pub async fn conclude<B: Bench>(
     // A signal ended the verification: the server may not be answering,
     // so nothing more is asked of it.
     let mut cut_short = false;
+    let load_stopped = report.interrupted;
     if let Some(baseline) = &baseline {
         let verdict = if spec.verify {
             p.phase("verify");
-            let verifying =
-                unless_stopped(&stop, d.cold("verify", bench.verify(baseline, &counted)));
+            let verifying = unless_stopped(
+                load_stopped,
+                &stop,
+                d.cold("verify", bench.verify(baseline, &counted)),
+            );
             let v = match verifying.await {
                 Some(Ok(v)) => v,
                 None => {
@@ -191,7 +199,11 @@ pub async fn conclude<B: Bench>(
         if verdict.as_ref().and_then(|v| v.passed) == Some(false) {
             reasons.push("verification failed".to_string());
         }
-        let results = unless_stopped(&stop, d.cold("the results", bench.results(&counted)));
+        let results = unless_stopped(
+            load_stopped,
+            &stop,
+            d.cold("the results", bench.results(&counted)),
+        );
         report.results = match if cut_short { None } else { results.await } {
             Some(Ok(r)) => r,
             None => Default::default(),

@@ -502,6 +502,124 @@ pub(crate) fn own_redis() -> OwnServer {
     OwnServer::start(cmd, Some(dir), "scripts/services up redis")
 }
 
+/// A Redis killed (-9, nothing persisted) and started again on its port
+/// in the middle of a run by count: the keys written before the kill are
+/// gone, far more than the writes that failed, and the verification says
+/// so (exit 1), where it used to check only that some key was there.
+#[test]
+fn a_redis_killed_and_restarted_mid_run_fails_verification() {
+    let own = own_redis();
+    let port = own.port.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut run = crate::common::Running::start(&[
+        "run",
+        "redis",
+        "--tests",
+        "set",
+        "-r",
+        "1000000",
+        "-n",
+        "20000",
+        "--rate",
+        "5000",
+        "--timeout",
+        "2",
+        "--interval",
+        "0.5",
+        "--target",
+        &format!("redis://127.0.0.1:{port}"),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until_first_lap();
+    crate::common::signal("-KILL", own.pid());
+    std::thread::sleep(Duration::from_millis(500));
+    // Again on the same port, empty.
+    let mut again = Command::new("redis-server")
+        .args([
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let r = run.finish();
+    let _ = again.kill();
+    let _ = again.wait();
+    drop(own);
+    assert_eq!(r.code, 1, "{}", r.dump());
+    let report = crate::common::report(&out);
+    let (expected, actual) =
+        crate::common::check_of(&report, "keys written (SET/MSET) and missing").unwrap();
+    assert_eq!(expected, 0);
+    let failed = (report.measured.ops - report.measured.ok) as i64;
+    assert!(
+        actual > failed,
+        "missing {actual}, failed {failed}\n{}",
+        r.dump()
+    );
+    assert!(
+        r.stdout
+            .contains("(keys written (SET/MSET) and missing: expected 0 to "),
+        "{}",
+        r.dump()
+    );
+}
+
+/// A signal after the load, while the verification waits on a server
+/// that stopped answering (SIGSTOP; the verification's own deadline is
+/// 12 x 20 s): the verification ends at once, not done, and the report
+/// is still written, marked interrupted (exit 1).
+#[test]
+fn a_signal_during_a_stuck_verification_ends_it_with_the_report() {
+    let own = own_redis();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut run = crate::common::Running::start(&[
+        "run",
+        "redis",
+        "--tests",
+        "set",
+        "-r",
+        "100000",
+        "-n",
+        "2000",
+        "--timeout",
+        "20",
+        "--target",
+        &format!("redis://127.0.0.1:{}", own.port),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    // redis-benchmark's line for the test: the load is over.
+    run.until(|l| l.starts_with("SET: "));
+    crate::common::signal("-STOP", own.pid());
+    std::thread::sleep(Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    crate::common::signal("-INT", run.id());
+    let r = run.finish();
+    crate::common::signal("-CONT", own.pid());
+    assert!(t.elapsed() < Duration::from_secs(10), "{}", r.dump());
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert!(
+        r.stdout.contains("not done (interrupted by a signal)"),
+        "{}",
+        r.dump()
+    );
+    let j = json(&out);
+    assert_eq!(j["interrupted"], true);
+    assert_eq!(j["measured"]["ok"], 2000);
+}
+
 /// Two servers in one URL (`redis://127.0.0.1:6379,PORT`): connections
 /// dealt over both, every check summed over both.
 #[test]
