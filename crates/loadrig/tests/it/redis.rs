@@ -489,6 +489,11 @@ fn no_server_is_exit_3() {
 /// A second redis-server of the test's own, on a free port, keeping
 /// nothing on disk.
 pub(crate) fn own_redis() -> OwnServer {
+    own_redis_with(&[])
+}
+
+/// [`own_redis`] with more arguments for redis-server.
+fn own_redis_with(extra: &[&str]) -> OwnServer {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     let cmd = |port: u16| {
@@ -496,10 +501,61 @@ pub(crate) fn own_redis() -> OwnServer {
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
-            .arg(&path);
+            .arg(&path)
+            .args(extra);
         cmd
     };
     OwnServer::start(cmd, Some(dir), "scripts/services up redis")
+}
+
+/// A password shows nowhere: not in what the run prints, not in its
+/// report, not on the command line of its `--processes` children (which
+/// `ps` shows every user), read from /proc while they run.
+#[test]
+fn a_password_shows_nowhere_not_even_to_ps() {
+    const SECRET: &str = "Zq7s3cretPw";
+    let own = own_redis_with(&["--requirepass", SECRET]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let url = format!("redis://:{SECRET}@127.0.0.1:{}", own.port);
+    let mut run = crate::common::Running::start(&[
+        "run",
+        "redis",
+        "--tests",
+        "set",
+        "-d",
+        "3",
+        "--processes",
+        "2",
+        "--target",
+        &url,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until(|l| l.starts_with("start at "));
+    let parent = run.id();
+    let t = std::time::Instant::now();
+    let mut lines = Vec::new();
+    while lines.len() < 2 && t.elapsed() < Duration::from_secs(20) {
+        lines = crate::voter::children_of(parent)
+            .into_iter()
+            .filter_map(|c| std::fs::read(format!("/proc/{c}/cmdline")).ok())
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = run.finish();
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_eq!(lines.len(), 2, "the children's command lines: {lines:?}");
+    for l in &lines {
+        assert!(!l.contains(SECRET), "a child's command line: {l}");
+    }
+    assert!(!r.stdout.contains(SECRET), "{}", r.dump());
+    assert!(!r.stderr.contains(SECRET), "{}", r.dump());
+    assert!(r.stdout.contains(":***@127.0.0.1"), "{}", r.dump());
+    let report = std::fs::read_to_string(&out).unwrap();
+    assert!(!report.contains(SECRET), "the report holds the password");
+    assert!(json(&out)["measured"]["ok"].as_u64().unwrap() > 0);
 }
 
 /// A Redis killed (-9, nothing persisted) and started again on its port
