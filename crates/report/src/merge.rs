@@ -323,6 +323,7 @@ fn merge_measured<'a>(
         add(&mut out.bytes_received, m.bytes_received)?;
         add(&mut out.reconnects, m.reconnects)?;
         add(&mut out.connect_failures, m.connect_failures)?;
+        add(&mut out.gave_up, m.gave_up)?;
     }
     for (k, [lat, svc, lag]) in kinds.iter_mut().zip(&hists) {
         k.latency = HistSummary::of(lat);

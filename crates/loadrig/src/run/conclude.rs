@@ -246,6 +246,12 @@ pub async fn conclude<B: Bench>(
     if report.interrupted {
         reasons.push("interrupted".to_string());
     }
+    let lost = report.measured.gave_up + report.warmup.gave_up;
+    if lost > 0 {
+        reasons.push(format!(
+            "the target was lost: {lost} connection(s) gave up after --timeout without it, before the run's end"
+        ));
+    }
     if !reasons.is_empty() {
         report.exit_code = report.exit_code.max(exit::CHECK_FAILED);
     }

@@ -631,6 +631,50 @@ fn a_redis_killed_and_restarted_mid_run_fails_verification() {
     );
 }
 
+/// A run by time whose Redis is killed (no restart) after its first lap:
+/// its connections give up after `--timeout`, the run ends early with
+/// next to no error counted, and still it does not pass: the report
+/// records the connections that gave up, and the run fails.
+#[test]
+fn a_run_by_time_that_lost_its_target_fails() {
+    let own = own_redis();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut run = crate::common::Running::start(&[
+        "run",
+        "redis",
+        "--tests",
+        "get",
+        "-d",
+        "30",
+        "--timeout",
+        "1",
+        "--interval",
+        "0.5",
+        "--target",
+        &format!("redis://127.0.0.1:{}", own.port),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until_first_lap();
+    crate::common::signal("-KILL", own.pid());
+    let r = run.finish();
+    assert!([1, 3].contains(&r.code), "{}", r.dump());
+    let j = json(&out);
+    assert!(
+        j["measured"]["gave_up"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        r.dump()
+    );
+    if r.code == 1 {
+        assert!(
+            r.stdout.contains("check failed: the target was lost: "),
+            "{}",
+            r.dump()
+        );
+    }
+}
+
 /// A signal after the load, while the verification waits on a server
 /// that stopped answering (SIGSTOP; the verification's own deadline is
 /// 12 x 20 s): the verification ends at once, not done, and the report
