@@ -556,6 +556,10 @@ impl<D: Driver> Worker<D> {
         let now = Instant::now();
         let down_for = now.saturating_duration_since(self.link.down_since.unwrap_or(now));
         if self.ending.stopping || down_for > self.clock.timeout {
+            if !self.ending.stopping {
+                // Lost before the run's end: the run did not run as asked.
+                self.rec.borrow_mut().snaps[self.phase].gave_up += 1;
+            }
             self.give_up();
             return;
         }

@@ -123,6 +123,9 @@ pub struct Snapshot {
     pub reconnects: u64,
     /// Connection attempts that failed.
     pub connect_failures: u64,
+    /// Connections that gave up on the target (down for longer than the
+    /// timeout) before the run's end.
+    pub gave_up: u64,
 }
 
 impl Snapshot {
@@ -261,6 +264,7 @@ impl Snapshot {
         self.bytes_received += other.bytes_received;
         self.reconnects += other.reconnects;
         self.connect_failures += other.connect_failures;
+        self.gave_up += other.gave_up;
     }
 
     /// Zero every count, keeping allocations for reuse.
@@ -279,6 +283,7 @@ impl Snapshot {
         self.bytes_received = 0;
         self.reconnects = 0;
         self.connect_failures = 0;
+        self.gave_up = 0;
     }
 }
 

@@ -151,6 +151,24 @@ impl Report {
             serde_json::to_value(&spec).unwrap_or_default()
         };
         let want = key(first);
+        // One process's report given twice would count its operations
+        // twice: a process is its host, its shard and its start.
+        let who = |r: &Report| {
+            (
+                r.environment.host.clone(),
+                r.spec.load.shard,
+                r.started_unix_ms,
+            )
+        };
+        for (j, r) in reports.iter().enumerate() {
+            if let Some(i) = reports[..j].iter().position(|o| who(o) == who(r)) {
+                return Err(ReportError::Merge(format!(
+                    "report {} is report {} again (the same host, shard and start): a file given twice (--force merges them anyway)",
+                    j + 1,
+                    i + 1
+                )));
+            }
+        }
         for (i, r) in reports.iter().enumerate().skip(1) {
             if r.spec.seed != first.spec.seed {
                 return Err(ReportError::Merge(format!(
@@ -305,6 +323,7 @@ fn merge_measured<'a>(
         add(&mut out.bytes_received, m.bytes_received)?;
         add(&mut out.reconnects, m.reconnects)?;
         add(&mut out.connect_failures, m.connect_failures)?;
+        add(&mut out.gave_up, m.gave_up)?;
     }
     for (k, [lat, svc, lag]) in kinds.iter_mut().zip(&hists) {
         k.latency = HistSummary::of(lat);
@@ -734,6 +753,9 @@ pub(crate) mod tests {
         );
         // Shards of one run: the shard is the one difference allowed.
         Report::check_one_run(&[a.clone(), b.clone()]).unwrap();
+        // One process's report twice would count it twice.
+        let e = Report::check_one_run(&[a.clone(), b.clone(), a.clone()]).unwrap_err();
+        assert!(e.to_string().contains("report 3 is report 1 again"), "{e}");
         let mut seeded = b.clone();
         seeded.spec.seed = 7;
         let e = Report::check_one_run(&[a.clone(), seeded]).unwrap_err();

@@ -108,6 +108,14 @@ pub struct Measured {
     pub bytes_received: u64,
     pub reconnects: u64,
     pub connect_failures: u64,
+    /// Connections that gave up on a target gone for longer than
+    /// `--timeout`, before the run's end (absent: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gave_up: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -326,6 +334,7 @@ impl Measured {
             bytes_received: s.bytes_received,
             reconnects: s.reconnects,
             connect_failures: s.connect_failures,
+            gave_up: s.gave_up,
         }
     }
 
@@ -352,6 +361,7 @@ impl Measured {
         s.bytes_received = self.bytes_received;
         s.reconnects = self.reconnects;
         s.connect_failures = self.connect_failures;
+        s.gave_up = self.gave_up;
         Ok(s)
     }
 }

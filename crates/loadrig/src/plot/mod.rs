@@ -11,12 +11,13 @@ pub mod html;
 mod resources;
 pub mod svg;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
 use loadrig_metrics::Histo;
-use loadrig_report::Report;
+use loadrig_report::{Report, MAX_REPORT_BYTES};
 use loadrig_spec::CsvDialect;
 
 use crate::exit;
@@ -60,11 +61,23 @@ pub fn read(path: &Path) -> anyhow::Result<Input> {
         path: path.display().to_string(),
         reason,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    // As a report is read: at most its cap (`/dev/zero` is refused, not
+    // read for ever).
+    let mut body = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut body))
+        .map_err(|e| bad(e.to_string()))?;
+    if body.len() as u64 > MAX_REPORT_BYTES {
+        let most = MAX_REPORT_BYTES >> 20;
+        return Err(bad(format!("larger than {most} MiB, the most a report can be")).into());
+    }
+    let text = String::from_utf8(body).map_err(|_| bad("not UTF-8 text".into()))?;
     let name = stem(path);
     let first = text.lines().next().unwrap_or("").trim();
     if text.trim_start().starts_with('{') {
-        return Ok(Input::Report(name, Box::new(Report::read(path)?)));
+        let report = Report::parse(text.as_bytes(), &path.display().to_string())?;
+        histograms(&report).map_err(bad)?;
+        return Ok(Input::Report(name, Box::new(report)));
     }
     if let Some(t) = Table::parse(&text) {
         return Ok(Input::Sweep(name, t.map_err(bad)?));
@@ -76,6 +89,22 @@ pub fn read(path: &Path) -> anyhow::Result<Input> {
         "neither a loadrig report, a loadrig sweep CSV nor redis-benchmark --csv output".into(),
     )
     .into())
+}
+
+/// Every histogram of a report decodes: a bad one is the file's fault
+/// (exit 2, named), found before any chart is drawn.
+fn histograms(r: &Report) -> Result<(), String> {
+    for k in r.measured.kinds.iter().chain(&r.warmup.kinds) {
+        for (what, h) in [("latency", &k.latency), ("service", &k.service)] {
+            h.histogram()
+                .map_err(|e| format!("{} {what} histogram: {e}", k.name))?;
+        }
+    }
+    for (i, l) in r.laps.iter().enumerate() {
+        loadrig_report::decode_hdr(&l.latency_hdr)
+            .map_err(|e| format!("lap {}'s histogram: {e}", i + 1))?;
+    }
+    Ok(())
 }
 
 /// The (test, rps) rows of redis-benchmark's CSV (header first).

@@ -2,7 +2,10 @@
 //! prepare before the load, and after it verify, show the results, pick
 //! the exit code, print the summary, write the report, tear down.
 
-use std::time::SystemTime;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use loadrig_metrics::{Snapshot, Verdict};
@@ -88,6 +91,32 @@ pub struct End {
     pub failed: Vec<String>,
     /// Lines after the overall line.
     pub after_summary: Vec<String>,
+    /// Set by the first signal (`signals::Watch::stop`).
+    pub stop: Arc<AtomicBool>,
+}
+
+/// `step`, unless a first signal came after the load: then `None` at
+/// once. A run stopped during its load verifies what it issued (its
+/// signal is behind it; a second one ends the process); a signal after
+/// the load (a verification stuck on a server that stopped answering)
+/// ends the step, and the report is still written.
+async fn unless_stopped<T>(
+    load_stopped: bool,
+    stop: &AtomicBool,
+    step: impl Future<Output = T>,
+) -> Option<T> {
+    if load_stopped {
+        return Some(step.await);
+    }
+    let signalled = async {
+        while !stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::select! {
+        out = step => Some(out),
+        () = signalled => None,
+    }
 }
 
 /// Verify, show the results, pick the exit code, print the summary, write
@@ -106,16 +135,35 @@ pub async fn conclude<B: Bench>(
         baseline,
         failed,
         after_summary,
+        stop,
     } = end;
     let mut reasons = failed;
+    // A signal ended the verification: the server may not be answering,
+    // so nothing more is asked of it.
+    let mut cut_short = false;
+    let load_stopped = report.interrupted;
     if let Some(baseline) = &baseline {
         let verdict = if spec.verify {
             p.phase("verify");
-            let v = match d.cold("verify", bench.verify(baseline, &counted)).await {
-                Ok(v) => v,
+            let verifying = unless_stopped(
+                load_stopped,
+                &stop,
+                d.cold("verify", bench.verify(baseline, &counted)),
+            );
+            let v = match verifying.await {
+                Some(Ok(v)) => v,
+                None => {
+                    report.interrupted = true;
+                    cut_short = true;
+                    Verdict {
+                        passed: None,
+                        summary: "not done (interrupted by a signal)".to_string(),
+                        checks: Vec::new(),
+                    }
+                }
                 // The load ran and was measured: its report is written
                 // all the same, with the target's exit code and why.
-                Err(e) => {
+                Some(Err(e)) => {
                     let e = anyhow::Error::from(e);
                     report.exit_code = report.exit_code.max(exit::code_of(&e));
                     reasons.push(format!("could not verify: {}", crate::one_line(&e)));
@@ -151,9 +199,15 @@ pub async fn conclude<B: Bench>(
         if verdict.as_ref().and_then(|v| v.passed) == Some(false) {
             reasons.push("verification failed".to_string());
         }
-        report.results = match d.cold("the results", bench.results(&counted)).await {
-            Ok(r) => r,
-            Err(e) => {
+        let results = unless_stopped(
+            load_stopped,
+            &stop,
+            d.cold("the results", bench.results(&counted)),
+        );
+        report.results = match if cut_short { None } else { results.await } {
+            Some(Ok(r)) => r,
+            None => Default::default(),
+            Some(Err(e)) => {
                 let e = anyhow::Error::from(e);
                 report.exit_code = report.exit_code.max(exit::code_of(&e));
                 reasons.push(format!("no results: {}", crate::one_line(&e)));
@@ -191,6 +245,12 @@ pub async fn conclude<B: Bench>(
     }
     if report.interrupted {
         reasons.push("interrupted".to_string());
+    }
+    let lost = report.measured.gave_up + report.warmup.gave_up;
+    if lost > 0 {
+        reasons.push(format!(
+            "the target was lost: {lost} connection(s) gave up after --timeout without it, before the run's end"
+        ));
     }
     if !reasons.is_empty() {
         report.exit_code = report.exit_code.max(exit::CHECK_FAILED);
@@ -230,7 +290,9 @@ pub async fn conclude<B: Bench>(
             .map_or_else(|| "this run".to_string(), crate::plot::stem);
         crate::plot::html::write_reports(path, &[(name, &report)])?;
     }
-    if baseline.is_some() {
+    if baseline.is_some() && cut_short {
+        p.line("clean-up ... skipped (interrupted): what the run wrote stays on the target");
+    } else if baseline.is_some() {
         d.cold("clean-up", bench.finish(spec.keep)).await?;
     }
     for r in reasons {

@@ -152,6 +152,7 @@ pub async fn parent<B: Bench>(
         baseline: Some(prepared.baseline),
         failed: std::mem::take(&mut failed),
         after_summary: Vec::new(),
+        stop: stop.clone(),
     };
     let code = conclude::conclude(&mut bench, spec, opts, &mut p, end).await?;
     // A child that could not reach the target says so above all.

@@ -215,6 +215,7 @@ pub(super) async fn single<B: Bench>(
         baseline: (!child).then_some(prepared.baseline),
         failed,
         after_summary: after.into_iter().chain(sampled).collect(),
+        stop,
     };
     conclude(&mut bench, spec, opts, &mut p, end).await
 }

@@ -148,6 +148,15 @@ pub fn hold(server: &str) -> MutexGuard<'static, ()> {
     lock.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `kill SIG PID` (`-INT`, `-KILL`, `-STOP`, ...).
+pub fn signal(sig: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
 /// Fail (never skip) when a server the test needs is not listening.
 pub fn need_server(name: &str, port: u16) {
     let addr = format!("127.0.0.1:{port}");
@@ -509,6 +518,11 @@ impl OwnServer {
             dir = own._dir.take();
         }
         panic!("no server of the test's own came up on a free port");
+    }
+
+    /// Its process id (to stop or kill it behind the run's back).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Accepting on its port while still running (a port that answers

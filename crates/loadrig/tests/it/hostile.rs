@@ -1,6 +1,7 @@
 //! Hostile servers, one per protocol and behaviour: a server that says
 //! nothing, one that sends garbage, one that closes at once, one that
-//! trickles bytes. Whatever the server does, the run ends within a bound,
+//! trickles bytes, one that sends a frame of its protocol claiming far
+//! more bytes than follow. Whatever the server does, the run ends within a bound,
 //! never panics, and exits 1 (measured, failed) or 3 (unreachable) with
 //! one line saying why.
 
@@ -23,14 +24,32 @@ enum Behaviour {
     Close,
     /// Writes one byte every 100 ms.
     Trickle,
+    /// Answers (or greets, where the server speaks first) with a frame of
+    /// the target's protocol whose length field lies.
+    Lying,
 }
 
-const BEHAVIOURS: [Behaviour; 4] = [
+const BEHAVIOURS: [Behaviour; 5] = [
     Behaviour::Silent,
     Behaviour::Garbage,
     Behaviour::Close,
     Behaviour::Trickle,
+    Behaviour::Lying,
 ];
+
+/// A frame of each protocol claiming about 2 GiB or more, then two bytes.
+fn lying(scheme: &str) -> &'static [u8] {
+    match scheme {
+        "redis" => b"$2147483647\r\nab",
+        "memcache" => b"VALUE key 0 4294967295\r\nab",
+        "nats" => b"MSG s 1 99999999999\r\nab",
+        "mqtt" => b"\x20\xff\xff\xff\x7f\x00",
+        "postgres" => b"R\x7f\xff\xff\xf0\x00\x00",
+        "mysql" => b"\xff\xff\xff\x00\x0a\x00",
+        "voltdb" => b"\x7f\xff\xff\xf0\x00",
+        _ => b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999\r\n\r\nab",
+    }
+}
 
 /// A scheme and the run that uses it.
 const TARGETS: [(&str, &[&str]); 8] = [
@@ -54,8 +73,8 @@ struct Hostile {
 }
 
 impl Hostile {
-    fn start(b: Behaviour) -> Hostile {
-        let (port, stop) = own_server(move |c, stop| serve(c, b, stop));
+    fn start(b: Behaviour, scheme: &'static str) -> Hostile {
+        let (port, stop) = own_server(move |c, stop| serve(c, b, scheme, stop));
         Hostile { port, stop }
     }
 }
@@ -67,8 +86,12 @@ impl Drop for Hostile {
     }
 }
 
-fn serve(mut c: TcpStream, b: Behaviour, stop: &AtomicBool) {
+fn serve(mut c: TcpStream, b: Behaviour, scheme: &str, stop: &AtomicBool) {
     let _ = c.set_read_timeout(Some(Duration::from_millis(100)));
+    // NATS and MySQL speak first.
+    if matches!(b, Behaviour::Lying) && ["nats", "mysql"].contains(&scheme) {
+        let _ = c.write_all(lying(scheme));
+    }
     let mut buf = [0u8; 4096];
     let mut n: u64 = 0;
     while !stop.load(Ordering::Relaxed) {
@@ -91,6 +114,16 @@ fn serve(mut c: TcpStream, b: Behaviour, stop: &AtomicBool) {
                     return;
                 }
             }
+            Behaviour::Lying => {
+                match c.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(_) => {}
+                    Err(_) => continue,
+                }
+                if c.write_all(lying(scheme)).is_err() {
+                    return;
+                }
+            }
             Behaviour::Trickle => {
                 let _ = c.read(&mut buf);
                 n += 1;
@@ -108,7 +141,7 @@ fn hostile_servers_end_in_bounded_time_with_one_line() {
     for (scheme, run) in TARGETS {
         for b in BEHAVIOURS {
             cases.push(thread::spawn(move || {
-                let server = Hostile::start(b);
+                let server = Hostile::start(b, scheme);
                 let target = match scheme {
                     "postgres" | "mysql" => {
                         format!("{scheme}://u:p@127.0.0.1:{}/db", server.port)

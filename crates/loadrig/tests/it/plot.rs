@@ -450,6 +450,49 @@ fn the_html_report_loads_in_headless_chromium() {
     assert!(!pixels.contains(", 0 non-white"), "{pixels}");
 }
 
+/// One process's report given twice is refused by merge (it would count
+/// every operation twice); a report whose histogram lies about its
+/// length, or is `/dev/zero`, is refused by plot as a bad input naming
+/// the file (exit 2, one line), not read for ever or failed as a check.
+#[test]
+fn merge_and_plot_refuse_a_report_twice_and_bad_histograms() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let r = loadrig(
+        &["run", "hello", "--target", "null://", "-n", "100", "-q"]
+            .into_iter()
+            .chain(["--out", a.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let sa = a.to_str().unwrap();
+    let twice = loadrig(&["merge", sa, sa]);
+    assert_eq!(twice.code, 2, "{}", twice.dump());
+    assert!(
+        twice.stderr.contains("report 2 is report 1 again"),
+        "{}",
+        twice.dump()
+    );
+    assert_eq!(twice.stderr.lines().count(), 1, "{}", twice.dump());
+
+    let mut v = json(&a);
+    // HdrHistogram's compressed cookie, then a payload length of
+    // 0x7ffffff0 bytes, then the first four of them.
+    v["measured"]["kinds"][0]["latency"]["hdr"] = "HISTBH////B4nAEC".into();
+    let lying = dir.path().join("lying.json");
+    std::fs::write(&lying, v.to_string()).unwrap();
+    let svg = dir.path().join("p.svg");
+    for (file, says) in [
+        (lying.to_str().unwrap(), "lying.json: "),
+        ("/dev/zero", "/dev/zero: larger than"),
+    ] {
+        let p = loadrig(&["plot", file, "-o", svg.to_str().unwrap()]);
+        assert_eq!(p.code, 2, "{file}: {}", p.dump());
+        assert_eq!(p.stderr.lines().count(), 1, "{file}: {}", p.dump());
+        assert!(p.stderr.contains(says), "{file}: {}", p.dump());
+    }
+}
+
 /// merge refuses reports of different runs (another seed) unless
 /// `--force`, and warns when they did not run at the same time.
 #[test]

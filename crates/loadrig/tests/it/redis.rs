@@ -489,6 +489,11 @@ fn no_server_is_exit_3() {
 /// A second redis-server of the test's own, on a free port, keeping
 /// nothing on disk.
 pub(crate) fn own_redis() -> OwnServer {
+    own_redis_with(&[])
+}
+
+/// [`own_redis`] with more arguments for redis-server.
+fn own_redis_with(extra: &[&str]) -> OwnServer {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     let cmd = |port: u16| {
@@ -496,10 +501,223 @@ pub(crate) fn own_redis() -> OwnServer {
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
-            .arg(&path);
+            .arg(&path)
+            .args(extra);
         cmd
     };
     OwnServer::start(cmd, Some(dir), "scripts/services up redis")
+}
+
+/// A password shows nowhere: not in what the run prints, not in its
+/// report, not on the command line of its `--processes` children (which
+/// `ps` shows every user), read from /proc while they run.
+#[test]
+fn a_password_shows_nowhere_not_even_to_ps() {
+    const SECRET: &str = "Zq7s3cretPw";
+    let own = own_redis_with(&["--requirepass", SECRET]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let url = format!("redis://:{SECRET}@127.0.0.1:{}", own.port);
+    let mut run = crate::common::Running::start(&[
+        "run",
+        "redis",
+        "--tests",
+        "set",
+        "-d",
+        "3",
+        "--processes",
+        "2",
+        "--target",
+        &url,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until(|l| l.starts_with("start at "));
+    let parent = run.id();
+    let t = std::time::Instant::now();
+    let mut lines = Vec::new();
+    while lines.len() < 2 && t.elapsed() < Duration::from_secs(20) {
+        lines = crate::voter::children_of(parent)
+            .into_iter()
+            .filter_map(|c| std::fs::read(format!("/proc/{c}/cmdline")).ok())
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = run.finish();
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_eq!(lines.len(), 2, "the children's command lines: {lines:?}");
+    for l in &lines {
+        assert!(!l.contains(SECRET), "a child's command line: {l}");
+    }
+    assert!(!r.stdout.contains(SECRET), "{}", r.dump());
+    assert!(!r.stderr.contains(SECRET), "{}", r.dump());
+    assert!(r.stdout.contains(":***@127.0.0.1"), "{}", r.dump());
+    let report = std::fs::read_to_string(&out).unwrap();
+    assert!(!report.contains(SECRET), "the report holds the password");
+    assert!(json(&out)["measured"]["ok"].as_u64().unwrap() > 0);
+}
+
+/// A Redis killed (-9, nothing persisted) and started again on its port
+/// in the middle of a run by count: the keys written before the kill are
+/// gone, far more than the writes that failed, and the verification says
+/// so (exit 1), where it used to check only that some key was there.
+#[test]
+fn a_redis_killed_and_restarted_mid_run_fails_verification() {
+    let own = own_redis();
+    let port = own.port.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut run = crate::common::Running::start(&[
+        "run",
+        "redis",
+        "--tests",
+        "set",
+        "-r",
+        "1000000",
+        "-n",
+        "20000",
+        "--rate",
+        "5000",
+        "--timeout",
+        "2",
+        "--interval",
+        "0.5",
+        "--target",
+        &format!("redis://127.0.0.1:{port}"),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until_first_lap();
+    crate::common::signal("-KILL", own.pid());
+    std::thread::sleep(Duration::from_millis(500));
+    // Again on the same port, empty.
+    let mut again = Command::new("redis-server")
+        .args([
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let r = run.finish();
+    let _ = again.kill();
+    let _ = again.wait();
+    drop(own);
+    assert_eq!(r.code, 1, "{}", r.dump());
+    let report = crate::common::report(&out);
+    let (expected, actual) =
+        crate::common::check_of(&report, "keys written (SET/MSET) and missing").unwrap();
+    assert_eq!(expected, 0);
+    let failed = (report.measured.ops - report.measured.ok) as i64;
+    assert!(
+        actual > failed,
+        "missing {actual}, failed {failed}\n{}",
+        r.dump()
+    );
+    assert!(
+        r.stdout
+            .contains("(keys written (SET/MSET) and missing: expected 0 to "),
+        "{}",
+        r.dump()
+    );
+}
+
+/// A run by time whose Redis is killed (no restart) after its first lap:
+/// its connections give up after `--timeout`, the run ends early with
+/// next to no error counted, and still it does not pass: the report
+/// records the connections that gave up, and the run fails.
+#[test]
+fn a_run_by_time_that_lost_its_target_fails() {
+    let own = own_redis();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut run = crate::common::Running::start(&[
+        "run",
+        "redis",
+        "--tests",
+        "get",
+        "-d",
+        "30",
+        "--timeout",
+        "1",
+        "--interval",
+        "0.5",
+        "--target",
+        &format!("redis://127.0.0.1:{}", own.port),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until_first_lap();
+    crate::common::signal("-KILL", own.pid());
+    let r = run.finish();
+    assert!([1, 3].contains(&r.code), "{}", r.dump());
+    let j = json(&out);
+    assert!(
+        j["measured"]["gave_up"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        r.dump()
+    );
+    if r.code == 1 {
+        assert!(
+            r.stdout.contains("check failed: the target was lost: "),
+            "{}",
+            r.dump()
+        );
+    }
+}
+
+/// A signal after the load, while the verification waits on a server
+/// that stopped answering (SIGSTOP; the verification's own deadline is
+/// 12 x 20 s): the verification ends at once, not done, and the report
+/// is still written, marked interrupted (exit 1).
+#[test]
+fn a_signal_during_a_stuck_verification_ends_it_with_the_report() {
+    let own = own_redis();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut run = crate::common::Running::start(&[
+        "run",
+        "redis",
+        "--tests",
+        "set",
+        "-r",
+        "100000",
+        "-n",
+        "2000",
+        "--timeout",
+        "20",
+        "--target",
+        &format!("redis://127.0.0.1:{}", own.port),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    // redis-benchmark's line for the test: the load is over.
+    run.until(|l| l.starts_with("SET: "));
+    crate::common::signal("-STOP", own.pid());
+    std::thread::sleep(Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    crate::common::signal("-INT", run.id());
+    let r = run.finish();
+    crate::common::signal("-CONT", own.pid());
+    assert!(t.elapsed() < Duration::from_secs(10), "{}", r.dump());
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert!(
+        r.stdout.contains("not done (interrupted by a signal)"),
+        "{}",
+        r.dump()
+    );
+    let j = json(&out);
+    assert_eq!(j["interrupted"], true);
+    assert_eq!(j["measured"]["ok"], 2000);
 }
 
 /// Two servers in one URL (`redis://127.0.0.1:6379,PORT`): connections

@@ -433,7 +433,7 @@ fn kill(sig: &str, pid: u32) {
 }
 
 /// The process ids whose parent is `pid`.
-fn children_of(pid: u32) -> Vec<u32> {
+pub(crate) fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {

@@ -351,7 +351,9 @@ pub(super) async fn verify<B: RedisBackend>(
 /// `key:__rand_int__`: it must hold the data. With `-r`, when the run
 /// issued every index of its `-n` and every write was acknowledged, the
 /// keys are known (each a pure function of seed and index): every one
-/// must be there, holding the data. Otherwise only counts are checked.
+/// must be there, holding the data, except that a write that failed may
+/// have left its key out (a server killed and restarted loses far more).
+/// Otherwise only counts are checked.
 async fn strings<B: RedisBackend>(
     bench: &RedisBench<B>,
     t: &Tally<'_>,
@@ -365,13 +367,20 @@ async fn strings<B: RedisBackend>(
     if writes == 0 {
         return Ok(());
     }
+    // Keys a failed write may have left out.
+    let mut unsure = 0i64;
     let keys: Vec<Vec<u8>> = match (drawn(spec, "key:"), spec.keyspace) {
         (Ok(key), _) => vec![key],
         (Err(pattern), Some(r)) => match exact_writes(bench, t, r) {
-            Some(written) if spec.tagged => {
-                return tagged(bench, t, &written, &pattern, checks, said, lacks).await
+            Some((written, failed)) if spec.tagged => {
+                let w = Written {
+                    pairs: &written,
+                    failed,
+                };
+                return tagged(bench, t, w, &pattern, checks, said, lacks).await;
             }
-            Some(written) => {
+            Some((written, failed)) => {
+                unsure = failed;
                 let numbers: HashSet<u64> = written.into_iter().map(|w| w.1).collect();
                 numbers
                     .into_iter()
@@ -418,27 +427,41 @@ async fn strings<B: RedisBackend>(
     } else {
         ""
     };
-    written_checks(checks, said, keys.len(), missing, wrong, how);
+    written_checks(checks, said, keys.len(), (missing, unsure), wrong, how);
     Ok(())
 }
 
-/// The verdict's checks and line for keys whose names were known.
+/// What a run by count wrote, as [`exact_writes`] works it out.
+struct Written<'a> {
+    /// (The draw that chose each key's cluster tag, its number.)
+    pairs: &'a HashSet<(u64, u64)>,
+    /// Writes that failed: each may have left its key out.
+    failed: i64,
+}
+
+/// The verdict's checks and line for keys whose names were known:
+/// `missing` of `written`, of which `unsure` a failed write may explain.
 fn written_checks(
     checks: &mut Vec<Check>,
     said: &mut Vec<String>,
     written: usize,
-    missing: i64,
+    (missing, unsure): (i64, i64),
     wrong: i64,
     how: &str,
 ) {
-    checks.push(Check::new(
-        "keys written (SET/MSET) and missing",
-        0,
-        missing,
-    ));
+    checks.push(Check::new("keys written (SET/MSET) and missing", 0, missing).in_doubt(unsure));
     checks.push(Check::new("keys written holding other data", 0, wrong));
+    let there = if missing == 0 {
+        "all there".to_string()
+    } else {
+        format!(
+            "{} missing (failed writes may explain {})",
+            group(missing as u64),
+            group(unsure as u64)
+        )
+    };
     said.push(format!(
-        "{} key:* written, all there{how}",
+        "{} key:* written, {there}{how}",
         group(written as u64)
     ));
 }
@@ -458,7 +481,10 @@ fn written_checks(
 async fn tagged<B: RedisBackend>(
     bench: &RedisBench<B>,
     t: &Tally<'_>,
-    written: &HashSet<(u64, u64)>,
+    Written {
+        pairs: written,
+        failed,
+    }: Written<'_>,
     pattern: &[u8],
     checks: &mut Vec<Check>,
     said: &mut Vec<String>,
@@ -521,7 +547,7 @@ async fn tagged<B: RedisBackend>(
             }
         ),
     };
-    written_checks(checks, said, numbers.len(), missing, wrong, &how);
+    written_checks(checks, said, numbers.len(), (missing, failed), wrong, &how);
     Ok(())
 }
 
@@ -603,7 +629,7 @@ async fn found_keys<B: RedisBackend>(
     ));
     checks.push(Check::new("keys written holding other data", 0, wrong));
     said.push(format!(
-        "{} key:* found (which ones were written is not known: a run by time), all holding the data",
+        "{} key:* found (which ones were written is not known: a run by time, a shard, or too many), all holding the data",
         group(present_n as u64)
     ));
     Ok(())
@@ -623,7 +649,7 @@ fn exact_writes<B: RedisBackend>(
     bench: &RedisBench<B>,
     t: &Tally<'_>,
     r: u64,
-) -> Option<HashSet<(u64, u64)>> {
+) -> Option<(HashSet<(u64, u64)>, i64)> {
     let Stop::Count(n) = bench.stop else {
         return None;
     };
@@ -631,12 +657,15 @@ fn exact_writes<B: RedisBackend>(
         return None;
     }
     let mut draws = 0u64;
+    let mut failed = 0u64;
     let mut runs = Vec::new();
     for (test, per) in [(RedisTest::Set, 1u64), (RedisTest::Mset, 10)] {
         let Some(k) = t.kind(test) else { continue };
-        if k.ok != n || k.count() != n {
+        // Every index issued: the failed ones among them too.
+        if k.count() != n {
             return None;
         }
+        failed += (n - k.ok.min(n)) * per;
         draws += n * per;
         runs.push((test, per));
     }
@@ -656,7 +685,7 @@ fn exact_writes<B: RedisBackend>(
             }
         }
     }
-    Some(written)
+    Some((written, i64::try_from(failed).unwrap_or(i64::MAX)))
 }
 
 /// Hits, misses and additions, per test that has them.
