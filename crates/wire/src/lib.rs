@@ -6,6 +6,7 @@
 //! - [`kv`]: RESP2 (Redis) and memcached's text and binary protocols;
 //! - [`mq`]: the NATS client protocol and MQTT 3.1.1;
 //! - [`etcd`]: etcd v3's gRPC messages and gRPC's framing;
+//! - [`pg`]: PostgreSQL's frontend/backend protocol v3;
 //! - [`step`]: the parse step (done, incomplete, bad), the line-end scan,
 //!   decimals read and written.
 //!
@@ -25,5 +26,6 @@
 pub mod etcd;
 pub mod kv;
 pub mod mq;
+pub mod pg;
 pub mod step;
 pub mod volt;
