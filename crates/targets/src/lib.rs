@@ -41,7 +41,8 @@ mod scrape;
     feature = "nats",
     feature = "mqtt",
     feature = "memcache",
-    feature = "http"
+    feature = "http",
+    feature = "postgres"
 ))]
 mod socket;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
