@@ -110,7 +110,7 @@ pub(crate) async fn collect(
                 traffic.0 += r.traffic.0;
                 traffic.1 += r.traffic.1;
                 if let Some(u) = up.get_mut(r.thread) {
-                    *u = if r.last { 0 } else { r.connections };
+                    *u = r.connections;
                 }
                 if let Some(h) = heard.get_mut(r.thread) {
                     *h = true;

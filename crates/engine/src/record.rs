@@ -77,10 +77,11 @@ impl Recorder {
         }
     }
 
-    /// A worker of this thread is done; its last event was `at`.
+    /// A worker of this thread is done; its last event was `at`. Its
+    /// link counts as it was when the worker finished (set by its last
+    /// fold), so the last lap says how many connections the run ended with.
     pub fn finished(&mut self, local: usize, at: Option<Instant>) {
         self.set_pending(local, 0);
-        self.set_up(local, false);
         self.last_event = self.last_event.max(at);
     }
 

@@ -671,16 +671,16 @@ impl<D: Driver> Worker<D> {
         snap.bytes_sent += sent;
         snap.bytes_received += received;
         self.driver.take_counts(&mut snap.domains);
+        // A worker that gave up is let run out as if connected; its
+        // `down_since` still says the link is down.
+        rec.set_up(
+            self.local,
+            self.link.connected && self.link.down_since.is_none(),
+        );
         if last {
             rec.finished(self.local, self.ending.last_event);
         } else {
             rec.set_pending(self.local, outstanding);
-            // A worker that gave up is let run out as if connected; its
-            // `down_since` still says the link is down.
-            rec.set_up(
-                self.local,
-                self.link.connected && self.link.down_since.is_none(),
-            );
         }
     }
 }

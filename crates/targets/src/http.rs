@@ -5,7 +5,6 @@
 //! [`Stream`], so a dropped `fill` loses nothing), says which server a
 //! stream is on (its `Host`), and asks the first server its name.
 
-use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -14,16 +13,13 @@ use loadrig_spec::SpecError;
 use loadrig_workloads::http::{HttpBackend, HttpConn as Conn};
 use loadrig_workloads::{TargetError, TargetInfo};
 
-use crate::socket::{said, Dial, Socket, Stream};
+use crate::socket::{PlainDial, Stream};
 use crate::url::{hostport, TargetUrl};
 
 const DEFAULT_PORT: u16 = 80;
 
 /// The most requests one connection keeps in flight: a bound on memory.
 const MAX_DEPTH: usize = 65_536;
-
-/// How long connecting may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long the server's name may take.
 const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -71,6 +67,7 @@ pub(crate) fn parse_url(rest: &str) -> Result<HttpUrl, SpecError> {
 /// One or more HTTP servers. Cheap: it connects per use.
 pub struct HttpTarget {
     url: Arc<HttpUrl>,
+    dial: Arc<PlainDial>,
     /// The server the next engine connection goes to (round robin).
     next: AtomicUsize,
     version: OnceLock<String>,
@@ -79,6 +76,7 @@ pub struct HttpTarget {
 impl HttpTarget {
     pub(crate) fn new(url: HttpUrl) -> HttpTarget {
         HttpTarget {
+            dial: Arc::new(PlainDial::new(Arc::new(url.at.clone()), READ_CHUNK, "HTTP")),
             url: Arc::new(url),
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
@@ -86,21 +84,18 @@ impl HttpTarget {
     }
 
     async fn open(&self, server: usize) -> Result<HttpConn, TargetError> {
-        let sock = open(&self.url.at, server)
+        self.dial
+            .stream(server)
             .await
             .map_err(|e| TargetError::Unreachable {
                 target: self.label(),
                 reason: e,
-            })?;
-        let dial = Arc::new(HttpDial {
-            at: Arc::new(self.url.at.clone()),
-        });
-        Ok(Stream::new(sock, dial, server))
+            })
     }
 
     /// The first server's `Server` header, from a `HEAD` of the path.
     async fn ask(&self) -> Option<()> {
-        let mut c = open(&self.url.at, 0).await.ok()?;
+        let mut c = self.dial.open(0).await.ok()?;
         let (_, _, authority) = self.url.at.server(0);
         c.wbuf.extend_from_slice(
             format!(
@@ -123,14 +118,6 @@ impl HttpTarget {
             c.fill().await.ok()?;
         }
     }
-}
-
-/// Connect to server `i`, or say why not in plain words.
-async fn open(at: &TargetUrl, i: usize) -> Result<Socket, String> {
-    let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
-    Socket::connect(&host, port, CONNECT_TIMEOUT, READ_CHUNK)
-        .await
-        .map_err(|e: io::Error| format!("{}: {}", hostport(&host, port), said(&e, "HTTP")))
 }
 
 impl TargetInfo for HttpTarget {
@@ -192,27 +179,12 @@ impl HttpBackend for HttpTarget {
 }
 
 /// One connection: a byte stream; the workload encodes and parses.
-pub type HttpConn = Stream<HttpDial>;
+pub type HttpConn = Stream<PlainDial>;
 
 impl Conn for HttpConn {
     #[inline]
     fn server(&self) -> usize {
         Stream::server(self)
-    }
-}
-
-/// How a connection (re)opens its socket.
-pub struct HttpDial {
-    at: Arc<TargetUrl>,
-}
-
-impl Dial for HttpDial {
-    fn servers(&self) -> usize {
-        self.at.servers.len()
-    }
-
-    async fn dial(&self, server: usize) -> Option<Socket> {
-        open(&self.at, server).await.ok()
     }
 }
 

@@ -42,7 +42,8 @@ mod scrape;
     feature = "mqtt",
     feature = "memcache",
     feature = "http",
-    feature = "postgres"
+    feature = "postgres",
+    feature = "mysql"
 ))]
 mod socket;
 #[cfg(any(feature = "postgres", feature = "mysql"))]

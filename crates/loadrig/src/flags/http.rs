@@ -8,15 +8,9 @@ use loadrig_spec::{HttpSpec, SpecError, WorkloadSpec};
 use super::Defaults;
 
 pub(super) const HTTP_HELP: &str =
-    "As wrk: -t threads (2), -c connections (10), -d duration (10s), -H headers, --latency, \
---timeout (2s); wrk2's -R rate opens the loop (latency counted from each request's intended \
-start). The URL may name several ports or servers (http://127.0.0.1:8088,8089/index.html): \
-connections are dealt over them round robin. Here, as in every workload, -t is --target and \
---threads is long (`loadrig wrk ...` takes wrk's -t). Statuses are \
-counted by class; 4xx and 5xx fail their request (wrk's Non-2xx or 3xx). A GET body unlike the \
-first the run saw is a verification error. --method PUT writes to DIR/INDEX under the URL's \
-path (DIR is loadrig-SEED) a body of its own per request, reads every path back afterwards and \
-deletes DIR unless --keep. wrk's closing lines follow loadrig's summary; see docs/http.md.";
+    "As wrk (and wrk2 with --rate), with loadrig's flags: -t is --target and --threads is long \
+here as in every workload (`loadrig wrk ...` takes wrk's own). The URL may name several ports \
+(http://127.0.0.1:8088,8089/index.html). What a run does: docs/http.md.";
 
 /// Seconds a run lasts without -n or -d, as wrk.
 pub const HTTP_SECONDS: f64 = 10.0;

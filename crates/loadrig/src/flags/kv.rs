@@ -10,15 +10,9 @@ use loadrig_spec::{
 use super::Defaults;
 
 pub(super) const KV_HELP: &str =
-    "FoundationDB's benchmarking guide: write1 (write 1 random key, commit), write10, read10 (no \
-commit), mix (read 9, write 1, commit), range (read 1,000 consecutive keys from a random start), \
-over 1,000,000 rows of 16-byte keys and 8-100-byte values, 100 clients, 60 s. --reads, --writes, \
---ranges and --range-length change the shape (e.g. --reads 1 --writes 0: one point read). The \
-data is loaded first, in batches, and reused by later runs with the same --rows, --value-size and \
---seed (a marker beside the data says what it holds); --load loads it again. After the run every \
-row a write transaction touched is read back and traced to its writer: an acknowledged write that \
-is missing fails the run; the run's writes are then replaced by the loaded values (unless \
---keep). See docs/kv.md.";
+    "FoundationDB's benchmarking guide: write1, write10, read10, mix, range over rows loaded first \
+(and reused); --reads, --writes, --ranges and --range-length give other shapes. Every row a write \
+touched is traced to its writer afterwards. What a run does: docs/kv.md.";
 
 /// The guide's: 100 clients for 60 seconds, on the embedded database.
 pub(super) const KV_DEFAULTS: Defaults = Defaults {

@@ -19,6 +19,8 @@ const SAMPLE_LIMIT: Duration = Duration::from_secs(2);
 
 /// A running sampler.
 pub struct Sampler {
+    /// The laps' grid: when the first lap began, sent once the load starts.
+    grid: Option<oneshot::Sender<Instant>>,
     stop: oneshot::Sender<()>,
     thread: std::thread::JoinHandle<Samples>,
 }
@@ -55,18 +57,19 @@ impl Coarsen for Point {
 }
 
 impl Sampler {
-    /// Start sampling at `first` and every `interval` after it; `None`
+    /// Start sampling: the counters' base is read at once, and this
+    /// returns when it is (or after each source's time limit), so that
+    /// the load, started afterwards, is all counted in the laps. `None`
     /// with no source or when the thread cannot start (then the run has
     /// no server series, and says nothing worse).
-    pub fn start(
-        sources: Vec<Box<dyn StatsSource>>,
-        first: Instant,
-        interval: Duration,
-    ) -> Option<Sampler> {
+    pub async fn start(sources: Vec<Box<dyn StatsSource>>, interval: Duration) -> Option<Sampler> {
         if sources.is_empty() {
             return None;
         }
+        let bound = SAMPLE_LIMIT * u32::try_from(sources.len()).unwrap_or(u32::MAX);
         let (stop, stopped) = oneshot::channel();
+        let (grid, first) = oneshot::channel();
+        let (based, base) = oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("loadrig-stats".into())
             .spawn(move || {
@@ -74,7 +77,7 @@ impl Sampler {
                     .enable_all()
                     .build();
                 match rt {
-                    Ok(rt) => rt.block_on(sample_until(sources, first, interval, stopped)),
+                    Ok(rt) => rt.block_on(sample_until(sources, interval, based, first, stopped)),
                     Err(e) => Samples {
                         failures: 1,
                         last_error: Some(format!("no runtime for sampling: {e}")),
@@ -83,7 +86,21 @@ impl Sampler {
                 }
             })
             .ok()?;
-        Some(Sampler { stop, thread })
+        // A base that takes longer is late, not fatal: the first lap then
+        // holds less than its share.
+        let _ = tokio::time::timeout(bound + Duration::from_millis(100), base).await;
+        Some(Sampler {
+            grid: Some(grid),
+            stop,
+            thread,
+        })
+    }
+
+    /// The load's first lap began at `first`: sample at each lap's end.
+    pub fn begin(&mut self, first: Instant) {
+        if let Some(g) = self.grid.take() {
+            let _ = g.send(first);
+        }
     }
 
     /// Take a last sample (the run's last lap) and stop.
@@ -99,84 +116,100 @@ impl Sampler {
 
 async fn sample_until(
     mut sources: Vec<Box<dyn StatsSource>>,
-    first: Instant,
     interval: Duration,
+    based: oneshot::Sender<()>,
+    first: oneshot::Receiver<Instant>,
     mut stopped: oneshot::Receiver<()>,
 ) -> Samples {
     let mut out = Samples::default();
     let mut last: BTreeMap<&'static str, f64> = BTreeMap::new();
-    let limit = SAMPLE_LIMIT;
-    let mut next = tokio::time::Instant::from_std(first);
-    // The sample at the start is the counters' base (and opens the
+    // The sample before the load is the counters' base (and opens the
     // connections), not a lap's.
-    let mut base = true;
-    loop {
+    sample(&mut sources, &mut last, &mut out).await;
+    let _ = based.send(());
+    let mut next = tokio::select! {
+        _ = &mut stopped => None,
+        f = first => f.ok().map(|f| tokio::time::Instant::from_std(f) + interval),
+    };
+    while let Some(at) = next {
         let ending = tokio::select! {
             _ = &mut stopped => true,
-            () = tokio::time::sleep_until(next) => false,
+            () = tokio::time::sleep_until(at) => false,
         };
-        let mut point = Point::default();
-        for s in &mut sources {
-            out.taken += 1;
-            let got = match tokio::time::timeout(limit, s.sample()).await {
-                Ok(r) => r,
-                Err(_) => Err(format!("no answer in {} ms", limit.as_millis())),
-            };
-            match got {
-                Ok(readings) => {
-                    for r in readings {
-                        if !r.counter {
-                            point.levels.insert(r.name, r.value);
-                        } else if let Some(b) = last.insert(r.name, r.value) {
-                            // Rounded: CPU seconds as floats leave 1e-15
-                            // crumbs in a difference.
-                            let change = ((r.value - b).max(0.0) * 1e6).round() / 1e6;
-                            point.counts.insert(r.name, change);
-                        }
-                    }
-                }
-                Err(e) => {
-                    out.failures += 1;
-                    out.last_error = Some(format!("{}: {e}", s.name()));
-                }
-            }
-        }
-        if !std::mem::take(&mut base) {
-            point.unix_ms = unix_ms();
-            out.points.push(point);
-        }
+        let mut point = sample(&mut sources, &mut last, &mut out).await;
+        point.unix_ms = unix_ms();
+        out.points.push(point);
         if ending {
             break;
         }
         let now = tokio::time::Instant::now();
-        while next <= now {
-            next += interval;
+        let mut n = at;
+        while n <= now {
+            n += interval;
         }
+        next = Some(n);
     }
     out.sources = sources.iter().map(|s| s.name()).collect();
     out
 }
 
+/// One sample of every source: levels as read, counters as their change
+/// since `last`.
+async fn sample(
+    sources: &mut [Box<dyn StatsSource>],
+    last: &mut BTreeMap<&'static str, f64>,
+    out: &mut Samples,
+) -> Point {
+    let mut point = Point::default();
+    for s in sources.iter_mut() {
+        out.taken += 1;
+        let got = match tokio::time::timeout(SAMPLE_LIMIT, s.sample()).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("no answer in {} ms", SAMPLE_LIMIT.as_millis())),
+        };
+        match got {
+            Ok(readings) => {
+                for r in readings {
+                    if !r.counter {
+                        point.levels.insert(r.name, r.value);
+                    } else if let Some(b) = last.insert(r.name, r.value) {
+                        // Rounded: CPU seconds as floats leave 1e-15
+                        // crumbs in a difference.
+                        let change = ((r.value - b).max(0.0) * 1e6).round() / 1e6;
+                        point.counts.insert(r.name, change);
+                    }
+                }
+            }
+            Err(e) => {
+                out.failures += 1;
+                out.last_error = Some(format!("{}: {e}", s.name()));
+            }
+        }
+    }
+    point
+}
+
 impl Samples {
     /// Put each sample into the lap it belongs to (the lap whose end is
-    /// nearest its wall clock, within half that lap, merged laps of a long
-    /// run included), and the sampler's account into the report.
+    /// nearest its wall clock, merged laps of a long run included), and
+    /// the sampler's account into the report. Every sample lands in some
+    /// lap: one taken late (a busy machine) or two nearest the same lap
+    /// add their counts there, so a counter's laps sum to its change over
+    /// the run.
     pub fn attach(self, report: &mut Report) {
-        let floor = (report.spec.interval_secs * 500.0).max(30.0);
         for point in self.points.into_vec() {
             let nearest = report
                 .laps
                 .iter_mut()
                 .map(|l| ((l.unix_ms as f64 - point.unix_ms as f64).abs(), l))
-                .filter(|(d, l)| *d <= floor.max(l.length_secs * 500.0) && l.server.is_empty())
                 .min_by(|a, b| a.0.total_cmp(&b.0));
             if let Some((_, lap)) = nearest {
-                lap.server = point
-                    .levels
-                    .into_iter()
-                    .chain(point.counts)
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect();
+                for (k, v) in point.levels {
+                    lap.server.insert(k.to_string(), v);
+                }
+                for (k, v) in point.counts {
+                    *lap.server.entry(k.to_string()).or_default() += v;
+                }
             }
         }
         report.server_stats = Some(ServerStatsReport {

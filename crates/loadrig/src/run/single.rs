@@ -116,6 +116,9 @@ pub(super) async fn single<B: Bench>(
         let at = match &begin {
             Some(_) => start::now(),
             None => {
+                if opts.server_stats {
+                    sampler = Sampler::start(bench.target().server_stats(), cfg.interval).await;
+                }
                 let b = match opts.start {
                     Some(rule) => {
                         let now = SystemTime::now();
@@ -130,12 +133,8 @@ pub(super) async fn single<B: Bench>(
                 p.end_phases();
                 db_cpu_before = bench.target().embedded_cpu().await;
                 usage_before = Some(ProcessUsage::now());
-                if opts.server_stats {
-                    sampler = Sampler::start(
-                        bench.target().server_stats(),
-                        b.at.into_std(),
-                        cfg.interval,
-                    );
+                if let Some(s) = &mut sampler {
+                    s.begin(b.at.into_std());
                 }
                 *begin.insert(b)
             }

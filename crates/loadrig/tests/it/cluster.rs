@@ -236,3 +236,143 @@ fn a_reshard_in_the_middle_of_a_run() {
         "{v:?}"
     );
 }
+
+/// The tagged `key:{???}:*` names on each master, with its port.
+fn tagged_keys() -> Vec<(u16, String)> {
+    let mut keys = Vec::new();
+    for port in [7001, 7002, 7003] {
+        let found = cli(port, &["--scan", "--pattern", "key:{???}:*"]);
+        keys.extend(found.lines().map(|k| (port, k.to_string())));
+    }
+    keys
+}
+
+/// `commands` (one a line) piped to `redis-cli` on node `port`.
+fn pipe(port: u16, commands: &str) {
+    use std::io::Write;
+    let mut child = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-cli runs");
+    let mut stdin = child.stdin.take().expect("a pipe");
+    stdin
+        .write_all(commands.as_bytes())
+        .expect("redis-cli reads");
+    drop(stdin);
+    assert!(child.wait().expect("redis-cli ends").success());
+}
+
+/// Delete `keys` on their masters.
+fn delete(keys: &[(u16, String)]) {
+    for port in [7001, 7002, 7003] {
+        let dels: String = keys
+            .iter()
+            .filter(|k| k.0 == port)
+            .map(|k| format!("DEL {}\n", k.1))
+            .collect();
+        pipe(port, &dels);
+    }
+}
+
+/// A SET run on the cluster, slowed so that its first lap comes well
+/// before its end; its report goes to `out`.
+fn slow_sets(out: &std::path::Path) -> Running {
+    let mut run = Running::start(&[
+        "run",
+        "redis",
+        "--target",
+        URL,
+        "--tests",
+        "set",
+        "-r",
+        "100000000",
+        "-n",
+        "12000",
+        "-c",
+        "4",
+        "--rate",
+        "4000",
+        "--interval",
+        "0.5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until_first_lap();
+    run
+}
+
+/// Writes lost behind loadrig's back: the keys its first lap SET are
+/// deleted while it runs. Their names are not found, nor by the SCAN
+/// that follows, so verification fails (exit 1) and counts them missing.
+#[test]
+fn keys_deleted_behind_a_cluster_run_fail_its_verification() {
+    let _cluster = need_cluster();
+    delete(&tagged_keys());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let run = slow_sets(&out);
+    let lost = tagged_keys();
+    delete(&lost);
+    let r = run.finish();
+    delete(&tagged_keys());
+    assert!(!lost.is_empty(), "nothing written by the first lap");
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert!(r.stdout.contains("verify ... FAILED"), "{}", r.dump());
+    let report = crate::common::report(&out);
+    let (expected, missing) = check_of(&report, "keys written (SET/MSET) and missing")
+        .unwrap_or_else(|| panic!("no check of the keys: {}", r.dump()));
+    // Among 10^8 numbers, a later SET of a deleted key's number (which
+    // would bring it back) is all but impossible.
+    assert_eq!(expected, 0);
+    assert!(
+        missing > 0 && missing <= lost.len() as i64,
+        "{missing} missing of {} deleted: {}",
+        lost.len(),
+        r.dump()
+    );
+}
+
+/// A key found under none of its candidate names: one key the first lap
+/// wrote is renamed behind loadrig's back to a tag no connection uses
+/// (`{~~~}`, the same number and data). Verification looks for it by
+/// SCAN, finds it, and passes.
+#[test]
+fn a_key_under_another_tag_is_found_by_scan() {
+    let _cluster = need_cluster();
+    delete(&tagged_keys());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let run = slow_sets(&out);
+    let keys = tagged_keys();
+    let (port, key) = keys.first().expect("a key written by the first lap");
+    let number = key.rsplit(':').next().expect("key:{tag}:NUMBER");
+    let value = cli(*port, &["GET", key]);
+    let moved = format!("key:{{~~~}}:{number}");
+    // -c: redis-cli follows MOVED to the new name's master.
+    let out_set = Command::new("redis-cli")
+        .args(["-c", "-h", "127.0.0.1", "-p", "7001", "SET", &moved, &value])
+        .output()
+        .expect("redis-cli runs");
+    assert!(out_set.status.success(), "{out_set:?}");
+    delete(&[(*port, key.clone())]);
+    let r = run.finish();
+    let leftover = Command::new("redis-cli")
+        .args(["-c", "-h", "127.0.0.1", "-p", "7001", "DEL", &moved])
+        .output()
+        .expect("redis-cli runs");
+    delete(&tagged_keys());
+    assert!(leftover.status.success());
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let report = crate::common::report(&out);
+    assert_verified(&r, &report);
+    assert_eq!(
+        check_of(&report, "keys written (SET/MSET) and missing"),
+        Some((0, 0)),
+        "{}",
+        r.dump()
+    );
+    let v = verdict(&report);
+    assert!(v.summary.contains("(1 looked for by SCAN)"), "{v:?}");
+}

@@ -37,4 +37,5 @@ mod sqlite;
 mod subset;
 mod tls;
 mod voltdb;
+mod voltdb_cluster;
 mod voter;

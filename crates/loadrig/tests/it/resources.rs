@@ -62,11 +62,9 @@ fn client_resources_are_kept_per_lap() {
         m.bytes_sent
     );
     assert!(in_bytes >= m.bytes_received && in_bytes < m.bytes_received + 4096);
-    // The first lap saw 8 up, the last none (its threads are done); in
-    // between a thread whose workers finished first counts none.
-    assert_eq!(client.first().map(|c| c.connections), Some(8), "{client:?}");
-    assert!(client.iter().all(|c| c.connections <= 8), "{client:?}");
-    assert_eq!(client.last().map(|c| c.connections), Some(0));
+    // Every lap saw the 8 up, the last too (a finished worker counts
+    // its link as it left it).
+    assert!(client.iter().all(|c| c.connections == 8), "{client:?}");
     assert!(client
         .iter()
         .all(|c| c.rss_bytes > 1 << 20 && c.reconnects == 0));
@@ -480,6 +478,21 @@ fn mosquitto_sys(topic: &str) -> f64 {
 #[test]
 fn mosquitto_series_match_sys() {
     need_server("mosquitto", 1883);
+    // A broker that has received nothing since it started has no
+    // `publish/messages/received` to show yet: give it one message.
+    shell(
+        "mosquitto_pub",
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            "1883",
+            "-t",
+            "loadrig/test/sys",
+            "-m",
+            "1",
+        ],
+    );
     let before = mosquitto_sys("publish/messages/received");
     let rep = sampled(
         &[

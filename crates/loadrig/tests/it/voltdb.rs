@@ -21,11 +21,17 @@ use crate::expect::{hello_inserts, votes, Votes};
 
 const URL: &str = "voltdb://127.0.0.1:21212";
 
-/// SQL through VoltDB's sqlcmd (scripts/voltdb/sqlcmd): whether it
-/// succeeded, and its output (standard error when it failed).
+/// SQL through VoltDB's sqlcmd (scripts/voltdb/sqlcmd) on the single node.
 fn try_sqlcmd(sql: &str) -> Result<String, String> {
+    try_sqlcmd_on(21212, sql)
+}
+
+/// SQL through sqlcmd on the VoltDB whose client port is `port`: whether
+/// it succeeded, and its output (standard error when it failed).
+pub(crate) fn try_sqlcmd_on(port: u16, sql: &str) -> Result<String, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/voltdb/sqlcmd");
     let mut child = Command::new(script)
+        .arg(format!("--port={port}"))
         .arg("--output-format=csv")
         .arg("--output-skip-metadata")
         .stdin(Stdio::piped())
@@ -58,8 +64,12 @@ fn sqlcmd(sql: &str) -> String {
 /// and Hello's schemas. A leftover Voter schema would be reused with its
 /// votes, and every count below would be off by them.
 fn clear_leftovers() {
-    sqlcmd(
-        "DROP PROCEDURE Results IF EXISTS;
+    clear_leftovers_on(21212);
+}
+
+/// [`clear_leftovers`] on the VoltDB whose client port is `port`.
+pub(crate) fn clear_leftovers_on(port: u16) {
+    let sql = "DROP PROCEDURE Results IF EXISTS;
         DROP PROCEDURE Vote IF EXISTS;
         DROP PROCEDURE Initialize IF EXISTS;
         DROP VIEW v_votes_by_phone_number IF EXISTS;
@@ -69,8 +79,8 @@ fn clear_leftovers() {
         DROP TABLE area_code_state IF EXISTS;
         DROP PROCEDURE Insert IF EXISTS;
         DROP PROCEDURE Select IF EXISTS;
-        DROP TABLE helloworld IF EXISTS;",
-    );
+        DROP TABLE helloworld IF EXISTS;";
+    try_sqlcmd_on(port, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 /// A Voter run of `n` votes: every call succeeded, the server verified,
@@ -221,14 +231,24 @@ fn survives_cut_links() {
     assert!(rep.measured.reconnects >= 1, "no reconnect: {}", r.dump());
     // The calls the cut caught were sent and not answered: I/O errors,
     // and the verification allowed for exactly them as in doubt.
+    assert_lost_in_doubt(&r, &rep);
+}
+
+/// Calls were lost in flight (errors of the kinds that leave a write in
+/// doubt: io, timeout, protocol), and the Voter's verdict allowed for
+/// exactly them as votes in doubt.
+pub(crate) fn assert_lost_in_doubt(r: &crate::common::Run, rep: &loadrig_report::Report) {
+    let in_doubt = |kind: &str| {
+        ErrorKind::ALL
+            .iter()
+            .any(|e| e.in_doubt() && e.name() == kind)
+    };
     let lost: u64 = rep
         .measured
         .kinds
         .iter()
         .flat_map(|k| &k.errors)
-        .filter(|(kind, _)| {
-            kind.as_str() == ErrorKind::Io.name() || kind.as_str() == ErrorKind::Timeout.name()
-        })
+        .filter(|(kind, _)| in_doubt(kind.as_str()))
         .map(|(_, n)| n)
         .sum();
     assert!(lost >= 1, "no call in flight failed: {}", r.dump());

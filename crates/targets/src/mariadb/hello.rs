@@ -2,17 +2,15 @@
 //! `hello_select` procedures from `sql/mariadb/hello.sql`, one prepared
 //! CALL per operation; a Select is checked against the row expected.
 
-use std::sync::Arc;
-
-use futures_util::FutureExt;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_wire::my::command::Param;
+use loadrig_wire::my::response::Row;
 use loadrig_workloads::hello::{HelloConn, HelloOp, DIALECTS, INSERTED_HELLO, INSERTED_WORLD};
 use loadrig_workloads::Reply;
-use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Row, Statement};
 
-use super::{failure, int, text, Done, MyConn};
+use super::conn::Answer;
+use super::MyConn;
 
 pub(super) const SCHEMA: &str = include_str!("../../sql/mariadb/hello.sql");
 
@@ -41,16 +39,16 @@ pub(super) fn preload() -> String {
 /// What one operation's first row means: a Select's row must be the one
 /// expected (missing or different fails verification); an Insert's
 /// `inserted` is 0 when the dialect was there already, so no row was added.
-fn outcome(op: &HelloOp, row: Option<&Row>) -> Result<(), OpError> {
+fn outcome(op: &HelloOp, row: &Row<'_>) -> Result<(), OpError> {
     match op {
         HelloOp::Select { expect, .. } => {
-            let found = row.and_then(|r| text(r, 0).zip(text(r, 1)));
+            let found = row.bytes(0).zip(row.bytes(1));
             match found {
-                Some((h, w)) if h == expect.0 && w == expect.1 => Ok(()),
+                Some((h, w)) if h == expect.0.as_bytes() && w == expect.1.as_bytes() => Ok(()),
                 _ => Err(OpError::new(ErrorKind::Verification)),
             }
         }
-        HelloOp::Insert { .. } => match row.and_then(|r| int(r, 0)) {
+        HelloOp::Insert { .. } => match row.int(0) {
             Some(1) => Ok(()),
             Some(_) => Err(OpError::server("23000")),
             None => Err(OpError::new(ErrorKind::Protocol)),
@@ -58,38 +56,49 @@ fn outcome(op: &HelloOp, row: Option<&Row>) -> Result<(), OpError> {
     }
 }
 
-async fn call(mut conn: Conn, statements: Arc<[Statement]>, op: HelloOp, tag: Tag) -> Done<()> {
-    let (index, params) = match &op {
-        HelloOp::Select { dialect, .. } => (SELECT, vec![(*dialect).into()]),
-        HelloOp::Insert { dialect } => (
-            INSERT,
-            vec![
-                INSERTED_HELLO.into(),
-                INSERTED_WORLD.into(),
-                dialect.as_str().into(),
-            ],
-        ),
-    };
-    let Some(statement) = statements.get(index) else {
-        return (Some(conn), Reply::Broken(OpError::new(ErrorKind::Protocol)));
-    };
-    let params = mysql_async::Params::Positional(params);
-    match conn.exec_first::<Row, _, _>(statement, params).await {
-        Ok(row) => {
-            let result = outcome(&op, row.as_ref());
-            (Some(conn), Reply::Done { tag, result })
+/// An operation and, once its first row was read, what that row meant.
+pub struct HelloFold {
+    op: HelloOp,
+    outcome: Option<Result<(), OpError>>,
+}
+
+impl Answer for () {
+    type Fold = HelloFold;
+
+    fn row(fold: &mut HelloFold, row: &Row<'_>) {
+        if fold.outcome.is_none() {
+            fold.outcome = Some(outcome(&fold.op, row));
         }
-        Err(e @ mysql_async::Error::Server(_)) => (Some(conn), failure(tag, &e)),
-        Err(e) => (None, failure(tag, &e)),
+    }
+
+    fn finish(fold: HelloFold) -> Result<(), OpError> {
+        // No row at all: a Select found nothing, an Insert said nothing.
+        fold.outcome.unwrap_or(match fold.op {
+            HelloOp::Select { .. } => Err(OpError::new(ErrorKind::Verification)),
+            HelloOp::Insert { .. } => Err(OpError::new(ErrorKind::Protocol)),
+        })
     }
 }
 
 impl HelloConn for MyConn<()> {
     fn call(&mut self, op: &HelloOp, tag: Tag) {
-        let op = *op;
-        self.submit(Box::new(move |conn, statements| {
-            call(conn, statements, op, tag).boxed()
-        }));
+        let fold = HelloFold {
+            op: *op,
+            outcome: None,
+        };
+        match op {
+            HelloOp::Select { dialect, .. } => {
+                MyConn::call(self, SELECT, &[Param::Bytes(dialect.as_bytes())], tag, fold)
+            }
+            HelloOp::Insert { dialect } => {
+                let params = [
+                    Param::Bytes(INSERTED_HELLO.as_bytes()),
+                    Param::Bytes(INSERTED_WORLD.as_bytes()),
+                    Param::Bytes(dialect.as_str().as_bytes()),
+                ];
+                MyConn::call(self, INSERT, &params, tag, fold)
+            }
+        }
     }
 
     async fn recv(&mut self) -> Reply<()> {
@@ -98,5 +107,9 @@ impl HelloConn for MyConn<()> {
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
         MyConn::reconnect(self).await
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        MyConn::take_bytes(self)
     }
 }

@@ -12,15 +12,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures_util::FutureExt;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_wire::my::command::Param;
+use loadrig_wire::my::response::Row;
 use loadrig_workloads::kv::{Key, KvBackend, KvConn, Rows, Txn, TxnDone};
 use loadrig_workloads::{Reply, TargetError};
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Params, Row, Statement, Value};
+use mysql_async::{Conn, Opts, Params, Value};
 
-use super::{failure, int, reason, Done, MariadbTarget, MyConn};
+use super::conn::Answer;
+use super::{open, reason, MariadbTarget, MyConn};
 use crate::sql::SqlAdmin;
 
 /// A dataset's table, procedure and statements.
@@ -90,81 +92,128 @@ END;"
     }
 }
 
-/// A connection running the procedure, and the dataset for the cold path.
+/// An engine connection (hand written), and for the cold path (load,
+/// read-back) a mysql_async connection opened on first use.
 pub struct MyKvConn {
     conn: MyConn<TxnDone>,
     names: Arc<Names>,
+    opts: Opts,
+    admin: Option<Conn>,
 }
 
-/// The procedure's arguments for one transaction.
-fn params(txn: &Txn) -> Vec<Value> {
+/// The statements of the hot path, numbered: the procedure is prepared
+/// as the connection opens (number 0), the one-part shapes on first use,
+/// one per count of keys.
+const CALL: usize = 0;
+const READS: u64 = 1 << 32;
+const RANGE: u64 = 2 << 32;
+const WRITES: u64 = 3 << 32;
+
+/// What one transaction's answer becomes, read row by row.
+pub enum KvFold {
+    /// Point reads: every key asked (a key asked twice is found twice).
+    Reads { asked: Vec<Key>, found: u32 },
+    /// A range read: rows so far.
+    Range { rows: u32 },
+    /// Writes: the OK is the answer.
+    Writes,
+    /// The procedure: its one row of (found, ranged).
+    Call { counts: Option<(i64, i64)> },
+}
+
+impl Answer for TxnDone {
+    type Fold = KvFold;
+
+    fn row(fold: &mut KvFold, row: &Row<'_>) {
+        match fold {
+            KvFold::Reads { asked, found } => {
+                if let Some(k) = row.bytes(0) {
+                    let n = asked.iter().filter(|a| a[..] == *k).count();
+                    *found = found.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+                }
+            }
+            KvFold::Range { rows } => *rows = rows.saturating_add(1),
+            KvFold::Writes => {}
+            KvFold::Call { counts } => {
+                if counts.is_none() {
+                    *counts = row.int(0).zip(row.int(1));
+                }
+            }
+        }
+    }
+
+    fn finish(fold: KvFold) -> Result<TxnDone, OpError> {
+        Ok(match fold {
+            KvFold::Reads { found, .. } => TxnDone { found, ranged: 0 },
+            KvFold::Range { rows } => TxnDone {
+                found: 0,
+                ranged: rows,
+            },
+            KvFold::Writes => TxnDone::default(),
+            KvFold::Call { counts } => match counts {
+                Some((found, ranged)) => TxnDone {
+                    found: u32::try_from(found).unwrap_or(0),
+                    ranged: u32::try_from(ranged).unwrap_or(0),
+                },
+                None => return Err(OpError::new(ErrorKind::Protocol)),
+            },
+        })
+    }
+}
+
+/// The procedure's arguments for one transaction: reads' keys
+/// concatenated, the range, writes' keys, values and value lengths
+/// concatenated in key order.
+struct CallArgs {
+    r: Vec<u8>,
+    range: Option<(Key, Key, i64)>,
+    wk: Vec<u8>,
+    wv: Vec<u8>,
+    wl: Vec<u8>,
+}
+
+fn call_args(txn: &Txn) -> CallArgs {
     let r: Vec<u8> = txn.reads.iter().flatten().copied().collect();
-    let (gs, ge, gl) = match &txn.range {
-        Some(g) => (g.start.to_vec(), g.end.to_vec(), i64::from(g.limit)),
-        None => (Vec::new(), Vec::new(), 0),
-    };
-    let mut order: Vec<usize> = (0..txn.writes.len()).collect();
-    order.sort_by_key(|&i| txn.writes.keys()[i]);
+    let range = txn
+        .range
+        .as_ref()
+        .map(|g| (g.start, g.end, i64::from(g.limit)));
     let (mut wk, mut wv, mut wl) = (Vec::new(), Vec::new(), Vec::new());
-    for i in order {
+    for i in key_order(txn) {
         if let Some((k, v)) = txn.writes.get(i) {
             wk.extend_from_slice(k);
             wv.extend_from_slice(v);
             wl.extend_from_slice(&u16::try_from(v.len()).unwrap_or(u16::MAX).to_be_bytes());
         }
     }
-    vec![
-        r.into(),
-        gs.into(),
-        ge.into(),
-        gl.into(),
-        wk.into(),
-        wv.into(),
-        wl.into(),
-    ]
-}
-
-async fn call(
-    mut conn: Conn,
-    statements: Arc<[Statement]>,
-    args: Vec<Value>,
-    tag: Tag,
-) -> Done<TxnDone> {
-    let Some(statement) = statements.first() else {
-        return (Some(conn), Reply::Broken(OpError::new(ErrorKind::Protocol)));
-    };
-    match conn
-        .exec_first::<Row, _, _>(statement, Params::Positional(args))
-        .await
-    {
-        Ok(row) => {
-            let counts = row.as_ref().and_then(|r| int(r, 0).zip(int(r, 1)));
-            let result = match counts {
-                Some((found, ranged)) => Ok(TxnDone {
-                    found: u32::try_from(found).unwrap_or(0),
-                    ranged: u32::try_from(ranged).unwrap_or(0),
-                }),
-                None => Err(OpError::new(ErrorKind::Protocol)),
-            };
-            (Some(conn), Reply::Done { tag, result })
-        }
-        Err(e @ mysql_async::Error::Server(_)) => (Some(conn), failure(tag, &e)),
-        Err(e) => (None, failure(tag, &e)),
+    CallArgs {
+        r,
+        range,
+        wk,
+        wv,
+        wl,
     }
 }
 
+/// The writes' indices in key order; stable, so of two writes of one key
+/// the later stays later and wins.
+fn key_order(txn: &Txn) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..txn.writes.len()).collect();
+    order.sort_by_key(|&i| txn.writes.keys()[i]);
+    order
+}
+
 impl MyKvConn {
-    /// The idle connection, for the cold path (nothing is in flight there).
-    async fn idle(&mut self) -> Result<&mut Conn, TargetError> {
-        if self.conn.idle.is_none() {
-            self.conn
-                .reconnect()
+    /// The cold path's connection, opened on first use.
+    async fn admin(&mut self) -> Result<&mut Conn, TargetError> {
+        if self.admin.is_none() {
+            let conn = open(&self.opts)
                 .await
-                .map_err(|_| self.failed("cannot reconnect".into()))?;
+                .map_err(|e| self.failed(reason(&e)))?;
+            self.admin = Some(conn);
         }
-        let reason = "a call is still in flight".to_string();
-        let failed = self.failed(reason);
-        self.conn.idle.as_mut().ok_or(failed)
+        let failed = self.failed("no connection".to_string());
+        self.admin.as_mut().ok_or(failed)
     }
 
     fn failed(&self, reason: String) -> TargetError {
@@ -179,125 +228,74 @@ impl MyKvConn {
 /// part is one plain statement, atomic on its own (InnoDB reads one
 /// consistent snapshot per statement; a multi-row upsert is all or
 /// nothing), without the procedure's cost; a mixed one is the procedure.
-enum Plan {
-    /// Point reads: the distinct keys asked for, and every key asked for
-    /// (a key asked twice is found twice).
-    Reads {
-        sql: String,
-        distinct: Vec<Value>,
-        asked: Vec<Key>,
-    },
-    Range {
-        sql: String,
-        args: Vec<Value>,
-    },
-    /// Writes in key order, so that two writers never wait in a cycle.
-    Writes {
-        sql: String,
-        args: Vec<Value>,
-    },
-    Call(Vec<Value>),
-}
-
-fn plan(table: &str, txn: &Txn) -> Plan {
-    let (reads, range, writes) = (!txn.reads.is_empty(), txn.range, !txn.writes.is_empty());
-    match (reads, range, writes) {
-        (true, None, false) => {
-            let mut distinct = txn.reads.clone();
-            distinct.sort_unstable();
-            distinct.dedup();
-            let places = vec!["?"; distinct.len()].join(", ");
-            Plan::Reads {
-                sql: format!("SELECT k, v FROM {table} WHERE k IN ({places})"),
-                distinct: distinct.iter().map(|k| k.to_vec().into()).collect(),
-                asked: txn.reads.clone(),
-            }
-        }
-        (false, Some(g), false) => Plan::Range {
-            sql: format!("SELECT v FROM {table} WHERE k >= ? AND k < ? ORDER BY k LIMIT ?"),
-            args: vec![
-                g.start.to_vec().into(),
-                g.end.to_vec().into(),
-                i64::from(g.limit).into(),
-            ],
-        },
-        (false, None, true) => {
-            let mut order: Vec<usize> = (0..txn.writes.len()).collect();
-            // Stable: of two writes of one key, the later stays later and wins.
-            order.sort_by_key(|&i| txn.writes.keys()[i]);
-            let places = vec!["(?, ?)"; order.len()].join(", ");
-            let mut args = Vec::with_capacity(2 * order.len());
-            for i in order {
-                if let Some((k, v)) = txn.writes.get(i) {
-                    args.push(k.to_vec().into());
-                    args.push(v.to_vec().into());
-                }
-            }
-            Plan::Writes {
-                sql: format!(
-                    "INSERT INTO {table} (k, v) VALUES {places} ON DUPLICATE KEY UPDATE v = VALUES(v)"
-                ),
-                args,
-            }
-        }
-        _ => Plan::Call(params(txn)),
-    }
-}
-
-async fn run_plan(
-    mut conn: Conn,
-    statements: Arc<[Statement]>,
-    plan: Plan,
-    tag: Tag,
-) -> Done<TxnDone> {
-    let outcome = match plan {
-        Plan::Call(args) => return call(conn, statements, args, tag).await,
-        Plan::Reads {
-            sql,
-            distinct,
-            asked,
-        } => conn
-            .exec::<(Vec<u8>, Vec<u8>), _, _>(sql, Params::Positional(distinct))
-            .await
-            .map(|rows| {
-                let here: std::collections::HashSet<Vec<u8>> =
-                    rows.into_iter().map(|(k, _)| k).collect();
-                TxnDone {
-                    found: asked.iter().filter(|k| here.contains(&k[..])).count() as u32,
-                    ranged: 0,
-                }
-            }),
-        Plan::Range { sql, args } => conn
-            .exec::<Row, _, _>(sql, Params::Positional(args))
-            .await
-            .map(|rows| TxnDone {
-                found: 0,
-                ranged: u32::try_from(rows.len()).unwrap_or(u32::MAX),
-            }),
-        Plan::Writes { sql, args } => conn
-            .exec_drop(sql, Params::Positional(args))
-            .await
-            .map(|()| TxnDone::default()),
-    };
-    match outcome {
-        Ok(done) => (
-            Some(conn),
-            Reply::Done {
-                tag,
-                result: Ok(done),
-            },
-        ),
-        Err(e @ mysql_async::Error::Server(_)) => (Some(conn), failure(tag, &e)),
-        Err(e) => (None, failure(tag, &e)),
-    }
-}
-
 impl KvConn for MyKvConn {
     fn submit(&mut self, txn: &Txn, tag: Tag) {
-        let plan = plan(&self.names.table, txn);
-        self.conn.submit(Box::new(move |conn, statements| {
-            run_plan(conn, statements, plan, tag).boxed()
-        }));
+        let table = &self.names.table;
+        let conn = &mut self.conn;
+        let (reads, range, writes) = (!txn.reads.is_empty(), txn.range, !txn.writes.is_empty());
+        match (reads, range, writes) {
+            (true, None, false) => {
+                // Every key asked, duplicates too: the SQL depends only on
+                // the count, and IN finds a row once however often named.
+                let n = txn.reads.len();
+                let stmt = conn.statement(READS | n as u64, || {
+                    let places = vec!["?"; n].join(", ");
+                    format!("SELECT k, v FROM {table} WHERE k IN ({places})")
+                });
+                let params: Vec<Param<'_>> =
+                    txn.reads.iter().map(|k| Param::Bytes(&k[..])).collect();
+                let fold = KvFold::Reads {
+                    asked: txn.reads.clone(),
+                    found: 0,
+                };
+                conn.call(stmt, &params, tag, fold);
+            }
+            (false, Some(g), false) => {
+                let stmt = conn.statement(RANGE, || {
+                    format!("SELECT v FROM {table} WHERE k >= ? AND k < ? ORDER BY k LIMIT ?")
+                });
+                let params = [
+                    Param::Bytes(&g.start),
+                    Param::Bytes(&g.end),
+                    Param::Int(i64::from(g.limit)),
+                ];
+                conn.call(stmt, &params, tag, KvFold::Range { rows: 0 });
+            }
+            (false, None, true) => {
+                let n = txn.writes.len();
+                let stmt = conn.statement(WRITES | n as u64, || {
+                    let places = vec!["(?, ?)"; n].join(", ");
+                    format!(
+                        "INSERT INTO {table} (k, v) VALUES {places} ON DUPLICATE KEY UPDATE v = VALUES(v)"
+                    )
+                });
+                let mut params = Vec::with_capacity(2 * n);
+                for i in key_order(txn) {
+                    if let Some((k, v)) = txn.writes.get(i) {
+                        params.push(Param::Bytes(&k[..]));
+                        params.push(Param::Bytes(v));
+                    }
+                }
+                conn.call(stmt, &params, tag, KvFold::Writes);
+            }
+            _ => {
+                let a = call_args(txn);
+                let (gs, ge, gl) = match &a.range {
+                    Some((s, e, l)) => (&s[..], &e[..], *l),
+                    None => (&[][..], &[][..], 0),
+                };
+                let params = [
+                    Param::Bytes(&a.r),
+                    Param::Bytes(gs),
+                    Param::Bytes(ge),
+                    Param::Int(gl),
+                    Param::Bytes(&a.wk),
+                    Param::Bytes(&a.wv),
+                    Param::Bytes(&a.wl),
+                ];
+                conn.call(CALL, &params, tag, KvFold::Call { counts: None });
+            }
+        }
     }
 
     async fn recv(&mut self) -> Reply<TxnDone> {
@@ -306,6 +304,10 @@ impl KvConn for MyKvConn {
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
         self.conn.reconnect().await
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.conn.take_bytes()
     }
 
     async fn put_rows(&mut self, rows: &Rows) -> Result<(), TargetError> {
@@ -322,7 +324,7 @@ impl KvConn for MyKvConn {
             args.push(k.to_vec().into());
             args.push(v.to_vec().into());
         }
-        let conn = self.idle().await?;
+        let conn = self.admin().await?;
         let r = conn.exec_drop(sql, Params::Positional(args)).await;
         r.map_err(|e| self.failed(reason(&e)))
     }
@@ -337,7 +339,7 @@ impl KvConn for MyKvConn {
             self.names.table
         );
         let args: Vec<Value> = keys.iter().map(|k| k.to_vec().into()).collect();
-        let conn = self.idle().await?;
+        let conn = self.admin().await?;
         let rows: Result<Vec<(Vec<u8>, Vec<u8>)>, _> =
             conn.exec(sql, Params::Positional(args)).await;
         let rows = rows.map_err(|e| self.failed(reason(&e)))?;
@@ -417,6 +419,8 @@ impl KvBackend for MariadbTarget {
         Ok(MyKvConn {
             conn: self.conn(&[self.kv.call.as_str()]).await?,
             names: self.kv.clone(),
+            opts: self.opts.clone(),
+            admin: None,
         })
     }
 }

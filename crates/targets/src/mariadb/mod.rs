@@ -1,29 +1,26 @@
-//! MariaDB and MySQL over mysql_async (no TLS, no compression): the
-//! connection set-up shared by the Voter and Hello, how server errors
-//! become counted [`OpError`]s, and [`MyConn`], a connection that keeps
-//! its call in flight inside itself.
-//!
-//! The MySQL protocol answers one command at a time, so a connection
-//! carries one call (`max_depth` 1). The call's future owns the
-//! connection and hands it back with the answer; it lives in [`MyConn`],
-//! not in `recv`, so the engine may drop a `recv` future (to serve a
-//! timer) without losing the call or the connection.
+//! MariaDB and MySQL (no TLS, no compression): the engine's connections
+//! are hand written ([`conn`]: login, prepared statements, calls written
+//! one after another and answered in order); the cold path (schema, load,
+//! counts, verification, statistics) stays on mysql_async. Here: the
+//! target, its cold-path connections, and how server errors become counted
+//! [`OpError`]s.
 
+mod conn;
 mod hello;
 mod kv;
 pub(crate) mod stats;
 mod voter;
 
-use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
-use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_workloads::TargetError;
 use loadrig_workloads::TargetInfo;
-use loadrig_workloads::{Reply, TargetError};
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts, OptsBuilder, Row, Statement};
+use mysql_async::{Conn, Opts, OptsBuilder, Row};
+
+pub use conn::MyConn;
+use conn::{Account, Answer};
 
 use loadrig_spec::SpecError;
 
@@ -32,6 +29,9 @@ use crate::url::TargetUrl;
 
 /// How long opening a connection may take before the server counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Calls one connection may have in flight: the server reads commands one
+/// after another, so they may be written before the answers come back.
+const MAX_DEPTH: usize = 64;
 const EXPECTED: &str = "mysql://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
 
 /// Parse what follows `mysql://`: a user, one server and the database
@@ -104,19 +104,24 @@ impl MariadbTarget {
         Ok(conn)
     }
 
-    /// One connection for the engine, its statements prepared.
-    async fn conn<R>(&self, sql: &[&str]) -> Result<MyConn<R>, TargetError> {
-        let (conn, statements) = open_prepared(&self.opts, sql)
+    /// Who the engine's connections log in as.
+    fn account(&self) -> Account {
+        let (host, port, _) = self.at.server(0);
+        Account {
+            host,
+            port,
+            user: self.at.user.clone().unwrap_or_default(),
+            password: self.at.password.clone().unwrap_or_default(),
+            database: self.at.path.clone(),
+            timeout: CONNECT_TIMEOUT,
+        }
+    }
+
+    /// One connection for the engine, the statements `sql` prepared.
+    async fn conn<R: Answer>(&self, sql: &[&str]) -> Result<MyConn<R>, TargetError> {
+        MyConn::open(self.account(), sql)
             .await
-            .map_err(|e| self.unreachable(reason(&e)))?;
-        Ok(MyConn {
-            opts: self.opts.clone(),
-            sql: sql.iter().map(|s| (*s).to_string()).collect(),
-            statements: statements.into(),
-            idle: Some(conn),
-            busy: None,
-            waiting: VecDeque::new(),
-        })
+            .map_err(|e| self.unreachable(crate::socket::said(&e, "MariaDB")))
     }
 
     async fn server_version(&self) -> Option<String> {
@@ -181,18 +186,6 @@ async fn open(opts: &Opts) -> Result<Conn, mysql_async::Error> {
     }
 }
 
-async fn open_prepared(
-    opts: &Opts,
-    sql: &[&str],
-) -> Result<(Conn, Vec<Statement>), mysql_async::Error> {
-    let mut conn = open(opts).await?;
-    let mut statements = Vec::with_capacity(sql.len());
-    for s in sql {
-        statements.push(conn.prep(*s).await?);
-    }
-    Ok((conn, statements))
-}
-
 /// The server's promise about commits, in a sentence.
 async fn durability(conn: &mut Conn) -> Result<String, mysql_async::Error> {
     let row: Option<Row> = conn
@@ -232,18 +225,6 @@ fn reason(e: &mysql_async::Error) -> String {
     }
 }
 
-/// A failed call: a server error counts under its class and leaves the
-/// connection usable; any other error means the connection is gone.
-fn failure<R>(tag: loadrig_engine::Tag, e: &mysql_async::Error) -> Reply<R> {
-    match e {
-        mysql_async::Error::Server(s) => Reply::Done {
-            tag,
-            result: Err(OpError::server(error_class(s.code, &s.state))),
-        },
-        _ => Reply::Broken(OpError::new(ErrorKind::Io)),
-    }
-}
-
 /// A server error as a static class: the errors a benchmark meets by
 /// SQLSTATE where it is specific, by name where it is the generic HY000.
 fn error_class(code: u16, state: &str) -> &'static str {
@@ -266,68 +247,6 @@ fn error_class(code: u16, state: &str) -> &'static str {
     }
 }
 
-/// What a call's future gives back: the connection (unless it died) and the answer.
-type Done<R> = (Option<Conn>, Reply<R>);
-/// A call waiting for the connection: given it and the statements, run.
-type Call<R> = Box<dyn FnOnce(Conn, Arc<[Statement]>) -> BoxFuture<'static, Done<R>> + Send>;
-
-/// One connection, its prepared statements, the call running on it and
-/// any calls queued behind it (only with a depth above one).
-pub struct MyConn<R> {
-    opts: Opts,
-    sql: Arc<[String]>,
-    statements: Arc<[Statement]>,
-    idle: Option<Conn>,
-    busy: Option<BoxFuture<'static, Done<R>>>,
-    waiting: VecDeque<Call<R>>,
-}
-
-impl<R: Send + 'static> MyConn<R> {
-    /// Start the call now if the connection is free, else queue it.
-    fn submit(&mut self, call: Call<R>) {
-        self.waiting.push_back(call);
-        self.start_next();
-    }
-
-    fn start_next(&mut self) {
-        if self.busy.is_some() || self.idle.is_none() {
-            return;
-        }
-        if let Some(call) = self.waiting.pop_front() {
-            if let Some(conn) = self.idle.take() {
-                self.busy = Some(call(conn, self.statements.clone()));
-            }
-        }
-    }
-
-    async fn next(&mut self) -> Reply<R> {
-        let Some(busy) = self.busy.as_mut() else {
-            // No connection to run on: the last one died; reconnect comes next.
-            return Reply::Broken(OpError::new(ErrorKind::Io));
-        };
-        // Cancel safe: the call stays in `busy` until it has answered.
-        let (conn, reply) = busy.await;
-        self.busy = None;
-        self.idle = conn;
-        self.start_next();
-        reply
-    }
-
-    /// A fresh connection, statements prepared again; calls in flight are lost.
-    async fn reconnect(&mut self) -> Result<(), OpError> {
-        self.busy = None;
-        self.waiting.clear();
-        self.idle = None;
-        let sql: Vec<&str> = self.sql.iter().map(String::as_str).collect();
-        let (conn, statements) = open_prepared(&self.opts, &sql)
-            .await
-            .map_err(|_| OpError::new(ErrorKind::Connect))?;
-        self.idle = Some(conn);
-        self.statements = statements.into();
-        Ok(())
-    }
-}
-
 impl TargetInfo for MariadbTarget {
     async fn server_version(&self) -> Option<String> {
         MariadbTarget::server_version(self).await
@@ -338,7 +257,7 @@ impl TargetInfo for MariadbTarget {
     }
 
     fn max_depth(&self) -> usize {
-        1
+        MAX_DEPTH
     }
 
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {

@@ -2,18 +2,16 @@
 //! `sql/mariadb/voter.sql`, fixed data, one prepared CALL per vote, and
 //! the counts and standings the verification reads back.
 
-use std::sync::Arc;
-
-use futures_util::FutureExt;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::CONTESTANT_NAMES;
+use loadrig_wire::my::command::Param;
+use loadrig_wire::my::response::Row;
 use loadrig_workloads::voter::{Vote, VoteResult, VoterConn, AREA_CODES};
 use loadrig_workloads::Reply;
-use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Row, Statement};
 
-use super::{failure, int, Done, MyConn};
+use super::conn::Answer;
+use super::MyConn;
 use crate::sql::sql_rows;
 
 pub(super) const SCHEMA: &str = include_str!("../../sql/mariadb/voter.sql");
@@ -38,31 +36,30 @@ pub(super) fn fixed_data(contestants: u8) -> String {
     )
 }
 
-/// One vote: the procedure's one-row result set carries the code.
-async fn vote(mut conn: Conn, statements: Arc<[Statement]>, v: Vote, tag: Tag) -> Done<VoteResult> {
-    let Some(statement) = statements.first() else {
-        return (Some(conn), Reply::Broken(OpError::new(ErrorKind::Protocol)));
-    };
-    let params = (v.phone, v.contestant, v.max_votes);
-    match conn.exec_first::<Row, _, _>(statement, params).await {
-        Ok(row) => {
-            let code = row.as_ref().and_then(|r| int(r, 0));
-            let result = code
-                .and_then(VoteResult::from_code)
-                .ok_or(OpError::new(ErrorKind::Protocol));
-            (Some(conn), Reply::Done { tag, result })
+/// A vote's answer: the procedure's one-row result set carries the code.
+impl Answer for VoteResult {
+    type Fold = Option<i64>;
+
+    fn row(code: &mut Option<i64>, row: &Row<'_>) {
+        if code.is_none() {
+            *code = row.int(0);
         }
-        Err(e @ mysql_async::Error::Server(_)) => (Some(conn), failure(tag, &e)),
-        Err(e) => (None, failure(tag, &e)),
+    }
+
+    fn finish(code: Option<i64>) -> Result<VoteResult, OpError> {
+        code.and_then(VoteResult::from_code)
+            .ok_or(OpError::new(ErrorKind::Protocol))
     }
 }
 
 impl VoterConn for MyConn<VoteResult> {
     fn vote(&mut self, v: &Vote, tag: Tag) {
-        let v = *v;
-        self.submit(Box::new(move |conn, statements| {
-            vote(conn, statements, v, tag).boxed()
-        }));
+        let params = [
+            Param::Int(v.phone),
+            Param::Int(i64::from(v.contestant)),
+            Param::Int(i64::from(v.max_votes)),
+        ];
+        self.call(0, &params, tag, None);
     }
 
     async fn recv(&mut self) -> Reply<VoteResult> {
@@ -71,6 +68,10 @@ impl VoterConn for MyConn<VoteResult> {
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
         MyConn::reconnect(self).await
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        MyConn::take_bytes(self)
     }
 }
 

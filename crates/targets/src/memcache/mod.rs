@@ -5,7 +5,6 @@
 //! shared buffered [`Socket`], so a dropped `fill` loses nothing) and asks
 //! the first server its version.
 
-use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -13,12 +12,12 @@ use std::time::Duration;
 use loadrig_spec::SpecError;
 use loadrig_wire::kv::memcache::text;
 
-use crate::url::{hostport, TargetUrl};
+use crate::url::TargetUrl;
 use loadrig_workloads::memcache::MemcacheBackend;
 use loadrig_workloads::stats::StatsSource;
 use loadrig_workloads::{TargetError, TargetInfo};
 
-use crate::socket::{said, Dial, Socket, Stream};
+use crate::socket::{PlainDial, Stream};
 
 pub(crate) mod stats;
 
@@ -26,9 +25,6 @@ const DEFAULT_PORT: u16 = 11211;
 
 /// The most requests one connection keeps in flight: a bound on memory.
 const MAX_DEPTH: usize = 65_536;
-
-/// How long connecting may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long the server's version may take.
 const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -52,6 +48,7 @@ pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
 /// One or more memcached servers. Cheap: it connects per use.
 pub struct MemcacheTarget {
     at: Arc<TargetUrl>,
+    dial: Arc<PlainDial>,
     /// The server the next engine connection goes to (round robin).
     next: AtomicUsize,
     version: OnceLock<String>,
@@ -59,29 +56,28 @@ pub struct MemcacheTarget {
 
 impl MemcacheTarget {
     pub(crate) fn new(at: TargetUrl) -> MemcacheTarget {
+        let at = Arc::new(at);
         MemcacheTarget {
-            at: Arc::new(at),
+            dial: Arc::new(PlainDial::new(at.clone(), READ_CHUNK, "memcached")),
+            at,
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
         }
     }
 
     async fn open(&self, server: usize) -> Result<MemcacheConn, TargetError> {
-        let sock = open(&self.at, server)
+        self.dial
+            .stream(server)
             .await
             .map_err(|e| TargetError::Unreachable {
                 target: self.at.label(),
                 reason: e,
-            })?;
-        let dial = Arc::new(McDial {
-            at: self.at.clone(),
-        });
-        Ok(Stream::new(sock, dial, server))
+            })
     }
 
     /// The first server's `version`.
     async fn ask(&self) -> Option<()> {
-        let mut c = open(&self.at, 0).await.ok()?;
+        let mut c = self.dial.open(0).await.ok()?;
         text::encode_version(&mut c.wbuf);
         loop {
             match text::parse_version(&c.rbuf) {
@@ -95,14 +91,6 @@ impl MemcacheTarget {
             }
         }
     }
-}
-
-/// Connect to server `i`, or say why not in plain words.
-async fn open(at: &TargetUrl, i: usize) -> Result<Socket, String> {
-    let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
-    Socket::connect(&host, port, CONNECT_TIMEOUT, READ_CHUNK)
-        .await
-        .map_err(|e: io::Error| format!("{}: {}", hostport(&host, port), said(&e, "memcached")))
 }
 
 impl TargetInfo for MemcacheTarget {
@@ -124,7 +112,7 @@ impl TargetInfo for MemcacheTarget {
 
     fn server_stats(&self) -> Vec<Box<dyn StatsSource>> {
         let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
-        let stats: Box<dyn StatsSource> = Box::new(stats::McStats::new(self.at.clone()));
+        let stats: Box<dyn StatsSource> = Box::new(stats::McStats::new(self.dial.clone()));
         std::iter::once(stats)
             .chain(crate::local::process_on(&host, port))
             .collect()
@@ -153,22 +141,7 @@ impl MemcacheBackend for MemcacheTarget {
 }
 
 /// One connection: a byte stream; the workload encodes and parses.
-pub type MemcacheConn = Stream<McDial>;
-
-/// How a connection (re)opens its socket.
-pub struct McDial {
-    at: Arc<TargetUrl>,
-}
-
-impl Dial for McDial {
-    fn servers(&self) -> usize {
-        self.at.servers.len()
-    }
-
-    async fn dial(&self, server: usize) -> Option<Socket> {
-        open(&self.at, server).await.ok()
-    }
-}
+pub type MemcacheConn = Stream<PlainDial>;
 
 #[cfg(test)]
 mod tests {

@@ -7,8 +7,7 @@ use bytes::Buf;
 use loadrig_wire::kv::memcache::text;
 use loadrig_workloads::stats::{pick, Sampled, Series, StatsSource};
 
-use crate::socket::Socket;
-use crate::url::TargetUrl;
+use crate::socket::{PlainDial, Socket};
 
 /// `stats`'s name, the reading's name, and whether it is a counter.
 pub(crate) const SERIES: &[Series] = &[
@@ -27,13 +26,13 @@ pub(crate) const SERIES: &[Series] = &[
 ];
 
 pub(crate) struct McStats {
-    at: Arc<TargetUrl>,
+    dial: Arc<PlainDial>,
     sock: Option<Socket>,
 }
 
 impl McStats {
-    pub(crate) fn new(at: Arc<TargetUrl>) -> McStats {
-        McStats { at, sock: None }
+    pub(crate) fn new(dial: Arc<PlainDial>) -> McStats {
+        McStats { dial, sock: None }
     }
 }
 
@@ -46,7 +45,7 @@ impl StatsSource for McStats {
         Box::pin(async move {
             let mut sock = match self.sock.take() {
                 Some(s) => s,
-                None => super::open(&self.at, 0).await?,
+                None => self.dial.open(0).await?,
             };
             text::encode_stats(&mut sock.wbuf);
             loop {

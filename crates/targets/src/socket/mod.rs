@@ -32,6 +32,8 @@ mod tls;
 mod stream;
 #[cfg(feature = "redis")]
 pub(crate) use stream::op_error;
+#[cfg(any(feature = "memcache", feature = "http"))]
+pub use stream::PlainDial;
 #[cfg(any(
     feature = "redis",
     feature = "memcache",

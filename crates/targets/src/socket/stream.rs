@@ -123,3 +123,58 @@ pub(crate) fn op_error(e: io::Error) -> OpError {
         _ => OpError::new(ErrorKind::Io),
     }
 }
+
+/// A server reached by TCP alone, with no login (memcached, HTTP): the
+/// [`Dial`] of those targets, and how they connect outside a stream.
+#[cfg(any(feature = "memcache", feature = "http"))]
+pub struct PlainDial {
+    at: Arc<crate::url::TargetUrl>,
+    /// The protocol's read chunk (the socket's largest read step).
+    chunk: usize,
+    /// The product named in a connect error ("memcached", "HTTP").
+    product: &'static str,
+}
+
+#[cfg(any(feature = "memcache", feature = "http"))]
+impl PlainDial {
+    /// How long connecting may take.
+    const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+    pub(crate) fn new(
+        at: Arc<crate::url::TargetUrl>,
+        chunk: usize,
+        product: &'static str,
+    ) -> PlainDial {
+        PlainDial { at, chunk, product }
+    }
+
+    /// Connect to server `i`, or say why not in plain words.
+    pub(crate) async fn open(&self, i: usize) -> Result<Socket, String> {
+        let (host, port) = self.at.servers.get(i).cloned().unwrap_or_default();
+        Socket::connect(&host, port, Self::CONNECT_TIMEOUT, self.chunk)
+            .await
+            .map_err(|e: io::Error| {
+                format!(
+                    "{}: {}",
+                    crate::url::hostport(&host, port),
+                    super::said(&e, self.product)
+                )
+            })
+    }
+
+    /// Server `i`'s stream.
+    pub(crate) async fn stream(self: &Arc<Self>, i: usize) -> Result<Stream<PlainDial>, String> {
+        Ok(Stream::new(self.open(i).await?, self.clone(), i))
+    }
+}
+
+#[cfg(any(feature = "memcache", feature = "http"))]
+impl Dial for PlainDial {
+    fn servers(&self) -> usize {
+        self.at.servers.len()
+    }
+
+    async fn dial(&self, server: usize) -> Option<Socket> {
+        self.open(server).await.ok()
+    }
+}

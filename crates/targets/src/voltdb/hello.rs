@@ -11,7 +11,7 @@ use loadrig_workloads::hello::{
 };
 use loadrig_workloads::{Reply, TargetError};
 
-use super::{scalar_answer, status_class, Answer, VoltConn, VoltTarget};
+use super::{scalar_answer, status_error, Answer, VoltConn, VoltTarget};
 
 const SCHEMA: &str = include_str!("../../sql/voltdb/hello.sql");
 
@@ -34,7 +34,7 @@ impl Answer for Greetings {
         };
         let r = vw::decode_response(frame).map_err(|_| OpError::new(ErrorKind::Protocol))?;
         if !r.status.is_success() {
-            return Err(OpError::server(status_class(r.status)));
+            return Err(status_error(r.status));
         }
         let t = r.tables.first();
         let row = t.and_then(|t| Some((t.get_str(0, 0)?, t.get_str(0, 1)?)));

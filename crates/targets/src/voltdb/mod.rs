@@ -108,10 +108,21 @@ impl VoltTarget {
         Ok((link, host))
     }
 
-    /// A connection for cold-path calls, one at a time.
+    /// A connection for cold-path calls, one at a time: to the next host,
+    /// or failing that to any other, so that counts and teardown still
+    /// reach a cluster that lost a node during the run. The error names
+    /// the first host that failed.
     async fn admin(&self) -> Result<Admin<'_>, TargetError> {
-        let (link, _) = self.link().await?;
-        Ok(Admin { link, target: self })
+        let mut first = None;
+        for _ in 0..self.at.servers.len() {
+            match self.link().await {
+                Ok((link, _)) => return Ok(Admin { link, target: self }),
+                Err(e) => {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        Err(first.unwrap_or_else(|| self.unreachable("no host".into())))
     }
 
     /// One engine connection answering with `A`.
@@ -510,13 +521,29 @@ fn io_error(e: &io::Error) -> OpError {
     }
 }
 
+/// A failed status as the error it counts as. A cluster that loses a node
+/// answers the calls the node was running with `RESPONSE_UNKNOWN` (or
+/// `CONNECTION_LOST`): the server itself cannot say whether they
+/// committed, so they count as calls lost in flight (`io`), in doubt for
+/// the verification, as when the client's own link drops
+/// (docs/voltdb-cluster.md).
+fn status_error(s: vw::Status) -> OpError {
+    match s {
+        vw::Status::ResponseUnknown | vw::Status::ConnectionLost => OpError {
+            kind: ErrorKind::Io,
+            class: status_class(s),
+        },
+        _ => OpError::server(status_class(s)),
+    }
+}
+
 /// The answer of a procedure that returns one number, or its failure.
 fn scalar_answer(frame: &[u8]) -> Result<Option<i64>, OpError> {
     let (h, v) = vw::decode_scalar_i64(frame).map_err(|_| OpError::new(ErrorKind::Protocol))?;
     if h.status.is_success() {
         Ok(v)
     } else {
-        Err(OpError::server(status_class(h.status)))
+        Err(status_error(h.status))
     }
 }
 
@@ -553,6 +580,25 @@ mod tests {
             let e = parse_url(rest).unwrap_err();
             assert_eq!(e.flag, "--target", "{rest}");
             assert!(!e.to_string().contains("secret"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_call_the_cluster_cannot_account_for_is_in_doubt() {
+        for s in [vw::Status::ResponseUnknown, vw::Status::ConnectionLost] {
+            let e = status_error(s);
+            assert_eq!(e.kind, ErrorKind::Io, "{s:?}");
+            assert!(e.kind.in_doubt(), "{s:?}");
+        }
+        // A refusal or an abort did not commit: a server error, not in doubt.
+        for s in [
+            vw::Status::GracefulFailure,
+            vw::Status::UserAbort,
+            vw::Status::ServerUnavailable,
+        ] {
+            let e = status_error(s);
+            assert_eq!(e, OpError::server(status_class(s)), "{s:?}");
+            assert!(!e.kind.in_doubt(), "{s:?}");
         }
     }
 

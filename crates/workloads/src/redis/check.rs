@@ -365,34 +365,23 @@ async fn strings<B: RedisBackend>(
     if writes == 0 {
         return Ok(());
     }
-    // Numbers written whose key is not there at all (tagged keys: found
-    // by SCAN, by their number).
-    let mut absent = 0i64;
     let keys: Vec<Vec<u8>> = match (drawn(spec, "key:"), spec.keyspace) {
         (Ok(key), _) => vec![key],
-        (Err(pattern), Some(r)) => match exact_numbers(bench, t, r) {
-            Some(numbers) if spec.tagged => {
-                let mut a = bench.backend.admin(0, spec.db()).await?;
-                let Some(names) = scan(&mut a, &pattern).await? else {
-                    lacks.insert("key:*".into(), "SCAN".into());
-                    return Ok(());
-                };
-                let written: Vec<Vec<u8>> = names
-                    .into_iter()
-                    .filter(|k| number_of(k).is_some_and(|n| numbers.contains(&n)))
-                    .collect();
-                let there: HashSet<u64> = written.iter().filter_map(|k| number_of(k)).collect();
-                absent = (numbers.len() - there.len()) as i64;
-                written
+        (Err(pattern), Some(r)) => match exact_writes(bench, t, r) {
+            Some(written) if spec.tagged => {
+                return tagged(bench, t, &written, &pattern, checks, said, lacks).await
             }
-            Some(numbers) => numbers
-                .into_iter()
-                .map(|n| {
-                    let mut k = b"key:000000000000".to_vec();
-                    put_digits(&mut k[4..], n);
-                    k
-                })
-                .collect(),
+            Some(written) => {
+                let numbers: HashSet<u64> = written.into_iter().map(|w| w.1).collect();
+                numbers
+                    .into_iter()
+                    .map(|n| {
+                        let mut k = b"key:000000000000".to_vec();
+                        put_digits(&mut k[4..], n);
+                        k
+                    })
+                    .collect()
+            }
             None => return found_keys(bench, writes, t, checks, said, lacks).await,
         },
         (Err(_), None) if spec.tagged => {
@@ -423,7 +412,25 @@ async fn strings<B: RedisBackend>(
             }
         }
     }
-    let missing = absent + found.iter().filter(|f| !**f).count() as i64;
+    let missing = found.iter().filter(|f| !**f).count() as i64;
+    let how = if by_key {
+        " (read by GET: MGET refused)"
+    } else {
+        ""
+    };
+    written_checks(checks, said, keys.len(), missing, wrong, how);
+    Ok(())
+}
+
+/// The verdict's checks and line for keys whose names were known.
+fn written_checks(
+    checks: &mut Vec<Check>,
+    said: &mut Vec<String>,
+    written: usize,
+    missing: i64,
+    wrong: i64,
+    how: &str,
+) {
     checks.push(Check::new(
         "keys written (SET/MSET) and missing",
         0,
@@ -431,15 +438,118 @@ async fn strings<B: RedisBackend>(
     ));
     checks.push(Check::new("keys written holding other data", 0, wrong));
     said.push(format!(
-        "{} key:* written, all there{}",
-        group(keys.len() as u64 + absent as u64),
-        if by_key {
-            " (read by GET: MGET refused)"
-        } else {
-            ""
-        }
+        "{} key:* written, all there{how}",
+        group(written as u64)
     ));
+}
+
+/// `key:{tag}:...` (on a cluster, docs/redis-cluster.md) after a run
+/// whose writes are known. An engine connection tags a command's keys
+/// with a tag of its master's slots, chosen by the command's first draw,
+/// and a number may have been written by any master's connections: so
+/// each write has one candidate name per master, known from the slot
+/// map, and those are read (MGET, one per slot, pipelined per master).
+/// Every number written must be found under one of them, every candidate
+/// there holding the data. A number found under none (its key lost, or
+/// tagged from a map that has changed since: a reshard) is looked for
+/// under any tag by SCAN over every master; so is every number when the
+/// run followed redirects (the map moved while it ran, so connections may
+/// have tagged from different maps). The keyspace is walked only then.
+async fn tagged<B: RedisBackend>(
+    bench: &RedisBench<B>,
+    t: &Tally<'_>,
+    written: &HashSet<(u64, u64)>,
+    pattern: &[u8],
+    checks: &mut Vec<Check>,
+    said: &mut Vec<String>,
+    lacks: &mut Lacks,
+) -> Result<(), TargetError> {
+    let data: &[u8] = &bench.data;
+    let mut r = Reader::new(bench.backend.admin(0, bench.spec.db()).await?);
+    let tags = r.a.master_tags();
+    let moved = t.domain(command::MOVED) + t.domain(command::ASK) > 0;
+    let numbers: HashSet<u64> = written.iter().map(|w| w.1).collect();
+    let mut found: HashSet<u64> = HashSet::with_capacity(numbers.len());
+    let mut wrong = 0i64;
+    let mut note = |keys: &[Vec<u8>], values: Vec<Option<Vec<u8>>>, found: &mut HashSet<u64>| {
+        for (k, v) in keys.iter().zip(values) {
+            if let (Some(v), Some(n)) = (v, number_of(k)) {
+                found.insert(n);
+                wrong += i64::from(v != data);
+            }
+        }
+    };
+    if !moved {
+        let names = candidates(written, &tags);
+        match r.values(&names).await? {
+            Ok(values) => note(&names, values, &mut found),
+            Err(verb) => {
+                lacks.insert("key:*".into(), verb.into());
+                return Ok(());
+            }
+        }
+    }
+    let unfound: HashSet<u64> = numbers.difference(&found).copied().collect();
+    if !unfound.is_empty() {
+        let Some(names) = scan(&mut r.a, pattern).await? else {
+            lacks.insert("key:*".into(), "SCAN".into());
+            return Ok(());
+        };
+        let names: Vec<Vec<u8>> = names
+            .into_iter()
+            .filter(|k| number_of(k).is_some_and(|n| unfound.contains(&n)))
+            .collect();
+        match r.values(&names).await? {
+            Ok(values) => note(&names, values, &mut found),
+            Err(verb) => {
+                lacks.insert("key:*".into(), verb.into());
+                return Ok(());
+            }
+        }
+    }
+    let missing = numbers.len().saturating_sub(found.len()) as i64;
+    let how = match (unfound.is_empty(), r.by_key) {
+        (true, false) => String::new(),
+        (true, true) => " (read by GET: MGET refused)".into(),
+        (false, by_key) => format!(
+            " ({} looked for by SCAN{})",
+            group(unfound.len() as u64),
+            if by_key {
+                ", read by GET: MGET refused"
+            } else {
+                ""
+            }
+        ),
+    };
+    written_checks(checks, said, numbers.len(), missing, wrong, &how);
     Ok(())
+}
+
+/// Each write's candidate names, `key:{tag}:NNNNNNNNNNNN` with the tag
+/// master `m`'s connections chose for its draw, for every master; in
+/// slot order, so that a batch of MGETs spans few slots.
+fn candidates(written: &HashSet<(u64, u64)>, tags: &[Vec<[u8; 3]>]) -> Vec<Vec<u8>> {
+    let mut named: Vec<(usize, usize, u64)> = Vec::with_capacity(written.len() * tags.len());
+    for &(draw, n) in written {
+        for (m, mine) in tags.iter().enumerate() {
+            let Some(i) = draw.checked_rem(mine.len() as u64) else {
+                continue;
+            };
+            named.push((m, i as usize, n));
+        }
+    }
+    named.sort_unstable();
+    named.dedup();
+    named
+        .into_iter()
+        .filter_map(|(m, i, n)| {
+            let tag = tags.get(m)?.get(i)?;
+            let mut k = b"key:{???}:000000000000".to_vec();
+            k[5..8].copy_from_slice(tag);
+            put_digits(&mut k[10..], n);
+            Some(k)
+        })
+        .collect()
 }
 
 /// `key:*` when which keys were written is not known (a run by time, or
@@ -505,13 +615,15 @@ fn number_of(key: &[u8]) -> Option<u64> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
-/// The numbers of every key SET and MSET wrote, when they are known:
-/// a run by count over the whole index space, every write acknowledged.
-fn exact_numbers<B: RedisBackend>(
+/// Every key SET and MSET wrote, when they are known (a run by count
+/// over the whole index space, every write acknowledged), as (the draw
+/// that chose its command's cluster tag, its number): the tag is drawn
+/// from the command's first key, so MSET's ten keys share their first's.
+fn exact_writes<B: RedisBackend>(
     bench: &RedisBench<B>,
     t: &Tally<'_>,
     r: u64,
-) -> Option<HashSet<u64>> {
+) -> Option<HashSet<(u64, u64)>> {
     let Stop::Count(n) = bench.stop else {
         return None;
     };
@@ -531,17 +643,20 @@ fn exact_numbers<B: RedisBackend>(
     if draws > MAX_EXACT_DRAWS {
         return None;
     }
-    let mut numbers = HashSet::new();
+    let mut written = HashSet::new();
     for (test, per) in runs {
         let seed = test_seed(bench.seed, test);
         for i in 0..n {
             let mut rng = Rng::for_op(seed, i);
+            let mut first = None;
             for _ in 0..per {
-                numbers.insert(rng.below(r) % 1_000_000_000_000);
+                let d = rng.below(r);
+                let tag = *first.get_or_insert(d);
+                written.insert((tag, d % 1_000_000_000_000));
             }
         }
     }
-    Some(numbers)
+    Some(written)
 }
 
 /// Hits, misses and additions, per test that has them.

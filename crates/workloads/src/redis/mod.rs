@@ -109,6 +109,15 @@ pub trait RespAdmin {
         &mut self,
         commands: &[Command],
     ) -> impl Future<Output = Result<Vec<Value>, TargetError>>;
+
+    /// On a Redis Cluster, per master in the slot map's order, the hash
+    /// tags of the slots it serves, in slot order: what an engine
+    /// connection on that master draws its keys' tag from
+    /// ([`ByteStream::key_tag`](crate::stream::ByteStream::key_tag)), as
+    /// the map reads now. Empty for anything else.
+    fn master_tags(&self) -> Vec<Vec<[u8; 3]>> {
+        Vec::new()
+    }
 }
 
 /// One pipelined RESP connection over the target's byte stream: commands

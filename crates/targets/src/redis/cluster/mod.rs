@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use loadrig_spec::SpecError;
-use loadrig_wire::kv::resp::slot::{key_slot, SLOTS};
+use loadrig_wire::kv::resp::slot::{key_slot, slot_tags, SLOTS};
 use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
 use loadrig_workloads::{TargetError, TargetInfo};
 
@@ -94,12 +94,45 @@ impl SlotMap {
 
     /// The master serving `key`.
     pub fn of_key(&self, key: &[u8]) -> usize {
-        usize::from(
-            self.owner
-                .get(usize::from(key_slot(key)))
-                .copied()
-                .unwrap_or(0),
-        )
+        self.of_slot(usize::from(key_slot(key)))
+    }
+
+    /// The master serving `slot`.
+    pub fn of_slot(&self, slot: usize) -> usize {
+        usize::from(self.owner.get(slot).copied().unwrap_or(0))
+    }
+
+    /// The hash tags of the slots master `node` serves, in slot order:
+    /// an engine connection on `node` tags its keys with one of them.
+    pub fn tags(&self, node: usize) -> Vec<[u8; 3]> {
+        self.owner
+            .iter()
+            .zip(slot_tags())
+            .filter(|(o, _)| usize::from(**o) == node)
+            .map(|(_, t)| *t)
+            .collect()
+    }
+
+    /// `keys` grouped by slot, each group with its slot's master: the
+    /// indices into `keys`, in their order within a slot. Groups come in
+    /// slot order.
+    fn by_slot(&self, keys: &[Vec<u8>]) -> Vec<(usize, Vec<usize>)> {
+        let mut order: Vec<(u16, usize)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (key_slot(k), i))
+            .collect();
+        order.sort_unstable();
+        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut last = None;
+        for (slot, i) in order {
+            match groups.last_mut() {
+                Some((_, g)) if last == Some(slot) => g.push(i),
+                _ => groups.push((self.of_slot(usize::from(slot)), vec![i])),
+            }
+            last = Some(slot);
+        }
+        groups
     }
 }
 
@@ -226,8 +259,10 @@ impl RedisBackend for RedisClusterTarget {
     }
 
     async fn admin(&self, _server: usize, db: u32) -> Result<ClusterAdmin, TargetError> {
+        let map = read_map(&self.at).await?;
         Ok(ClusterAdmin {
-            map: read_map(&self.at).await?,
+            masters: map.nodes.len(),
+            map,
             at: self.at.clone(),
             db,
             links: Vec::new(),
@@ -236,14 +271,16 @@ impl RedisBackend for RedisClusterTarget {
 }
 
 /// The cold path on a cluster: a command with a key goes to the key's
-/// master (following MOVED and ASK); MGET and a DEL of several keys are
-/// split into one command per key, sent pipelined per master, and their
-/// answers put back together; SCAN walks every master; the rest (INFO,
-/// CONFIG GET) goes to the first master.
+/// master (following MOVED and ASK); MGET is split into one MGET per
+/// slot and a DEL of several keys into one DEL per key, sent pipelined
+/// per master, and their answers put back together; SCAN walks every
+/// master; the rest (INFO, CONFIG GET) goes to the first master.
 pub struct ClusterAdmin {
     at: Arc<TargetUrl>,
     db: u32,
     map: SlotMap,
+    /// The masters as the map was read (redirects may add nodes to `map`).
+    masters: usize,
     /// A link per master, opened when first used.
     links: Vec<Option<Admin>>,
 }
@@ -351,6 +388,65 @@ impl ClusterAdmin {
         ])))
     }
 
+    /// MGET of keys in any slots: one MGET per slot, pipelined per
+    /// master. A slot's MGET answered otherwise (a redirect while the slot
+    /// moves, TRYAGAIN, a server without MGET) is read again key by key,
+    /// each GET following its redirects; the answer is then the first
+    /// error among those, if any.
+    async fn mget(&mut self, keys: &[Vec<u8>]) -> Result<Value, TargetError> {
+        let groups = self.map.by_slot(keys);
+        let mut values = vec![None; keys.len()];
+        let mut again = Vec::new();
+        for node in 0..self.map.nodes.len() {
+            let mine: Vec<&Vec<usize>> = groups
+                .iter()
+                .filter(|(n, _)| *n == node)
+                .map(|(_, g)| g)
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let commands: Vec<Command> = mine
+                .iter()
+                .map(|g| {
+                    let mut c = Vec::with_capacity(g.len() + 1);
+                    c.push(b"MGET".to_vec());
+                    c.extend(g.iter().map(|&i| keys[i].clone()));
+                    c
+                })
+                .collect();
+            for (g, reply) in mine.into_iter().zip(self.on(node, &commands).await?) {
+                match reply {
+                    Value::Array(Some(vs)) if vs.len() == g.len() => {
+                        for (&i, v) in g.iter().zip(vs) {
+                            values[i] = Some(v);
+                        }
+                    }
+                    _ => again.extend(g.iter().copied()),
+                }
+            }
+        }
+        if !again.is_empty() {
+            let gets: Vec<Command> = again
+                .iter()
+                .map(|&i| cmd(&[&b"GET"[..], &keys[i]]))
+                .collect();
+            let replies = self.routed(&gets).await?;
+            if let Some(e) = replies.iter().find(|v| matches!(v, Value::Error(_))) {
+                return Ok(e.clone());
+            }
+            for (i, v) in again.into_iter().zip(replies) {
+                values[i] = Some(v);
+            }
+        }
+        Ok(Value::Array(Some(
+            values
+                .into_iter()
+                .map(|v| v.unwrap_or(Value::Bulk(None)))
+                .collect(),
+        )))
+    }
+
     async fn one(&mut self, c: &Command) -> Result<Value, TargetError> {
         let name = c
             .first()
@@ -364,13 +460,7 @@ impl ClusterAdmin {
         };
         Ok(match name.as_slice() {
             b"SCAN" => self.scan(c).await?,
-            b"MGET" => {
-                let values = self.routed(&per_key("GET")).await?;
-                match values.iter().find(|v| matches!(v, Value::Error(_))) {
-                    Some(e) => e.clone(),
-                    None => Value::Array(Some(values)),
-                }
-            }
+            b"MGET" => self.mget(c.get(1..).unwrap_or_default()).await?,
             b"DEL" if c.len() > 2 => {
                 let counts = self.routed(&per_key("DEL")).await?;
                 match counts.iter().find(|v| matches!(v, Value::Error(_))) {
@@ -404,6 +494,10 @@ impl RespAdmin for ClusterAdmin {
             out.push(self.one(c).await?);
         }
         Ok(out)
+    }
+
+    fn master_tags(&self) -> Vec<Vec<[u8; 3]>> {
+        (0..self.masters).map(|m| self.map.tags(m)).collect()
     }
 }
 
@@ -444,6 +538,25 @@ mod tests {
         assert_eq!(m.of_key(b"foo"), 2);
         assert_eq!(SlotMap::of(&Value::Error("ERR".into()), "s"), None);
         assert_eq!(SlotMap::of(&Value::Array(Some(vec![])), "s"), None);
+    }
+
+    #[test]
+    fn tags_per_master_and_keys_grouped_by_slot() {
+        let owner = (0..SLOTS).map(|s| u16::from(s >= 8192)).collect();
+        let m = SlotMap {
+            nodes: vec![("h".into(), 1), ("h".into(), 2)],
+            owner,
+        };
+        let (t0, t1) = (m.tags(0), m.tags(1));
+        assert_eq!((t0.len(), t1.len()), (8192, 8192));
+        // In slot order: the first tag of master 1 is slot 8192's.
+        assert_eq!(usize::from(key_slot(&t0[0])), 0);
+        assert_eq!(usize::from(key_slot(&t1[0])), 8192);
+        assert_eq!(usize::from(key_slot(&t1[8191])), 16383);
+        // foo and x{foo}: slot 12182 (master 1); bar: slot 5061 (master 0).
+        let keys = [&b"foo"[..], b"bar", b"x{foo}"].map(<[u8]>::to_vec);
+        assert_eq!(m.by_slot(&keys), vec![(0, vec![1]), (1, vec![0, 2])]);
+        assert!(m.by_slot(&[]).is_empty());
     }
 
     #[test]

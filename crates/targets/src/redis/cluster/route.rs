@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
 use loadrig_metrics::{ErrorKind, OpError};
-use loadrig_wire::kv::resp::slot::{key_slot, slot_tags};
+use loadrig_wire::kv::resp::slot::key_slot;
 use loadrig_wire::kv::resp::{self, Reply};
 use loadrig_workloads::stream::ByteStream;
 use loadrig_workloads::TargetError;
@@ -123,7 +123,7 @@ impl ClusterStream {
         }
         let seed = at.servers.first().map(|s| s.0.clone()).unwrap_or_default();
         let home = home % nodes.len().max(1);
-        let tags = home_tags(&map, home);
+        let tags = map.tags(home);
         Ok(ClusterStream {
             home,
             tags,
@@ -311,16 +311,6 @@ impl ClusterStream {
     }
 }
 
-/// The tags of the slots master `home` serves in `map`.
-fn home_tags(map: &SlotMap, home: usize) -> Vec<[u8; 3]> {
-    map.owner
-        .iter()
-        .zip(slot_tags())
-        .filter(|(o, _)| usize::from(**o) == home)
-        .map(|(_, t)| *t)
-        .collect()
-}
-
 enum Route {
     One(usize),
     Split(Vec<(usize, Bytes)>),
@@ -471,11 +461,11 @@ mod tests {
             nodes: vec![("h".into(), 1), ("h".into(), 2), ("h".into(), 3)],
             owner,
         };
-        let map_clone = map.clone();
         ClusterStream {
             at: Arc::new(super::super::parse_url("h:1").unwrap()),
             db: 0,
             home: 1,
+            tags: map.tags(1),
             map,
             nodes: (0..3).map(|_| Node::new(None)).collect(),
             staging: BytesMut::new(),
@@ -485,7 +475,6 @@ mod tests {
             redirects: [0, 0],
             carried: (0, 0),
             seed: "h".into(),
-            tags: home_tags(&map_clone, 1),
         }
     }
 
