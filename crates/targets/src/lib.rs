@@ -42,6 +42,7 @@ mod scrape;
     feature = "mqtt",
     feature = "memcache",
     feature = "http",
+    feature = "postgres",
     feature = "mysql"
 ))]
 mod socket;
@@ -234,7 +235,7 @@ registry! {
             Ok(PostgresTarget::new(at, mode))
         },
         example: "postgres://bench:bench@127.0.0.1:5432/bench  (TLS: ?sslmode=require)",
-        about: "PostgreSQL (tokio-postgres, TLS by rustls); server-side functions, pipelined calls",
+        about: "PostgreSQL (own protocol v3 client, TLS by rustls); server-side functions, pipelined calls",
         stats: ("pg_stat_database", postgres::stats::SERIES),
     },
     #[cfg(feature = "mysql")]

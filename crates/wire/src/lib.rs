@@ -8,6 +8,7 @@
 //! - [`etcd`]: etcd v3's gRPC messages and gRPC's framing;
 //! - [`my`]: the MySQL client/server protocol (MariaDB): login, prepared
 //!   statements, binary result sets;
+//! - [`pg`]: PostgreSQL's frontend/backend protocol v3;
 //! - [`step`]: the parse step (done, incomplete, bad), the line-end scan,
 //!   decimals read and written.
 //!
@@ -28,5 +29,6 @@ pub mod etcd;
 pub mod kv;
 pub mod mq;
 pub mod my;
+pub mod pg;
 pub mod step;
 pub mod volt;

@@ -224,12 +224,16 @@ fn psql(sql: &str) {
 
 #[test]
 fn postgres_runs_every_test_of_the_guide_verified() {
+    // servers.rs kills every session of the tests' user mid-run.
+    let _one_at_a_time = crate::common::hold("postgres");
     crate::common::need_server("postgres", 5432);
     each_test_verifies(POSTGRES, "it_each");
 }
 
 #[test]
 fn postgres_links_cut_mid_run_leave_writes_in_doubt_and_verify_holds() {
+    // servers.rs kills every session of the tests' user mid-run.
+    let _one_at_a_time = crate::common::hold("postgres");
     crate::common::need_server("postgres", 5432);
     links_cut_mid_run("postgres", 5432, &[]);
 }
@@ -288,6 +292,8 @@ fn links_cut_mid_run(scheme: &str, port: u16, extra: &[&str]) {
 
 #[test]
 fn postgres_dropping_acknowledged_writes_fails_verification() {
+    // servers.rs kills every session of the tests' user mid-run.
+    let _one_at_a_time = crate::common::hold("postgres");
     crate::common::need_server("postgres", 5432);
     let args = |n: &'static str| {
         [
@@ -411,4 +417,45 @@ fn voltdb_runs_every_test_of_the_guide_verified() {
     // procedures) and count every procedure call it serves.
     let _one_at_a_time = crate::common::hold("voltdb");
     each_test_verifies("voltdb://127.0.0.1:21212", "it_each");
+}
+
+/// A lone point read is its own statement (`SELECT v WHERE k = $1`, as
+/// pgbench -S), pipelined 16 deep on each connection: every read finds
+/// its key, and every answer comes back to its own call.
+#[test]
+fn postgres_point_reads_pipelined_find_every_key() {
+    crate::common::need_server("postgres", 5432);
+    let _one_at_a_time = crate::common::hold("postgres");
+    let args = [
+        "run",
+        "kv",
+        "--target",
+        POSTGRES,
+        "--reads",
+        "1",
+        "--writes",
+        "0",
+        "-P",
+        "16",
+        "--clients",
+        "4",
+        "-n",
+        "4000",
+        "--rows",
+        "10000",
+        "--dataset",
+        "it_point",
+        "-q",
+    ];
+    let (r, report) = run_reported(&args);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &report, 4000);
+    assert_verified(&r, &report);
+    assert_eq!(domain(&report, "keys_read"), 4000, "{}", r.dump());
+    assert_eq!(domain(&report, "keys_missing"), 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("SELECT v WHERE k = $1"),
+        "the transactions line names the statement: {}",
+        r.dump()
+    );
 }

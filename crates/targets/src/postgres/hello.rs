@@ -2,13 +2,14 @@
 //! `hello_select()` functions from `sql/postgres/hello.sql`, one prepared
 //! call per operation; a Select is checked against the row expected.
 
-use futures_util::FutureExt;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_wire::pg::{self, DataRow};
 use loadrig_workloads::hello::{HelloConn, HelloOp, DIALECTS, INSERTED_HELLO, INSERTED_WORLD};
 use loadrig_workloads::Reply;
 
-use super::{reply_err, PgConn};
+use super::conn::Expect;
+use super::PgConn;
 
 pub(super) const SCHEMA: &str = include_str!("../../sql/postgres/hello.sql");
 
@@ -39,56 +40,40 @@ pub(super) fn preload() -> String {
 
 /// A Select's row against what it should be: a missing or different row
 /// is a verification failure, not a server error.
-fn checked(row: Option<tokio_postgres::Row>, expect: (&str, &str)) -> Result<(), OpError> {
-    let found = row.and_then(|r| {
-        let h: &str = r.try_get(0).ok()?;
-        let w: &str = r.try_get(1).ok()?;
-        Some(h == expect.0 && w == expect.1)
-    });
+fn checked(row: Option<DataRow<'_>>, expect: Expect) -> Result<(), OpError> {
+    let found = row.and_then(|r| Some((r.get(0).ok()??, r.get(1).ok()??)));
     match found {
-        Some(true) => Ok(()),
+        Some((h, w)) if h == expect.0.as_bytes() && w == expect.1.as_bytes() => Ok(()),
         _ => Err(OpError::new(ErrorKind::Verification)),
+    }
+}
+
+/// `hello_insert`'s answer: 1 a row was added; 0 the dialect was there
+/// already, so no row was added.
+fn inserted(row: Option<DataRow<'_>>, _: Expect) -> Result<(), OpError> {
+    match row.and_then(|r| r.get(0).ok().flatten()).and_then(pg::int) {
+        Some(1) => Ok(()),
+        Some(_) => Err(OpError::server("23505")),
+        None => Err(OpError::new(ErrorKind::Protocol)),
     }
 }
 
 impl HelloConn for PgConn<()> {
     fn call(&mut self, op: &HelloOp, tag: Tag) {
-        let client = self.client.clone();
-        let op = *op;
-        let statement = self.statement(match op {
-            HelloOp::Select { .. } => SELECT,
-            HelloOp::Insert { .. } => INSERT,
-        });
-        self.push(
-            async move {
-                let Some(statement) = statement else {
-                    return Reply::Broken(OpError::new(ErrorKind::Protocol));
-                };
-                let result = match op {
-                    HelloOp::Select { dialect, expect } => {
-                        match client.query_opt(&statement, &[&dialect]).await {
-                            Ok(row) => checked(row, expect),
-                            Err(e) => return reply_err(tag, &e),
-                        }
-                    }
-                    HelloOp::Insert { dialect } => {
-                        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-                            [&INSERTED_HELLO, &INSERTED_WORLD, &dialect.as_str()];
-                        match client.query_one(&statement, &params).await {
-                            // 0: the dialect was there already, so no row was added.
-                            Ok(row) => match row.try_get::<_, i32>(0) {
-                                Ok(1) => Ok(()),
-                                Ok(_) => Err(OpError::server("23505")),
-                                Err(_) => Err(OpError::new(ErrorKind::Protocol)),
-                            },
-                            Err(e) => return reply_err(tag, &e),
-                        }
-                    }
-                };
-                Reply::Done { tag, result }
+        match *op {
+            HelloOp::Select { dialect, expect } => {
+                PgConn::call(self, SELECT, 1, (tag, checked, expect), |b| {
+                    pg::param_bytes(b, dialect.as_bytes());
+                });
             }
-            .boxed(),
-        );
+            HelloOp::Insert { dialect } => {
+                PgConn::call(self, INSERT, 3, (tag, inserted, ("", "")), |b| {
+                    pg::param_bytes(b, INSERTED_HELLO.as_bytes());
+                    pg::param_bytes(b, INSERTED_WORLD.as_bytes());
+                    pg::param_bytes(b, dialect.as_str().as_bytes());
+                });
+            }
+        }
     }
 
     async fn recv(&mut self) -> Reply<()> {
@@ -97,5 +82,9 @@ impl HelloConn for PgConn<()> {
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
         PgConn::reconnect(self).await
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        PgConn::take_bytes(self)
     }
 }

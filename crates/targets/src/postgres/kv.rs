@@ -4,21 +4,21 @@
 //! transaction: so a transaction is one prepared call in autocommit, one
 //! round trip. Writes go in key order, so two writers never wait on each
 //! other in a cycle (no deadlocks); calls in flight are pipelined as the
-//! Voter's are.
+//! Voter's are, on loadrig's own client ([`super::conn`]). The load and
+//! the read-back (`put_rows`, `get_rows`) go over a tokio-postgres
+//! connection of their own, opened at their first use.
 
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
-use futures_util::stream::{FuturesOrdered, StreamExt};
-use futures_util::FutureExt;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_wire::pg::{self, DataRow};
 use loadrig_workloads::kv::{Key, KvBackend, KvConn, Rows, Txn, TxnDone};
 use loadrig_workloads::{Reply, TargetError};
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::Client;
 
-use super::{open, reason, reply_err, Connect, PostgresTarget, Unopened};
+use super::conn::{Expect, Wire};
+use super::{open, reason, Connect, PostgresTarget};
 use crate::sql::SqlAdmin;
 
 /// The names and statements of one dataset.
@@ -31,6 +31,8 @@ pub(crate) struct Sql {
     reads: String,
     /// A range alone.
     range: String,
+    /// One point read alone: the simplest statement, as pgbench's `-S`.
+    point: String,
     put: String,
     get: String,
 }
@@ -44,6 +46,7 @@ impl Sql {
             reads: format!(
                 "SELECT count(t.v) FROM unnest($1::bytea[]) AS q(k) JOIN {table} t ON t.k = q.k"
             ),
+            point: format!("SELECT v FROM {table} WHERE k = $1"),
             range: format!(
                 "SELECT count(s.v) FROM (SELECT v FROM {table} WHERE k >= $1 AND k < $2
                  ORDER BY k LIMIT $3) s"
@@ -91,34 +94,74 @@ END $$;"
     }
 }
 
-/// One connection: its prepared statements, the calls in flight in order.
+/// The statements a connection parses, by index: the function call, and
+/// the plain statements a transaction of only point reads, only a range or
+/// one point read uses instead (a statement is its own snapshot: no
+/// function, no PL/pgSQL, for what needs none).
+const CALL: usize = 0;
+const READS: usize = 1;
+const RANGE: usize = 2;
+const POINT: usize = 3;
+
+impl Sql {
+    /// The engine's statements, in the order of the indexes above.
+    fn calls(&self) -> Arc<[String]> {
+        [&self.call, &self.reads, &self.range, &self.point]
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+}
+
+/// One connection: the calls in flight on loadrig's client, and a
+/// tokio-postgres client for the cold path, opened when first needed.
 pub struct PgKvConn {
+    wire: Wire<TxnDone>,
     config: Arc<Connect>,
     sql: Arc<Sql>,
-    client: Arc<Client>,
-    prepared: Prepared,
-    inflight: FuturesOrdered<BoxFuture<'static, Reply<TxnDone>>>,
+    admin: Option<Client>,
 }
 
-/// The function call, and the plain statements a transaction of only
-/// point reads or only a range uses instead (a statement is its own
-/// snapshot: no function, no PL/pgSQL, for what needs none).
-#[derive(Clone)]
-struct Prepared {
-    call: Statement,
-    reads: Statement,
-    range: Statement,
+/// The one number a statement returns, or none.
+fn number(row: Option<DataRow<'_>>) -> Result<i64, OpError> {
+    row.and_then(|r| r.get(0).ok().flatten())
+        .and_then(pg::int)
+        .ok_or(OpError::new(ErrorKind::Protocol))
 }
 
-async fn open_kv(config: &Connect, sql: &Sql) -> Result<(Client, Prepared), Unopened> {
-    let client = open(config).await?;
-    let prepared = Prepared {
-        call: client.prepare(&sql.call).await?,
-        reads: client.prepare(&sql.reads).await?,
-        range: client.prepare(&sql.range).await?,
-    };
-    Ok((client, prepared))
+fn found(row: Option<DataRow<'_>>, _: Expect) -> Result<TxnDone, OpError> {
+    Ok(TxnDone {
+        found: number(row)? as u32,
+        ranged: 0,
+    })
 }
+
+fn ranged(row: Option<DataRow<'_>>, _: Expect) -> Result<TxnDone, OpError> {
+    Ok(TxnDone {
+        found: 0,
+        ranged: number(row)? as u32,
+    })
+}
+
+/// A point read's row is its key found; no row, not found.
+fn point(row: Option<DataRow<'_>>, _: Expect) -> Result<TxnDone, OpError> {
+    Ok(TxnDone {
+        found: u32::from(row.is_some()),
+        ranged: 0,
+    })
+}
+
+/// The function's answer: point reads found in the low 32 bits, range
+/// rows in the high.
+fn packed(row: Option<DataRow<'_>>, _: Expect) -> Result<TxnDone, OpError> {
+    let n = number(row)?;
+    Ok(TxnDone {
+        found: (n & 0xffff_ffff) as u32,
+        ranged: (n >> 32) as u32,
+    })
+}
+
+const NONE: Expect = ("", "");
 
 impl PgKvConn {
     fn failed(&self, e: &tokio_postgres::Error) -> TargetError {
@@ -127,106 +170,98 @@ impl PgKvConn {
             reason: reason(e),
         }
     }
+
+    /// The cold path's client, opened at the first use.
+    async fn admin(&mut self) -> Result<&Client, TargetError> {
+        if self.admin.is_none() {
+            let client = open(&self.config).await.map_err(|e| TargetError::Prepare {
+                target: format!("postgres dataset {}", self.sql.dataset),
+                reason: e.reason(),
+            })?;
+            self.admin = Some(client);
+        }
+        self.admin.as_ref().ok_or_else(|| TargetError::Prepare {
+            target: format!("postgres dataset {}", self.sql.dataset),
+            reason: "no connection".to_string(),
+        })
+    }
+}
+
+/// A range's bounds and limit as parameters.
+fn range_params(b: &mut bytes::BytesMut, g: &loadrig_workloads::kv::RangeRead, limit: Limit) {
+    pg::param_bytes(b, &g.start);
+    pg::param_bytes(b, &g.end);
+    let n = i32::try_from(g.limit).unwrap_or(i32::MAX);
+    match limit {
+        Limit::Int8 => pg::param_i64(b, i64::from(n)),
+        Limit::Int4 => pg::param_i32(b, n),
+    }
+}
+
+/// The limit's type: `LIMIT $3` is a `bigint`; the function's is an `integer`.
+#[derive(Clone, Copy)]
+enum Limit {
+    Int8,
+    Int4,
 }
 
 impl KvConn for PgKvConn {
     fn submit(&mut self, txn: &Txn, tag: Tag) {
-        let (client, prepared) = (self.client.clone(), self.prepared.clone());
-        // The call owns its data: the driver reuses `txn`.
-        let reads = txn.reads.clone();
-        let range = txn.range;
-        let writes = txn.writes.clone();
-        self.inflight.push_back(
-            async move {
-                let r: Vec<&[u8]> = reads.iter().map(|k| &k[..]).collect();
-                let (gs, ge, gl): (&[u8], &[u8], i32) = match &range {
-                    Some(g) => (&g.start, &g.end, i32::try_from(g.limit).unwrap_or(i32::MAX)),
-                    None => (&[], &[], 0),
-                };
-                let wk: Vec<&[u8]> = writes.keys().iter().map(|k| &k[..]).collect();
-                let wv: Vec<&[u8]> = writes.iter().map(|(_, v)| v).collect();
-                let gl64 = i64::from(gl);
-                // Which statement, and where its one number goes.
-                let (answer, (statement, params)): (fn(i64) -> TxnDone, _) =
-                    match (r.is_empty(), range.is_some(), wk.is_empty()) {
-                        (false, false, true) => (
-                            |n| TxnDone {
-                                found: n as u32,
-                                ranged: 0,
-                            },
-                            (&prepared.reads, vec![&r as &(dyn ToSql + Sync)]),
-                        ),
-                        (true, true, true) => (
-                            |n| TxnDone {
-                                found: 0,
-                                ranged: n as u32,
-                            },
-                            (
-                                &prepared.range,
-                                vec![&gs as &(dyn ToSql + Sync), &ge, &gl64],
-                            ),
-                        ),
-                        _ => (
-                            |packed| TxnDone {
-                                found: (packed & 0xffff_ffff) as u32,
-                                ranged: (packed >> 32) as u32,
-                            },
-                            (
-                                &prepared.call,
-                                vec![&r as &(dyn ToSql + Sync), &gs, &ge, &gl, &wk, &wv],
-                            ),
-                        ),
-                    };
-                match client.query_one(statement, &params).await {
-                    Ok(row) => {
-                        let result = row
-                            .try_get::<_, i64>(0)
-                            .map(answer)
-                            .map_err(|_| OpError::new(ErrorKind::Protocol));
-                        Reply::Done { tag, result }
-                    }
-                    Err(e) => reply_err(tag, &e),
-                }
+        let keys = |b: &mut bytes::BytesMut, keys: &[Key]| {
+            pg::param_bytea_array(b, keys.iter().map(|k| &k[..]));
+        };
+        match (&txn.reads[..], &txn.range, txn.writes.is_empty()) {
+            ([one], None, true) => self.wire.call(POINT, 1, (tag, point, NONE), |b| {
+                pg::param_bytes(b, &one[..]);
+            }),
+            (reads, None, true) if !reads.is_empty() => {
+                self.wire
+                    .call(READS, 1, (tag, found, NONE), |b| keys(b, reads))
             }
-            .boxed(),
-        );
+            ([], Some(g), true) => self.wire.call(RANGE, 3, (tag, ranged, NONE), |b| {
+                range_params(b, g, Limit::Int8);
+            }),
+            (reads, range, _) => self.wire.call(CALL, 6, (tag, packed, NONE), |b| {
+                keys(b, reads);
+                match range {
+                    Some(g) => range_params(b, g, Limit::Int4),
+                    None => {
+                        pg::param_bytes(b, &[]);
+                        pg::param_bytes(b, &[]);
+                        pg::param_i32(b, 0);
+                    }
+                }
+                keys(b, txn.writes.keys());
+                pg::param_bytea_array(b, txn.writes.iter().map(|(_, v)| v));
+            }),
+        }
     }
 
     async fn recv(&mut self) -> Reply<TxnDone> {
-        // Cancel safe: a call leaves the queue only with its answer.
-        self.inflight
-            .next()
-            .await
-            .unwrap_or(Reply::Broken(OpError::new(ErrorKind::Protocol)))
+        self.wire.next().await
     }
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
-        self.inflight = FuturesOrdered::new();
-        let (client, prepared) = open_kv(&self.config, &self.sql)
-            .await
-            .map_err(|_| OpError::new(ErrorKind::Connect))?;
-        self.client = Arc::new(client);
-        self.prepared = prepared;
-        Ok(())
+        self.wire.reconnect().await
+    }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.wire.take_bytes()
     }
 
     async fn put_rows(&mut self, rows: &Rows) -> Result<(), TargetError> {
         let k: Vec<&[u8]> = rows.keys().iter().map(|k| &k[..]).collect();
         let v: Vec<&[u8]> = rows.iter().map(|(_, v)| v).collect();
-        self.client
-            .execute(self.sql.put.as_str(), &[&k, &v])
-            .await
-            .map(|_| ())
-            .map_err(|e| self.failed(&e))
+        let put = self.sql.put.clone();
+        let r = self.admin().await?.execute(put.as_str(), &[&k, &v]).await;
+        r.map(|_| ()).map_err(|e| self.failed(&e))
     }
 
     async fn get_rows(&mut self, keys: &[Key]) -> Result<Vec<Option<Vec<u8>>>, TargetError> {
         let k: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-        let rows = self
-            .client
-            .query(self.sql.get.as_str(), &[&k])
-            .await
-            .map_err(|e| self.failed(&e))?;
+        let get = self.sql.get.clone();
+        let rows = self.admin().await?.query(get.as_str(), &[&k]).await;
+        let rows = rows.map_err(|e| self.failed(&e))?;
         rows.iter()
             .map(|r| r.try_get::<_, Option<Vec<u8>>>(0))
             .collect::<Result<_, _>>()
@@ -245,7 +280,8 @@ impl KvBackend for PostgresTarget {
         format!(
             "one round trip per transaction: the PL/pgSQL function kv_txn_{}(reads, range, writes) \
              as a prepared call in autocommit, or one prepared SELECT when the transaction is only \
-             point reads or only a range; ranges walk the primary key's B-tree; writes in key order",
+             point reads (one read: SELECT v WHERE k = $1) or only a range; calls pipelined on \
+             loadrig's own client; ranges walk the primary key's B-tree; writes in key order",
             self.kv.dataset
         )
     }
@@ -307,19 +343,17 @@ impl KvBackend for PostgresTarget {
     }
 
     async fn connect(&self) -> Result<Self::Conn, TargetError> {
-        let (client, prepared) =
-            open_kv(&self.config, &self.kv)
-                .await
-                .map_err(|e| TargetError::Unreachable {
-                    target: self.at.label(),
-                    reason: e.reason(),
-                })?;
+        let wire = Wire::open(self.login.clone(), self.kv.calls())
+            .await
+            .map_err(|reason| TargetError::Unreachable {
+                target: self.at.label(),
+                reason,
+            })?;
         Ok(PgKvConn {
+            wire,
             config: self.config.clone(),
             sql: self.kv.clone(),
-            client: Arc::new(client),
-            prepared,
-            inflight: FuturesOrdered::new(),
+            admin: None,
         })
     }
 }

@@ -1,29 +1,25 @@
-//! PostgreSQL over tokio-postgres (TLS by rustls when `sslmode` asks): the connection set-up shared
-//! by the Voter and Hello, how server errors become counted [`OpError`]s,
-//! and [`PgConn`], a connection that keeps many calls in flight.
+//! PostgreSQL (TLS by rustls when `sslmode` asks): the target, its URL,
+//! and how server errors become counted errors (by SQLSTATE class).
 //!
-//! tokio-postgres pipelines: every call future that has been polled once
-//! has its request queued on the socket, and the answers come back in
-//! order. [`PgConn`] keeps its calls in a [`FuturesOrdered`] inside the
-//! connection, so the engine may drop a `recv` future (to serve a timer)
-//! without losing a call, and several calls travel together.
+//! Two clients, by path (docs/postgres.md). The engine's connections
+//! (the Voter, Hello and kv calls) are [`PgConn`]s, loadrig's own
+//! pipelined client on its socket layer ([`conn`]): no task, no channel,
+//! no boxed future per call. The cold paths (schema, load, counts,
+//! verification, the server's statistics) stay on tokio-postgres, whose
+//! row types they read.
 
+mod conn;
 mod hello;
 mod kv;
 pub(crate) mod stats;
 mod voter;
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use futures_util::future::BoxFuture;
-use futures_util::stream::{FuturesOrdered, StreamExt};
-use loadrig_engine::Tag;
-use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_workloads::TargetError;
 use loadrig_workloads::TargetInfo;
-use loadrig_workloads::{Reply, TargetError};
 use tokio_postgres::config::SslMode as PgSslMode;
-use tokio_postgres::{Client, Config, Statement};
+use tokio_postgres::{Client, Config};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::tls::{self, Check};
@@ -90,6 +86,8 @@ pub(crate) struct Connect {
 pub struct PostgresTarget {
     at: TargetUrl,
     config: Arc<Connect>,
+    /// How the engine's connections log in.
+    login: Arc<conn::Login>,
     /// Read from the server at the first connection; `durability()` is sync.
     durability: OnceLock<String>,
     /// The kv workload's dataset: its table, function and statements.
@@ -120,7 +118,16 @@ impl PostgresTarget {
             _ => Check::Full,
         };
         let tls = MakeRustlsConnect::new((*tls::config(check)).clone());
+        let login = Arc::new(conn::Login {
+            host,
+            port,
+            user: at.user.clone().unwrap_or_default(),
+            password: at.password.clone(),
+            database: at.path.clone(),
+            mode,
+        });
         PostgresTarget {
+            login,
             at,
             config: Arc::new(Connect { pg: config, tls }),
             durability: OnceLock::new(),
@@ -153,21 +160,14 @@ impl PostgresTarget {
     }
 
     /// One connection for the engine, its statements prepared.
-    async fn conn<R>(&self, sql: &'static [&'static str]) -> Result<PgConn<R>, TargetError> {
-        let (client, statements) =
-            open_prepared(&self.config, sql)
-                .await
-                .map_err(|e| TargetError::Unreachable {
-                    target: self.at.label(),
-                    reason: e.reason(),
-                })?;
-        Ok(PgConn {
-            config: self.config.clone(),
-            sql,
-            client: Arc::new(client),
-            statements,
-            inflight: FuturesOrdered::new(),
-        })
+    async fn conn<R>(&self, sql: &[&str]) -> Result<PgConn<R>, TargetError> {
+        let sql: Arc<[String]> = sql.iter().map(|s| s.to_string()).collect();
+        PgConn::open(self.login.clone(), sql)
+            .await
+            .map_err(|reason| TargetError::Unreachable {
+                target: self.at.label(),
+                reason,
+            })
     }
 
     async fn server_version(&self) -> Option<String> {
@@ -222,11 +222,11 @@ impl SqlAdmin for PostgresTarget {
     }
 }
 
-/// How long opening a connection may take, the startup and login
-/// exchange included: tokio-postgres's own connect timeout bounds only the
-/// TCP connect, and a server that accepts and then says nothing would hold
-/// the caller for ever.
-const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
+// Opening a connection is bounded, the startup and login exchange
+// included: tokio-postgres's own connect timeout bounds only the TCP
+// connect, and a server that accepts and then says nothing would hold the
+// caller for ever.
+use conn::OPEN_TIMEOUT;
 
 /// Why a connection did not open.
 #[derive(Debug)]
@@ -265,18 +265,6 @@ async fn open(config: &Connect) -> Result<Client, Unopened> {
         let _ = connection.await;
     });
     Ok(client)
-}
-
-async fn open_prepared(
-    config: &Connect,
-    sql: &[&str],
-) -> Result<(Client, Vec<Statement>), Unopened> {
-    let client = open(config).await?;
-    let mut statements = Vec::with_capacity(sql.len());
-    for s in sql {
-        statements.push(client.prepare(s).await?);
-    }
-    Ok((client, statements))
 }
 
 /// The server's promise about commits, in a sentence.
@@ -324,25 +312,6 @@ fn reason(e: &tokio_postgres::Error) -> String {
     e.to_string()
 }
 
-/// A failed call: a server error counts under its SQLSTATE; a lost
-/// connection breaks the connection; anything else is a protocol error.
-fn reply_err<R>(tag: Tag, e: &tokio_postgres::Error) -> Reply<R> {
-    if let Some(code) = e.code() {
-        return Reply::Done {
-            tag,
-            result: Err(OpError::server(sqlstate_class(code.code()))),
-        };
-    }
-    let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
-    if e.is_closed() || io {
-        return Reply::Broken(OpError::new(ErrorKind::Io));
-    }
-    Reply::Done {
-        tag,
-        result: Err(OpError::new(ErrorKind::Protocol)),
-    }
-}
-
 /// A SQLSTATE as a static class: the codes a benchmark meets by name, the
 /// rest by their two-character class.
 fn sqlstate_class(code: &str) -> &'static str {
@@ -369,47 +338,9 @@ fn sqlstate_class(code: &str) -> &'static str {
     }
 }
 
-/// One connection with its prepared statements and its calls in flight,
-/// answered in order. `R` is the workload's result type.
-pub struct PgConn<R> {
-    config: Arc<Connect>,
-    sql: &'static [&'static str],
-    /// Shared with the calls in flight, which own what they use.
-    client: Arc<Client>,
-    statements: Vec<Statement>,
-    inflight: FuturesOrdered<BoxFuture<'static, Reply<R>>>,
-}
-
-impl<R: Send + 'static> PgConn<R> {
-    /// Queue a call; it is sent when `recv` first polls it. One boxed
-    /// future per call: the price of keeping calls alive across `recv`s.
-    fn push(&mut self, call: BoxFuture<'static, Reply<R>>) {
-        self.inflight.push_back(call);
-    }
-
-    fn statement(&self, i: usize) -> Option<Statement> {
-        self.statements.get(i).cloned()
-    }
-
-    async fn next(&mut self) -> Reply<R> {
-        // Cancel safe: a call leaves the queue only with its answer.
-        self.inflight
-            .next()
-            .await
-            .unwrap_or(Reply::Broken(OpError::new(ErrorKind::Protocol)))
-    }
-
-    /// A fresh connection, statements prepared again; calls in flight are lost.
-    async fn reconnect(&mut self) -> Result<(), OpError> {
-        self.inflight = FuturesOrdered::new();
-        let (client, statements) = open_prepared(&self.config, self.sql)
-            .await
-            .map_err(|_| OpError::new(ErrorKind::Connect))?;
-        self.client = Arc::new(client);
-        self.statements = statements;
-        Ok(())
-    }
-}
+/// One engine connection (the Voter's, Hello's): statements parsed once,
+/// calls pipelined. `R` is the workload's result type.
+pub type PgConn<R> = conn::Wire<R>;
 
 impl TargetInfo for PostgresTarget {
     async fn server_version(&self) -> Option<String> {

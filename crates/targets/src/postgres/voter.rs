@@ -2,14 +2,15 @@
 //! `sql/postgres/voter.sql`, fixed data, one prepared call per vote, and
 //! the counts and standings the verification reads back.
 
-use futures_util::FutureExt;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::CONTESTANT_NAMES;
+use loadrig_wire::pg::{self, DataRow};
 use loadrig_workloads::voter::{Vote, VoteResult, VoterConn, AREA_CODES};
 use loadrig_workloads::Reply;
 
-use super::{reply_err, PgConn};
+use super::conn::Expect;
+use super::PgConn;
 use crate::sql::sql_rows;
 
 pub(super) const SCHEMA: &str = include_str!("../../sql/postgres/voter.sql");
@@ -37,29 +38,13 @@ pub(super) fn fixed_data(contestants: u8) -> String {
 }
 
 impl VoterConn for PgConn<VoteResult> {
+    #[inline]
     fn vote(&mut self, vote: &Vote, tag: Tag) {
-        let (client, statement, v) = (self.client.clone(), self.statement(0), *vote);
-        self.push(
-            async move {
-                let Some(statement) = statement else {
-                    return Reply::Broken(OpError::new(ErrorKind::Protocol));
-                };
-                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-                    [&v.phone, &v.contestant, &v.max_votes];
-                let code = match client.query_one(&statement, &params).await {
-                    Ok(row) => row.try_get::<_, i32>(0),
-                    Err(e) => return reply_err(tag, &e),
-                };
-                let result = match code {
-                    Ok(c) => {
-                        VoteResult::from_code(i64::from(c)).ok_or(OpError::new(ErrorKind::Protocol))
-                    }
-                    Err(_) => Err(OpError::new(ErrorKind::Protocol)),
-                };
-                Reply::Done { tag, result }
-            }
-            .boxed(),
-        );
+        self.call(0, 3, (tag, vote_code, ("", "")), |b| {
+            pg::param_i64(b, vote.phone);
+            pg::param_i32(b, vote.contestant);
+            pg::param_i32(b, vote.max_votes);
+        });
     }
 
     async fn recv(&mut self) -> Reply<VoteResult> {
@@ -69,6 +54,18 @@ impl VoterConn for PgConn<VoteResult> {
     async fn reconnect(&mut self) -> Result<(), OpError> {
         PgConn::reconnect(self).await
     }
+
+    fn take_bytes(&mut self) -> (u64, u64) {
+        PgConn::take_bytes(self)
+    }
+}
+
+/// `voter_vote`'s return code (an `integer`) as the vote's result.
+fn vote_code(row: Option<DataRow<'_>>, _: Expect) -> Result<VoteResult, OpError> {
+    row.and_then(|r| r.get(0).ok().flatten())
+        .and_then(pg::int)
+        .and_then(VoteResult::from_code)
+        .ok_or(OpError::new(ErrorKind::Protocol))
 }
 
 #[cfg(test)]

@@ -45,8 +45,14 @@ impl Socket {
     /// the certificate against `host` (within the caller's timeout: this
     /// waits for the server). Bytes queued in `wbuf` go after the handshake.
     pub async fn start_tls(&mut self, host: &str) -> io::Result<()> {
+        self.start_tls_checked(host, Check::Full).await
+    }
+
+    /// [`Socket::start_tls`], checking as much of the certificate as
+    /// `check` says (PostgreSQL's `sslmode=verify-ca` skips the host name).
+    pub(crate) async fn start_tls_checked(&mut self, host: &str, check: Check) -> io::Result<()> {
         let name = tls::server_name(host)?;
-        let conn = ClientConnection::new(tls::config(Check::Full), name).map_err(tls::io_error)?;
+        let conn = ClientConnection::new(tls::config(check), name).map_err(tls::io_error)?;
         self.tls = Some(Box::new(conn));
         while let Some(conn) = self.tls.as_deref_mut() {
             write_tls(&self.stream, conn)?;
