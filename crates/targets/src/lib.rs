@@ -44,6 +44,7 @@ mod scrape;
     feature = "http"
 ))]
 mod socket;
+mod source;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod sql;
 #[cfg(feature = "sqlite")]
@@ -74,6 +75,7 @@ pub use null::{NullDelay, NullTarget};
 pub use postgres::PostgresTarget;
 #[cfg(feature = "redis")]
 pub use redis::{ClusterStream, RedisClusterTarget, RedisConn, RedisPubSubConn, RedisTarget};
+pub use source::{bind_from, parse_sources};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;
 #[cfg(feature = "voltdb")]
