@@ -136,7 +136,8 @@ fn route_msgs() -> u64 {
             let v: serde_json::Value =
                 serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{url}: {e}"));
             let routes = v["routes"].as_array().cloned().unwrap_or_default();
-            assert_eq!(routes.len(), NATS_NODES.len() - 1, "{url}: {v}");
+            // More when bench/scale grew the cluster.
+            assert!(routes.len() >= NATS_NODES.len() - 1, "{url}: {v}");
             routes
                 .iter()
                 .map(|r| r["out_msgs"].as_u64().unwrap_or(0))
