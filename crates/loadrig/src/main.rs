@@ -300,6 +300,7 @@ fn open_run(
 ) -> anyhow::Result<(loadrig_targets::Target, loadrig_spec::RunSpec)> {
     let parts = workload.parts()?;
     parts.run.tls.apply()?;
+    parts.run.apply_bind()?;
     // The target first: it parses its URL and states the facts the spec
     // is resolved against, before anything connects.
     let target = plan::open(parts.workload.name(), Some(parts.target()))?;

@@ -46,6 +46,7 @@ mod scrape;
     feature = "mysql"
 ))]
 mod socket;
+mod source;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod sql;
 #[cfg(feature = "sqlite")]
@@ -76,6 +77,7 @@ pub use null::{NullDelay, NullTarget};
 pub use postgres::PostgresTarget;
 #[cfg(feature = "redis")]
 pub use redis::{ClusterStream, RedisClusterTarget, RedisConn, RedisPubSubConn, RedisTarget};
+pub use source::{bind_from, parse_sources};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;
 #[cfg(feature = "voltdb")]

@@ -117,6 +117,9 @@ pub struct RunArgs {
     /// Pin to these CPUs, process k to the k-th (e.g. 0,2,4-7; as taskset -c)
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+    /// Connect from these local addresses, dealt to connections in turn (e.g. 127.0.0.2,127.0.0.3 or 127.0.0.2-127.0.0.9): past one address pair's ~28,000 ports (docs/scale.md)
+    #[arg(long, value_name = "ADDR,...")]
+    pub bind: Option<String>,
     /// Begin the load at this wall-clock time (UNIX seconds), after connecting
     #[arg(long, value_name = "UNIX_TIME", value_parser = unix_time, conflicts_with = "start_delay")]
     pub start_at: Option<f64>,
@@ -192,6 +195,15 @@ pub(super) const DEFAULT_BURST_DELAY_MS: f64 = 1.0;
 pub(super) const DEFAULT_BURST_LIMIT: u32 = 0;
 
 impl RunArgs {
+    /// Set the source addresses of this process's connections (`--bind`),
+    /// before any target opens.
+    pub fn apply_bind(&self) -> Result<(), loadrig_spec::SpecError> {
+        match &self.bind {
+            Some(list) => loadrig_targets::bind_from(loadrig_targets::parse_sources(list)?),
+            None => Ok(()),
+        }
+    }
+
     /// Check the flags together and build the run spec, resolved against
     /// the opened target's facts: its masked label, the connections it asks
     /// for when `--connections` is not given (never more than clients),

@@ -498,8 +498,10 @@ fn own_redis_with(extra: &[&str]) -> OwnServer {
     let path = dir.path().to_path_buf();
     let cmd = |port: u16| {
         let mut cmd = Command::new("redis-server");
+        // Protected mode off: loopback sources other than 127.0.0.1
+        // (`loadrig --bind 127.0.0.2`) are refused otherwise.
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
+            .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
             .arg("--dir")
             .arg(&path)
             .args(extra);

@@ -11,11 +11,12 @@
 //! [`tls`]): its buffers stay plaintext.
 
 use std::io;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::Interest;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 mod fit;
 use fit::Fit;
@@ -57,14 +58,15 @@ pub struct Socket {
 }
 
 impl Socket {
-    /// Connect within `timeout`, Nagle off.
+    /// Connect within `timeout`, Nagle off, from the next `--bind`
+    /// address if any ([`crate::source`]).
     pub async fn connect(
         host: &str,
         port: u16,
         timeout: Duration,
         chunk: usize,
     ) -> io::Result<Socket> {
-        let stream = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
+        let stream = tokio::time::timeout(timeout, dial(host, port))
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connection timed out"))??;
         stream.set_nodelay(true)?;
@@ -185,3 +187,61 @@ pub(crate) fn said(e: &io::Error, product: &str) -> String {
         _ => e.to_string(),
     }
 }
+
+/// Connect to `host:port`, from the next source address when `--bind` gave
+/// some: the first of the host's addresses of the source's family.
+async fn dial(host: &str, port: u16) -> io::Result<TcpStream> {
+    let Some(source) = crate::source::next_source() else {
+        return TcpStream::connect((host, port)).await;
+    };
+    let mut last = None;
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        if addr.is_ipv4() != source.is_ipv4() {
+            continue;
+        }
+        let sock = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        late_port(&sock);
+        sock.bind(SocketAddr::new(source, 0))?;
+        match sock.connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            format!("{host} has no address of the family of --bind {source}"),
+        )
+    }))
+}
+
+/// Let the kernel pick the source port at connect, not at bind
+/// (`IP_BIND_ADDRESS_NO_PORT`): a port picked at bind is kept from every
+/// other connection of that address, so one source address would give
+/// about 28,000 connections in all; picked at connect, it gives that many
+/// per server address. Best effort: an older kernel refuses the option and
+/// the bind picks the port.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn late_port(sock: &TcpSocket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: the descriptor is open (owned by `sock`), and the option
+    // value is a c_int that lives through the call, with its size.
+    let _ = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn late_port(_: &TcpSocket) {}

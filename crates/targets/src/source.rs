@@ -1,0 +1,123 @@
+//! Source addresses (`--bind`, docs/scale.md): the local addresses the
+//! hand-written socket targets connect from, dealt to connections round
+//! robin. One pair of addresses offers about 28,000 ephemeral ports on
+//! Linux; with several source addresses one host opens more connections
+//! to one server address than that. Set once per process, before any
+//! target opens, like TLS trust ([`crate::trust_tls`]); without a call,
+//! connections leave from whatever address the kernel picks.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use loadrig_spec::SpecError;
+
+/// The most addresses `--bind` takes (a range can be large by mistake).
+pub const MAX_SOURCES: usize = 65_536;
+
+static SOURCES: OnceLock<Vec<IpAddr>> = OnceLock::new();
+/// The address the next connection leaves from (an index into SOURCES).
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// Parse `ADDR[,ADDR...]`, each an IP address or an IPv4 range `A-B`
+/// (both ends included: `127.0.0.2-127.0.0.9`).
+pub fn parse_sources(s: &str) -> Result<Vec<IpAddr>, SpecError> {
+    let bad = |why: String| SpecError::new("--bind", why);
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        let not_addr = |w: &str| {
+            bad(format!(
+                "'{w}' is not an IP address (e.g. 127.0.0.2, or 127.0.0.2-127.0.0.9)"
+            ))
+        };
+        match item.split_once('-') {
+            None => out.push(item.parse::<IpAddr>().map_err(|_| not_addr(item))?),
+            Some((a, b)) => {
+                let a: Ipv4Addr = a.trim().parse().map_err(|_| not_addr(a))?;
+                let b: Ipv4Addr = b.trim().parse().map_err(|_| not_addr(b))?;
+                let (a, b) = (u32::from(a), u32::from(b));
+                if a > b {
+                    return Err(bad(format!("the range '{item}' runs backwards")));
+                }
+                if (b - a) as usize >= MAX_SOURCES {
+                    return Err(bad(format!(
+                        "the range '{item}' holds more than {MAX_SOURCES} addresses"
+                    )));
+                }
+                out.extend((a..=b).map(|n| IpAddr::V4(Ipv4Addr::from(n))));
+            }
+        }
+        if out.len() > MAX_SOURCES {
+            return Err(bad(format!("more than {MAX_SOURCES} addresses")));
+        }
+    }
+    Ok(out)
+}
+
+/// Connect from `sources` from now on. Each must be an address of this
+/// host (checked by binding to it): one that is not is a usage error
+/// naming `--bind`. Called once, before any target opens.
+pub fn bind_from(sources: Vec<IpAddr>) -> Result<(), SpecError> {
+    for ip in &sources {
+        if let Err(e) = std::net::UdpSocket::bind(SocketAddr::new(*ip, 0)) {
+            return Err(SpecError::new(
+                "--bind",
+                format!("{ip} is not an address of this host ({e})"),
+            ));
+        }
+    }
+    if !sources.is_empty() {
+        let _ = SOURCES.set(sources);
+    }
+    Ok(())
+}
+
+/// The address the next connection leaves from, if `--bind` gave any.
+#[cfg_attr(
+    not(any(
+        feature = "redis",
+        feature = "voltdb",
+        feature = "nats",
+        feature = "mqtt",
+        feature = "memcache",
+        feature = "http"
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn next_source() -> Option<IpAddr> {
+    let all = SOURCES.get()?;
+    Some(all[NEXT.fetch_add(1, Ordering::Relaxed) % all.len()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_and_ranges() {
+        let v = parse_sources("127.0.0.2,127.0.0.5-127.0.0.7, ::1").unwrap();
+        let s: Vec<String> = v.iter().map(|a| a.to_string()).collect();
+        assert_eq!(
+            s,
+            ["127.0.0.2", "127.0.0.5", "127.0.0.6", "127.0.0.7", "::1"]
+        );
+    }
+
+    #[test]
+    fn bad_sources_name_the_flag() {
+        for bad in [
+            "127.0.0",
+            "127.0.0.9-127.0.0.2",
+            "x",
+            "",
+            "10.0.0.0-10.255.255.255",
+        ] {
+            let e = parse_sources(bad).expect_err(bad);
+            assert_eq!(e.flag, "--bind", "{bad}");
+        }
+        // TEST-NET-1 is never an address of this host.
+        let e = bind_from(vec!["192.0.2.1".parse().unwrap()]).expect_err("not local");
+        assert_eq!(e.flag, "--bind");
+        assert!(e.message.contains("192.0.2.1"), "{}", e.message);
+    }
+}
