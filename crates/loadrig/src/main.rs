@@ -301,6 +301,7 @@ fn open_run(
     let parts = workload.parts()?;
     parts.run.tls.apply()?;
     parts.run.apply_bind()?;
+    parts.run.apply_timeout();
     // The target first: it parses its URL and states the facts the spec
     // is resolved against, before anything connects.
     let target = plan::open(parts.workload.name(), Some(parts.target()))?;

@@ -6,6 +6,7 @@
 
 #[cfg(feature = "etcd")]
 mod etcd;
+mod handshake;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(any(
@@ -62,6 +63,7 @@ use loadrig_workloads::{Capabilities, TargetError, TargetInfo};
 
 #[cfg(feature = "etcd")]
 pub use etcd::{EtcdConn, EtcdTarget};
+pub use handshake::limit_handshakes;
 #[cfg(feature = "http")]
 pub use http::{HttpConn, HttpTarget};
 #[cfg(feature = "mysql")]

@@ -204,6 +204,15 @@ impl RunArgs {
         }
     }
 
+    /// Bound the opening of this process's connections, handshake and
+    /// login included, by `--timeout` (docs/limits.md), before any target
+    /// opens. A value the spec will refuse leaves the default.
+    pub fn apply_timeout(&self) {
+        if self.timeout.is_finite() && self.timeout > 0.0 && self.timeout <= 86_400.0 {
+            loadrig_targets::limit_handshakes(std::time::Duration::from_secs_f64(self.timeout));
+        }
+    }
+
     /// Check the flags together and build the run spec, resolved against
     /// the opened target's facts: its masked label, the connections it asks
     /// for when `--connections` is not given (never more than clients),

@@ -346,7 +346,8 @@ impl KvConn for EtcdConn {
         for k in 1..=n {
             let i = (self.member + k) % n;
             let (host, port, _) = self.at.server(i);
-            if let Ok(chan) = Channel::open(&host, port, super::CONNECT_TIMEOUT).await {
+            if let Ok(chan) = Channel::open(&host, port, crate::handshake::handshake_limit()).await
+            {
                 self.chan = chan;
                 self.member = i;
                 self.failed.clear();

@@ -38,9 +38,6 @@ const DEFAULT_PORT: u16 = 2379;
 /// few hundred bytes of state here and at the member.
 const MAX_DEPTH: usize = 4096;
 
-/// How long connecting (TCP and the HTTP/2 preface) may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// How long a cold-path call may take (a delete of a million keys is one
 /// Raft entry the member applies at once).
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -111,7 +108,7 @@ impl EtcdTarget {
         for k in 0..n {
             let i = (from + k) % n;
             let (host, port, name) = self.at.server(i);
-            match Channel::open(&host, port, CONNECT_TIMEOUT).await {
+            match Channel::open(&host, port, crate::handshake::handshake_limit()).await {
                 Ok(c) => return Ok((c, i)),
                 Err(e) => why.push(format!("{name}: {e}")),
             }

@@ -12,7 +12,6 @@ pub(crate) mod stats;
 mod voter;
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use loadrig_workloads::TargetError;
 use loadrig_workloads::TargetInfo;
@@ -27,8 +26,6 @@ use loadrig_spec::SpecError;
 use crate::sql::SqlAdmin;
 use crate::url::TargetUrl;
 
-/// How long opening a connection may take before the server counts as unreachable.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Calls one connection may have in flight: the server reads commands one
 /// after another, so they may be written before the answers come back.
 const MAX_DEPTH: usize = 64;
@@ -113,7 +110,7 @@ impl MariadbTarget {
             user: self.at.user.clone().unwrap_or_default(),
             password: self.at.password.clone().unwrap_or_default(),
             database: self.at.path.clone(),
-            timeout: CONNECT_TIMEOUT,
+            timeout: crate::handshake::handshake_limit(),
         }
     }
 
@@ -178,7 +175,7 @@ impl SqlAdmin for MariadbTarget {
 }
 
 async fn open(opts: &Opts) -> Result<Conn, mysql_async::Error> {
-    match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts.clone())).await {
+    match tokio::time::timeout(crate::handshake::handshake_limit(), Conn::new(opts.clone())).await {
         Ok(r) => r,
         Err(_) => Err(mysql_async::Error::Io(mysql_async::IoError::Io(
             std::io::ErrorKind::TimedOut.into(),

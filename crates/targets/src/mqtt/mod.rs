@@ -28,9 +28,6 @@ const DEFAULT_PORT: u16 = 1883;
 
 const EXPECTED: &str = "mqtt://[USER[:PASSWORD]@]HOST[:PORT][,PORT|,HOST[:PORT]...][?qos=0|1]";
 
-/// How long connecting (up to CONNACK) may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// How long asking the broker's version may take: a broker with no `$SYS`
 /// topics never answers.
 const ASIDE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -217,9 +214,15 @@ async fn open(at: &TargetUrl, i: usize, client_id: &str) -> Result<Socket, LinkE
         server: name.clone(),
         source,
     };
-    let mut sock = Socket::open(&host, port, CONNECT_TIMEOUT, READ_CHUNK, at.tls)
-        .await
-        .map_err(io)?;
+    let mut sock = Socket::open(
+        &host,
+        port,
+        crate::handshake::handshake_limit(),
+        READ_CHUNK,
+        at.tls,
+    )
+    .await
+    .map_err(io)?;
     let connect = mqtt::Connect {
         client_id,
         clean_session: true,
@@ -248,7 +251,7 @@ async fn open(at: &TargetUrl, i: usize, client_id: &str) -> Result<Socket, LinkE
             }
         }
     };
-    match tokio::time::timeout(CONNECT_TIMEOUT, connack).await {
+    match tokio::time::timeout(crate::handshake::handshake_limit(), connack).await {
         Err(_) => Err(io(io::Error::new(io::ErrorKind::TimedOut, "timed out"))),
         Ok(Err(e)) => Err(io(e)),
         Ok(Ok(ConnectReturnCode::Accepted)) => Ok(sock),

@@ -34,9 +34,6 @@ const EXPECTED: &str =
 /// once written, so this only bounds what a workload queues.
 const MAX_DEPTH: usize = 65_536;
 
-/// How long connecting (up to the handshake's `PONG`) may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// How long asking the server's version may take.
 const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -176,10 +173,15 @@ async fn open(at: &TargetUrl, i: usize) -> Result<(Socket, Option<String>), Link
         server: name.clone(),
         source,
     };
-    let mut sock = Socket::connect(&host, port, CONNECT_TIMEOUT, READ_CHUNK)
+    let mut sock = Socket::connect(&host, port, crate::handshake::handshake_limit(), READ_CHUNK)
         .await
         .map_err(io)?;
-    match tokio::time::timeout(CONNECT_TIMEOUT, handshake(&mut sock, at, &host)).await {
+    match tokio::time::timeout(
+        crate::handshake::handshake_limit(),
+        handshake(&mut sock, at, &host),
+    )
+    .await
+    {
         Err(_) => Err(io(io::Error::new(io::ErrorKind::TimedOut, "timed out"))),
         Ok(Err(Handshake::Io(e))) => Err(io(e)),
         Ok(Err(Handshake::Refused(why))) => Err(LinkError::Refused { server: name, why }),

@@ -31,8 +31,10 @@ use crate::socket::{said, Socket};
 use crate::tls::Check;
 
 /// How long opening a connection may take: TCP, TLS, login and the
-/// statements' Parse together.
-pub(super) const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
+/// statements' Parse together (`--timeout`).
+pub(super) fn open_timeout() -> Duration {
+    crate::handshake::handshake_limit()
+}
 
 /// The largest read step: answers on the hot path are a few dozen bytes
 /// per call, so this is many calls' worth.
@@ -223,12 +225,12 @@ impl<R> Wire<R> {
 
 /// The reason a connection did not open, in the words a user needs.
 async fn open(login: &Login, sql: &[String]) -> Result<Socket, String> {
-    tokio::time::timeout(OPEN_TIMEOUT, handshake(login, sql))
+    tokio::time::timeout(open_timeout(), handshake(login, sql))
         .await
         .unwrap_or_else(|_| {
             Err(format!(
                 "connected, but no startup answer within {}s",
-                OPEN_TIMEOUT.as_secs()
+                open_timeout().as_secs_f64()
             ))
         })
 }
@@ -250,7 +252,7 @@ fn message(body: &[u8]) -> String {
 }
 
 async fn handshake(login: &Login, sql: &[String]) -> Result<Socket, String> {
-    let mut sock = Socket::connect(&login.host, login.port, OPEN_TIMEOUT, READ_CHUNK)
+    let mut sock = Socket::connect(&login.host, login.port, open_timeout(), READ_CHUNK)
         .await
         .map_err(io)?;
     if login.mode != SslMode::Disable {

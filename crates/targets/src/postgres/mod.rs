@@ -104,7 +104,7 @@ impl PostgresTarget {
             .user(at.user.as_deref().unwrap_or_default())
             .dbname(&at.path)
             .application_name("loadrig")
-            .connect_timeout(OPEN_TIMEOUT);
+            .connect_timeout(open_timeout());
         if let Some(p) = &at.password {
             config.password(p);
         }
@@ -226,7 +226,7 @@ impl SqlAdmin for PostgresTarget {
 // included: tokio-postgres's own connect timeout bounds only the TCP
 // connect, and a server that accepts and then says nothing would hold the
 // caller for ever.
-use conn::OPEN_TIMEOUT;
+use conn::open_timeout;
 
 /// Why a connection did not open.
 #[derive(Debug)]
@@ -248,7 +248,7 @@ impl Unopened {
             Unopened::Pg(e) => reason(e),
             Unopened::Silent => format!(
                 "connected, but no startup answer within {}s",
-                OPEN_TIMEOUT.as_secs()
+                open_timeout().as_secs_f64()
             ),
         }
     }
@@ -257,7 +257,7 @@ impl Unopened {
 /// Connect and let a task drive the socket until the client is dropped.
 async fn open(config: &Connect) -> Result<Client, Unopened> {
     let (client, connection) =
-        tokio::time::timeout(OPEN_TIMEOUT, config.pg.connect(config.tls.clone()))
+        tokio::time::timeout(open_timeout(), config.pg.connect(config.tls.clone()))
             .await
             .map_err(|_| Unopened::Silent)??;
     tokio::spawn(async move {

@@ -43,9 +43,6 @@ const DEFAULT_PORT: u16 = 6379;
 /// The most commands one connection keeps in flight: a bound on memory.
 const MAX_DEPTH: usize = 65_536;
 
-/// How long connecting and logging in may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// How long a cold-path batch of commands may take.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -264,9 +261,15 @@ impl Link {
             source,
         };
         let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "timed out");
-        let sock = Socket::open(host, port, CONNECT_TIMEOUT, READ_CHUNK, at.tls)
-            .await
-            .map_err(io)?;
+        let sock = Socket::open(
+            host,
+            port,
+            crate::handshake::handshake_limit(),
+            READ_CHUNK,
+            at.tls,
+        )
+        .await
+        .map_err(io)?;
         let mut link = Link { sock };
         let mut asked: Vec<&'static str> = Vec::new();
         if let Some(pass) = &at.password {
@@ -283,7 +286,7 @@ impl Link {
             asked.push("SELECT");
         }
         for what in asked {
-            let reply = tokio::time::timeout(CONNECT_TIMEOUT, link.reply())
+            let reply = tokio::time::timeout(crate::handshake::handshake_limit(), link.reply())
                 .await
                 .map_err(|_| io(timed_out()))?
                 .map_err(io)?;

@@ -137,9 +137,6 @@ pub struct PlainDial {
 
 #[cfg(any(feature = "memcache", feature = "http"))]
 impl PlainDial {
-    /// How long connecting may take.
-    const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
     pub(crate) fn new(
         at: Arc<crate::url::TargetUrl>,
         chunk: usize,
@@ -151,7 +148,7 @@ impl PlainDial {
     /// Connect to server `i`, or say why not in plain words.
     pub(crate) async fn open(&self, i: usize) -> Result<Socket, String> {
         let (host, port) = self.at.servers.get(i).cloned().unwrap_or_default();
-        Socket::connect(&host, port, Self::CONNECT_TIMEOUT, self.chunk)
+        Socket::connect(&host, port, crate::handshake::handshake_limit(), self.chunk)
             .await
             .map_err(|e: io::Error| {
                 format!(

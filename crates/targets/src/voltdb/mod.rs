@@ -41,9 +41,6 @@ const DEFAULT_PORT: u16 = 21212;
 /// above what the server's own per-connection back-pressure lets through.
 const MAX_DEPTH: usize = 65_536;
 
-/// How long a login may take.
-const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// How long a cold-path call (DDL, class loading, counts) may take.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -217,7 +214,7 @@ impl Link {
             host: name.clone(),
             source,
         };
-        let sock = Socket::connect(&host, port, LOGIN_TIMEOUT, READ_CHUNK)
+        let sock = Socket::connect(&host, port, crate::handshake::handshake_limit(), READ_CHUNK)
             .await
             .map_err(io)?;
         let mut link = Link { sock };
@@ -232,7 +229,7 @@ impl Link {
             let n = link.next_frame().await?;
             Ok::<_, io::Error>(n)
         };
-        let n = tokio::time::timeout(LOGIN_TIMEOUT, login)
+        let n = tokio::time::timeout(crate::handshake::handshake_limit(), login)
             .await
             .map_err(|_| io(io::Error::new(io::ErrorKind::TimedOut, "login timed out")))?
             .map_err(io)?;
