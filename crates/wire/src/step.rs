@@ -144,9 +144,7 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
     })
 }
 
-// Test code indexes its own fixtures; the library's lints guard wire input.
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod tests {
     use super::find_line_end;
 

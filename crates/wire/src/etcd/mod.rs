@@ -38,11 +38,6 @@
 //! let len = frame::frame_len(&out).unwrap().unwrap();
 //! assert_eq!(len, out.len());
 //! ```
-#![cfg_attr(
-    test,
-    allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::panic)
-)]
-
 mod error;
 pub mod frame;
 pub mod pb;

@@ -74,14 +74,7 @@ pub fn execute(out: &mut BytesMut, id: u32, params: &[Param<'_>]) {
     end_packet(out, start, 0);
 }
 
-// Test code indexes its own fixtures; the library's lints guard wire input.
 #[cfg(test)]
-#[allow(
-    clippy::indexing_slicing,
-    clippy::arithmetic_side_effects,
-    clippy::unwrap_used,
-    clippy::panic
-)]
 mod tests {
     use super::*;
 

@@ -183,14 +183,7 @@ pub fn parse_auth_reply(payload: &[u8]) -> Result<AuthReply, MyError> {
     }
 }
 
-// Test code indexes its own fixtures; the library's lints guard wire input.
 #[cfg(test)]
-#[allow(
-    clippy::indexing_slicing,
-    clippy::arithmetic_side_effects,
-    clippy::unwrap_used,
-    clippy::panic
-)]
 mod tests {
     use super::*;
 

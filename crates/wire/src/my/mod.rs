@@ -242,14 +242,7 @@ impl<'a> Fields<'a> {
     }
 }
 
-// Test code indexes its own fixtures; the library's lints guard wire input.
 #[cfg(test)]
-#[allow(
-    clippy::indexing_slicing,
-    clippy::arithmetic_side_effects,
-    clippy::unwrap_used,
-    clippy::panic
-)]
 mod tests {
     use super::*;
 

@@ -377,14 +377,7 @@ fn value<'a>(f: &mut Fields<'a>, c: Column) -> Result<Cell<'a>, MyError> {
     })
 }
 
-// Test code indexes its own fixtures; the library's lints guard wire input.
 #[cfg(test)]
-#[allow(
-    clippy::indexing_slicing,
-    clippy::arithmetic_side_effects,
-    clippy::unwrap_used,
-    clippy::panic
-)]
 mod tests {
     use super::*;
 
