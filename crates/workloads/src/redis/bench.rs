@@ -163,6 +163,9 @@ pub struct RedisBench<B> {
     /// Whether the run is the whole index space (not one `--shard` of it)
     /// with no warm-up, for the same check.
     pub whole: bool,
+    /// The engine's connections: operation `i` of a whole run is worker
+    /// `i mod connections`'s (the engine strides the indices so).
+    pub connections: u64,
     /// The value every write sends (redis-benchmark's bytes).
     pub(super) data: Arc<[u8]>,
     /// The test the next connections run (an index into `spec.tests`).
@@ -218,6 +221,7 @@ impl<B: RedisBackend> RedisBench<B> {
             seed,
             stop,
             whole,
+            connections: u64::from(run.load.connections),
             data,
             current: 0,
             template,
@@ -277,7 +281,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
         Ok(serde_json::to_value(b).unwrap_or_default())
     }
 
-    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
+    async fn connect(&self, worker: u32) -> Result<Self::Driver, TargetError> {
         let test = self.test();
         let mode = match &self.mix {
             Some(mix) => Mode::Mix {
@@ -295,7 +299,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
             },
         };
         Ok(RedisDriver {
-            conn: RespConn::new(self.backend.connect(self.spec.db()).await?),
+            conn: RespConn::new(self.backend.connect_worker(self.spec.db(), worker).await?),
             mode,
         })
     }

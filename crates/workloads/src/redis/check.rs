@@ -381,7 +381,7 @@ async fn strings<B: RedisBackend>(
             }
             Some((written, failed)) => {
                 unsure = failed;
-                let numbers: HashSet<u64> = written.into_iter().map(|w| w.1).collect();
+                let numbers: HashSet<u64> = written.into_iter().map(|w| w.number).collect();
                 numbers
                     .into_iter()
                     .map(|n| {
@@ -431,10 +431,21 @@ async fn strings<B: RedisBackend>(
     Ok(())
 }
 
+/// One key a run by count wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Write {
+    /// The engine connection that wrote it (on a cluster its master is
+    /// `worker mod masters`).
+    worker: u64,
+    /// The draw that chose its command's cluster tag.
+    tag: u64,
+    /// Its number.
+    number: u64,
+}
+
 /// What a run by count wrote, as [`exact_writes`] works it out.
 struct Written<'a> {
-    /// (The draw that chose each key's cluster tag, its number.)
-    pairs: &'a HashSet<(u64, u64)>,
+    pairs: &'a HashSet<Write>,
     /// Writes that failed: each may have left its key out.
     failed: i64,
 }
@@ -468,12 +479,12 @@ fn written_checks(
 
 /// `key:{tag}:...` (on a cluster, docs/redis-cluster.md) after a run
 /// whose writes are known. An engine connection tags a command's keys
-/// with a tag of its master's slots, chosen by the command's first draw,
-/// and a number may have been written by any master's connections: so
-/// each write has one candidate name per master, known from the slot
-/// map, and those are read (MGET, one per slot, pipelined per master).
-/// Every number written must be found under one of them, every candidate
-/// there holding the data. A number found under none (its key lost, or
+/// with a tag of its master's slots, chosen by the command's first draw;
+/// operation `i` is connection `i mod connections`'s and its master that
+/// mod the masters: so each write has one name, known from the slot map,
+/// and those are read (MGET, one per slot, pipelined per master). Every
+/// number written must be found under one of its names, every name there
+/// holding the data. A number found under none (its key lost, or
 /// tagged from a map that has changed since: a reshard) is looked for
 /// under any tag by SCAN over every master; so is every number when the
 /// run followed redirects (the map moved while it ran, so connections may
@@ -494,7 +505,7 @@ async fn tagged<B: RedisBackend>(
     let mut r = Reader::new(bench.backend.admin(0, bench.spec.db()).await?);
     let tags = r.a.master_tags();
     let moved = t.domain(command::MOVED) + t.domain(command::ASK) > 0;
-    let numbers: HashSet<u64> = written.iter().map(|w| w.1).collect();
+    let numbers: HashSet<u64> = written.iter().map(|w| w.number).collect();
     let mut found: HashSet<u64> = HashSet::with_capacity(numbers.len());
     let mut wrong = 0i64;
     let mut note = |keys: &[Vec<u8>], values: Vec<Option<Vec<u8>>>, found: &mut HashSet<u64>| {
@@ -551,18 +562,24 @@ async fn tagged<B: RedisBackend>(
     Ok(())
 }
 
-/// Each write's candidate names, `key:{tag}:NNNNNNNNNNNN` with the tag
-/// master `m`'s connections chose for its draw, for every master; in
-/// slot order, so that a batch of MGETs spans few slots.
-fn candidates(written: &HashSet<(u64, u64)>, tags: &[Vec<[u8; 3]>]) -> Vec<Vec<u8>> {
-    let mut named: Vec<(usize, usize, u64)> = Vec::with_capacity(written.len() * tags.len());
-    for &(draw, n) in written {
-        for (m, mine) in tags.iter().enumerate() {
-            let Some(i) = draw.checked_rem(mine.len() as u64) else {
-                continue;
-            };
-            named.push((m, i as usize, n));
-        }
+/// Each write's name, `key:{tag}:NNNNNNNNNNNN` with the tag its
+/// worker's master (`worker mod masters`, as the cluster target deals
+/// them) chose for its draw; in slot order, so that a batch of MGETs
+/// spans few slots.
+fn candidates(written: &HashSet<Write>, tags: &[Vec<[u8; 3]>]) -> Vec<Vec<u8>> {
+    let mut named: Vec<(usize, usize, u64)> = Vec::with_capacity(written.len());
+    for w in written {
+        let Some(m) = w.worker.checked_rem(tags.len() as u64) else {
+            continue;
+        };
+        let m = m as usize;
+        let Some(i) = tags
+            .get(m)
+            .and_then(|mine| w.tag.checked_rem(mine.len() as u64))
+        else {
+            continue;
+        };
+        named.push((m, i as usize, w.number));
     }
     named.sort_unstable();
     named.dedup();
@@ -642,14 +659,16 @@ fn number_of(key: &[u8]) -> Option<u64> {
 }
 
 /// Every key SET and MSET wrote, when they are known (a run by count
-/// over the whole index space, every write acknowledged), as (the draw
+/// over the whole index space), as (the worker that issued it, the draw
 /// that chose its command's cluster tag, its number): the tag is drawn
-/// from the command's first key, so MSET's ten keys share their first's.
+/// from the command's first key, so MSET's ten keys share their first's;
+/// operation `i` is worker `i mod connections`'s. With how many writes
+/// failed.
 fn exact_writes<B: RedisBackend>(
     bench: &RedisBench<B>,
     t: &Tally<'_>,
     r: u64,
-) -> Option<(HashSet<(u64, u64)>, i64)> {
+) -> Option<(HashSet<Write>, i64)> {
     let Stop::Count(n) = bench.stop else {
         return None;
     };
@@ -678,10 +697,15 @@ fn exact_writes<B: RedisBackend>(
         for i in 0..n {
             let mut rng = Rng::for_op(seed, i);
             let mut first = None;
+            let worker = i.checked_rem(bench.connections).unwrap_or(0);
             for _ in 0..per {
                 let d = rng.below(r);
                 let tag = *first.get_or_insert(d);
-                written.insert((tag, d % 1_000_000_000_000));
+                written.insert(Write {
+                    worker,
+                    tag,
+                    number: d % 1_000_000_000_000,
+                });
             }
         }
     }

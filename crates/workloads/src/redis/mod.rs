@@ -92,6 +92,17 @@ pub trait RedisBackend: TargetInfo {
     }
     /// One engine connection, logged in, on logical database `db`.
     fn connect(&self, db: u32) -> impl Future<Output = Result<Self::Conn, TargetError>>;
+    /// Engine connection `worker`: on a cluster its master is a function
+    /// of `worker` (so which tag a write took is known afterwards);
+    /// elsewhere as [`RedisBackend::connect`].
+    fn connect_worker(
+        &self,
+        db: u32,
+        worker: u32,
+    ) -> impl Future<Output = Result<Self::Conn, TargetError>> {
+        let _ = worker;
+        self.connect(db)
+    }
     /// A cold-path connection to server `server`, on database `db`.
     fn admin(
         &self,

@@ -258,6 +258,13 @@ impl RedisBackend for RedisClusterTarget {
         ClusterStream::open(self.at.clone(), db, home).await
     }
 
+    /// Worker `k`'s home is master `k mod masters`: the masters dealt
+    /// round robin as before, but known from the worker, so verification
+    /// names each write's key once.
+    async fn connect_worker(&self, db: u32, worker: u32) -> Result<ClusterStream, TargetError> {
+        ClusterStream::open(self.at.clone(), db, worker as usize).await
+    }
+
     async fn admin(&self, _server: usize, db: u32) -> Result<ClusterAdmin, TargetError> {
         let map = read_map(&self.at).await?;
         Ok(ClusterAdmin {
