@@ -208,7 +208,7 @@ impl RunArgs {
     /// login included, by `--timeout` (docs/limits.md), before any target
     /// opens. A value the spec will refuse leaves the default.
     pub fn apply_timeout(&self) {
-        if self.timeout.is_finite() && self.timeout > 0.0 && self.timeout <= 86_400.0 {
+        if loadrig_spec::bounds::seconds("--timeout", self.timeout, false).is_ok() {
             loadrig_targets::limit_handshakes(std::time::Duration::from_secs_f64(self.timeout));
         }
     }
