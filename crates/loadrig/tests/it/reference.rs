@@ -5,8 +5,12 @@
 //! of the injected value (an HDR bucket is 0.1% at most, so 1% is the
 //! bound); the delays are 200 ms and more so that loopback and a busy
 //! machine's scheduling (up to half a millisecond seen with the suite's
-//! tests in parallel on two shared cores) fit inside. The tests take one
-//! lock, so they do not load the machine for each other.
+//! tests in parallel on two shared cores) fit inside. The bounds above the
+//! delay widen by what the server itself says it answered late (its
+//! sleeping threads wake late on shared cores), and a measurement that
+//! misses is taken once more ([`measure`]): a stall of the whole machine
+//! seldom strikes twice, a fault in loadrig's measuring always does. The
+//! tests take one lock, so they do not load the machine for each other.
 
 use std::time::Duration;
 
@@ -56,20 +60,28 @@ fn us(v: &Value) -> f64 {
     v.as_f64().unwrap()
 }
 
-/// `got` within 1% of `want` (both in microseconds).
-fn near(what: &str, got: f64, want: Duration) {
-    within(what, got, want, 0.01);
+/// A check's verdict: what missed, if anything.
+type Check = Result<(), String>;
+
+/// `got` within 1% of `want` (both in microseconds), plus what the server
+/// itself says it answered late (`late`).
+fn near(what: &str, got: f64, want: Duration, late: Duration) -> Check {
+    within(what, got, want, 0.01, late)
 }
 
-/// `got` within `share` of `want` (both in microseconds).
-fn within(what: &str, got: f64, want: Duration, share: f64) {
-    let want = want.as_secs_f64() * 1e6;
-    assert!(
-        (got - want).abs() <= want * share,
-        "{what}: {got} us, injected {want} us ({}% is {} us)",
-        share * 100.0,
-        want * share
-    );
+/// `got` within `share` of `want` (both in microseconds), plus `late`
+/// above it: the server's own lateness, which loadrig rightly measures.
+fn within(what: &str, got: f64, want: Duration, share: f64, late: Duration) -> Check {
+    let (want, late) = (want.as_secs_f64() * 1e6, late.as_secs_f64() * 1e6);
+    if got >= want * (1.0 - share) && got <= want * (1.0 + share) + late {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {got} us, injected {want} us ({}% is {} us; the server was up to {late} us late)",
+            share * 100.0,
+            want * share
+        ))
+    }
 }
 
 /// The tail: the server's own threads, woken together on two cores, answer
@@ -82,13 +94,37 @@ const TAIL: f64 = 0.02;
 const MAX_TAIL: f64 = 0.05;
 
 /// The maximum: never below the injected delay (nothing answers faster
-/// than the server), and within [`MAX_TAIL`] above it.
-fn near_max(what: &str, got: f64, want: Duration) {
-    let want = want.as_secs_f64() * 1e6;
-    assert!(
-        got >= want * 0.999 && got <= want * (1.0 + MAX_TAIL),
-        "{what}: {got} us, injected {want} us"
-    );
+/// than the server), and within [`MAX_TAIL`] (and the server's own
+/// lateness) above it.
+fn near_max(what: &str, got: f64, want: Duration, late: Duration) -> Check {
+    let (want, late) = (want.as_secs_f64() * 1e6, late.as_secs_f64() * 1e6);
+    if got >= want * 0.999 && got <= want * (1.0 + MAX_TAIL) + late {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {got} us, injected {want} us (the server was up to {late} us late)"
+        ))
+    }
+}
+
+/// A timing measurement, taken once more when it misses. Two cores shared
+/// with everything else can stall the client for tens of milliseconds now
+/// and then (CI once showed an open-loop p99 of 216.7 ms for 200 ms); such
+/// a stall seldom strikes twice, while a fault in what loadrig measures
+/// (a timer's resolution, latency not taken from the intended start)
+/// misses every time, so it still fails the test.
+fn measure(what: &str, mut attempt: impl FnMut() -> Check) {
+    if let Err(first) = attempt() {
+        eprintln!("{what}: missed once ({first}); measuring once more");
+        if let Err(second) = attempt() {
+            panic!("{what}: missed twice: {first}; then {second}");
+        }
+    }
+}
+
+/// Every check of `checks`, the first miss returned.
+fn all(checks: impl IntoIterator<Item = Check>) -> Check {
+    checks.into_iter().collect()
 }
 
 #[test]
@@ -96,20 +132,24 @@ fn near_max(what: &str, got: f64, want: Duration) {
 fn a_fixed_delay_is_measured_closed_and_open_loop() {
     let _one = one_at_a_time();
     let d = Duration::from_millis(200);
-    let server = DelayServer::start(Delays::Fixed(d));
     for extra in [
         &["-n", "200", "-c", "20"][..],
         &["-n", "200", "-c", "20", "--rate", "80"][..],
     ] {
-        let r = run(server.port, extra);
-        let k = kind(&r);
-        for m in ["latency", "service"] {
-            near(&format!("{extra:?} {m} p50"), us(&k[m]["p50_us"]), d);
-            within(&format!("{extra:?} {m} p99"), us(&k[m]["p99_us"]), d, TAIL);
-            near_max(&format!("{extra:?} {m} max"), us(&k[m]["max_us"]), d);
-        }
+        measure(&format!("{extra:?}"), || {
+            let server = DelayServer::start(Delays::Fixed(d));
+            let r = run(server.port, extra);
+            assert_eq!(server.data_commands(), 200);
+            let (k, late) = (kind(&r), server.late());
+            all(["latency", "service"].into_iter().flat_map(|m| {
+                [
+                    near(&format!("{m} p50"), us(&k[m]["p50_us"]), d, late),
+                    within(&format!("{m} p99"), us(&k[m]["p99_us"]), d, TAIL, late),
+                    near_max(&format!("{m} max"), us(&k[m]["max_us"]), d, late),
+                ]
+            }))
+        });
     }
-    assert_eq!(server.data_commands(), 400);
 }
 
 #[test]
@@ -117,20 +157,24 @@ fn a_fixed_delay_is_measured_closed_and_open_loop() {
 fn a_bimodal_delay_shows_both_modes_where_they_fall() {
     let _one = one_at_a_time();
     let (fast, slow) = (Duration::from_millis(200), Duration::from_secs(1));
-    let server = DelayServer::start(Delays::Bimodal {
-        fast,
-        slow,
-        every: 10,
+    measure("bimodal", || {
+        let server = DelayServer::start(Delays::Bimodal {
+            fast,
+            slow,
+            every: 10,
+        });
+        // 200 requests, 20 slow: p50 is fast, p99 and max are slow.
+        let r = run(server.port, &["-n", "200", "-c", "20"]);
+        assert_eq!(server.data_commands(), 200);
+        let (k, late) = (kind(&r), server.late());
+        all(["latency", "service"].into_iter().flat_map(|m| {
+            [
+                near(&format!("{m} p50"), us(&k[m]["p50_us"]), fast, late),
+                within(&format!("{m} p99"), us(&k[m]["p99_us"]), slow, TAIL, late),
+                near_max(&format!("{m} max"), us(&k[m]["max_us"]), slow, late),
+            ]
+        }))
     });
-    // 200 requests, 20 slow: p50 is fast, p99 and max are slow.
-    let r = run(server.port, &["-n", "200", "-c", "20"]);
-    let k = kind(&r);
-    for m in ["latency", "service"] {
-        near(&format!("{m} p50"), us(&k[m]["p50_us"]), fast);
-        within(&format!("{m} p99"), us(&k[m]["p99_us"]), slow, TAIL);
-        near_max(&format!("{m} max"), us(&k[m]["max_us"]), slow);
-    }
-    assert_eq!(server.data_commands(), 200);
 }
 
 #[test]
@@ -139,52 +183,71 @@ fn an_open_loop_stall_shows_in_latency_not_in_service_time() {
     let _one = one_at_a_time();
     let base = Duration::from_millis(1);
     let stall = Duration::from_millis(500);
-    let server = DelayServer::start(Delays::Stall {
-        base,
-        after: Duration::from_secs(1),
-        stall,
+    measure("stall", || {
+        let server = DelayServer::start(Delays::Stall {
+            base,
+            after: Duration::from_secs(1),
+            stall,
+        });
+        // One connection at 200/s: during the stall the schedule goes on,
+        // so about 100 operations start late and wait (latency), while
+        // each one's own service time stays 1 ms; only the stalled one
+        // took 501 ms.
+        let r = run(server.port, &["-n", "800", "-c", "1", "--rate", "200"]);
+        let (k, late) = (kind(&r), server.late());
+        near_max(
+            "latency max",
+            us(&k["latency"]["max_us"]),
+            base + stall,
+            late,
+        )?;
+        near_max(
+            "service max",
+            us(&k["service"]["max_us"]),
+            base + stall,
+            late,
+        )?;
+        let (lat99, svc99) = (us(&k["latency"]["p99_us"]), us(&k["service"]["p99_us"]));
+        // The stall must show in latency; in service time, 1 ms each and
+        // a busy machine's scheduling on top.
+        if lat99 <= 200_000.0 {
+            return Err(format!("latency p99 {lat99} us: the stall is not in it"));
+        }
+        if svc99 >= 20_000.0 {
+            return Err(format!(
+                "service p99 {svc99} us: the stall leaked into service time"
+            ));
+        }
+        Ok(())
     });
-    // One connection at 200/s: during the stall the schedule goes on, so
-    // about 100 operations start late and wait (latency), while each
-    // one's own service time stays 1 ms; only the stalled one took 501 ms.
-    let r = run(server.port, &["-n", "800", "-c", "1", "--rate", "200"]);
-    let k = kind(&r);
-    near_max("latency max", us(&k["latency"]["max_us"]), base + stall);
-    near_max("service max", us(&k["service"]["max_us"]), base + stall);
-    let (lat99, svc99) = (us(&k["latency"]["p99_us"]), us(&k["service"]["p99_us"]));
-    assert!(
-        lat99 > 200_000.0,
-        "latency p99 {lat99} us: the stall is not in it"
-    );
-    // 1 ms each, and a busy machine's scheduling on top.
-    assert!(
-        svc99 < 20_000.0,
-        "service p99 {svc99} us: the stall leaked into service time"
-    );
 }
 
 #[test]
 #[ignore = "timing: scripts/test runs these alone, after the suite"]
 fn the_open_loop_sends_on_time_at_ten_thousand_a_second() {
     let _one = one_at_a_time();
-    // Answered at once: the point is when requests leave, and a server
-    // spinning out short delays would take the cores the client needs.
-    let server = DelayServer::start(Delays::Fixed(Duration::ZERO));
-    let r = run(
-        server.port,
-        &["--rate", "10000", "-c", "16", "--duration", "2"],
-    );
-    let lag = &kind(&r)["send_lag"];
-    assert!(lag["count"].as_u64().unwrap() >= 19_000, "{lag}");
-    let (p50, p99) = (us(&lag["p50_us"]), us(&lag["p99_us"]));
-    // The median leaves within tens of microseconds of its schedule (24 us
-    // measured, release binary, alone). The tail is not yet what the issue
-    // asks (p99 under 100 us): 115 us to 780 us against a real Redis and
-    // 3 to 5 ms against this in-process server, whose threads share the
-    // two cores with the client's 16 workers. So the bound here is what
-    // holds, and the p99 target stays open.
-    assert!(p50 < 100.0, "send lag p50 {p50} us at 10,000/s");
-    assert!(p99 < 20_000.0, "send lag p99 {p99} us at 10,000/s");
+    measure("send lag at 10,000/s", || {
+        // Answered at once: the point is when requests leave, and a server
+        // spinning out short delays would take the cores the client needs.
+        let server = DelayServer::start(Delays::Fixed(Duration::ZERO));
+        let r = run(
+            server.port,
+            &["--rate", "10000", "-c", "16", "--duration", "2"],
+        );
+        let lag = &kind(&r)["send_lag"];
+        assert!(lag["count"].as_u64().unwrap() >= 19_000, "{lag}");
+        let (p50, p99) = (us(&lag["p50_us"]), us(&lag["p99_us"]));
+        // The median leaves within tens of microseconds of its schedule
+        // (24 us measured, release binary, alone). The tail is not yet
+        // what the issue asks (p99 under 100 us): 115 us to 780 us against
+        // a real Redis and 3 to 5 ms against this in-process server, whose
+        // threads share the two cores with the client's 16 workers. So the
+        // bound here is what holds, and the p99 target stays open.
+        if p50 >= 100.0 || p99 >= 20_000.0 {
+            return Err(format!("send lag p50 {p50} us, p99 {p99} us"));
+        }
+        Ok(())
+    });
 }
 
 /// An idle real Redis at 2,000/s: latency minus service time at the
@@ -196,20 +259,25 @@ fn an_idle_redis_in_the_open_loop_adds_little_to_latency() {
     let _one = one_at_a_time();
     need_server("redis", 6379);
     let _h = hold("redis");
-    let r = run(
-        6379,
-        &[
-            "--rate",
-            "2000",
-            "-c",
-            "4",
-            "--duration",
-            "3",
-            "--no-verify",
-        ],
-    );
-    let k = kind(&r);
-    let gap = us(&k["latency"]["p50_us"]) - us(&k["service"]["p50_us"]);
-    assert!(gap < 100.0, "latency p50 - service p50 = {gap} us");
-    assert!(k["send_lag"]["count"].as_u64().unwrap() > 0);
+    measure("idle redis", || {
+        let r = run(
+            6379,
+            &[
+                "--rate",
+                "2000",
+                "-c",
+                "4",
+                "--duration",
+                "3",
+                "--no-verify",
+            ],
+        );
+        let k = kind(&r);
+        assert!(k["send_lag"]["count"].as_u64().unwrap() > 0);
+        let gap = us(&k["latency"]["p50_us"]) - us(&k["service"]["p50_us"]);
+        if gap >= 100.0 {
+            return Err(format!("latency p50 - service p50 = {gap} us"));
+        }
+        Ok(())
+    });
 }

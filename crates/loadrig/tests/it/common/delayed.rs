@@ -6,7 +6,9 @@
 //! are answered at once and are not counted.
 //!
 //! One thread per connection; a connection answers in order (RESP is
-//! FIFO), each reply at `max(arrival + delay, previous reply)`.
+//! FIFO), each reply at `max(arrival + delay, previous reply)`. The server
+//! keeps how late its own replies left (a sleeping thread on shared cores
+//! wakes late), so a test can tell its lateness from the client's.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -42,6 +44,8 @@ struct Shared {
     first: Mutex<Option<Instant>>,
     stalled: AtomicBool,
     stop: AtomicBool,
+    /// The latest any data reply left after it was due, in nanoseconds.
+    late_ns: AtomicU64,
 }
 
 impl Shared {
@@ -85,6 +89,7 @@ impl DelayServer {
             first: Mutex::new(None),
             stalled: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            late_ns: AtomicU64::new(0),
         });
         let s = shared.clone();
         thread::spawn(move || {
@@ -103,6 +108,12 @@ impl DelayServer {
     /// Data commands answered (or being answered) so far.
     pub fn data_commands(&self) -> u64 {
         self.shared.count.load(Ordering::SeqCst)
+    }
+
+    /// The latest any data reply left after it was due (the server's own
+    /// scheduling, not the client's).
+    pub fn late(&self) -> Duration {
+        Duration::from_nanos(self.shared.late_ns.load(Ordering::SeqCst))
     }
 }
 
@@ -137,16 +148,24 @@ fn serve(conn: TcpStream, s: &Shared) {
             b"CONFIG" => b"-ERR CONFIG is not served here\r\n",
             _ => b"+OK\r\n",
         };
+        let mut due = None;
         if matches!(verb.as_slice(), b"GET" | b"SET") {
             let delay = s.delay(arrived);
             if !delay.is_zero() {
-                wait_until((arrived + delay).max(last_reply));
+                let at = (arrived + delay).max(last_reply);
+                wait_until(at);
+                due = Some(at);
             }
         }
         if out.write_all(reply).is_err() {
             return;
         }
         last_reply = Instant::now();
+        if let Some(due) = due {
+            let late = last_reply.saturating_duration_since(due).as_nanos();
+            s.late_ns
+                .fetch_max(u64::try_from(late).unwrap_or(u64::MAX), Ordering::SeqCst);
+        }
     }
 }
 
