@@ -11,8 +11,6 @@
 //! widens the check by one. Nothing is created at prepare; `finish`
 //! removes the families the run touched.
 
-use std::collections::HashSet;
-
 use loadrig_metrics::{ErrorKind, Snapshot};
 use loadrig_spec::{RedisSpec, RedisTest, Stop};
 use serde::{Deserialize, Serialize};
@@ -381,8 +379,7 @@ async fn strings<B: RedisBackend>(
             }
             Some((written, failed)) => {
                 unsure = failed;
-                let numbers: HashSet<u64> = written.into_iter().map(|w| w.number).collect();
-                numbers
+                numbers(&written)
                     .into_iter()
                     .map(|n| {
                         let mut k = b"key:000000000000".to_vec();
@@ -432,7 +429,7 @@ async fn strings<B: RedisBackend>(
 }
 
 /// One key a run by count wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Write {
     /// The engine connection that wrote it (on a cluster its master is
     /// `worker mod masters`).
@@ -445,7 +442,7 @@ struct Write {
 
 /// What a run by count wrote, as [`exact_writes`] works it out.
 struct Written<'a> {
-    pairs: &'a HashSet<Write>,
+    pairs: &'a [Write],
     /// Writes that failed: each may have left its key out.
     failed: i64,
 }
@@ -505,13 +502,16 @@ async fn tagged<B: RedisBackend>(
     let mut r = Reader::new(bench.backend.admin(0, bench.spec.db()).await?);
     let tags = r.a.master_tags();
     let moved = t.domain(command::MOVED) + t.domain(command::ASK) > 0;
-    let numbers: HashSet<u64> = written.iter().map(|w| w.number).collect();
-    let mut found: HashSet<u64> = HashSet::with_capacity(numbers.len());
+    let numbers = numbers(written);
+    // Found under some name: `found[i]` for `numbers[i]`.
+    let mut found = vec![false; numbers.len()];
     let mut wrong = 0i64;
-    let mut note = |keys: &[Vec<u8>], values: Vec<Option<Vec<u8>>>, found: &mut HashSet<u64>| {
+    let mut note = |keys: &[Vec<u8>], values: Vec<Option<Vec<u8>>>, found: &mut [bool]| {
         for (k, v) in keys.iter().zip(values) {
             if let (Some(v), Some(n)) = (v, number_of(k)) {
-                found.insert(n);
+                if let Ok(i) = numbers.binary_search(&n) {
+                    found[i] = true;
+                }
                 wrong += i64::from(v != data);
             }
         }
@@ -526,7 +526,12 @@ async fn tagged<B: RedisBackend>(
             }
         }
     }
-    let unfound: HashSet<u64> = numbers.difference(&found).copied().collect();
+    let unfound: Vec<u64> = numbers
+        .iter()
+        .zip(&found)
+        .filter(|(_, f)| !**f)
+        .map(|(n, _)| *n)
+        .collect();
     if !unfound.is_empty() {
         let Some(names) = scan(&mut r.a, pattern).await? else {
             lacks.insert("key:*".into(), "SCAN".into());
@@ -534,7 +539,7 @@ async fn tagged<B: RedisBackend>(
         };
         let names: Vec<Vec<u8>> = names
             .into_iter()
-            .filter(|k| number_of(k).is_some_and(|n| unfound.contains(&n)))
+            .filter(|k| number_of(k).is_some_and(|n| unfound.binary_search(&n).is_ok()))
             .collect();
         match r.values(&names).await? {
             Ok(values) => note(&names, values, &mut found),
@@ -544,7 +549,7 @@ async fn tagged<B: RedisBackend>(
             }
         }
     }
-    let missing = numbers.len().saturating_sub(found.len()) as i64;
+    let missing = found.iter().filter(|f| !**f).count() as i64;
     let how = match (unfound.is_empty(), r.by_key) {
         (true, false) => String::new(),
         (true, true) => " (read by GET: MGET refused)".into(),
@@ -566,7 +571,7 @@ async fn tagged<B: RedisBackend>(
 /// worker's master (`worker mod masters`, as the cluster target deals
 /// them) chose for its draw; in slot order, so that a batch of MGETs
 /// spans few slots.
-fn candidates(written: &HashSet<Write>, tags: &[Vec<[u8; 3]>]) -> Vec<Vec<u8>> {
+fn candidates(written: &[Write], tags: &[Vec<[u8; 3]>]) -> Vec<Vec<u8>> {
     let mut named: Vec<(usize, usize, u64)> = Vec::with_capacity(written.len());
     for w in written {
         let Some(m) = w.worker.checked_rem(tags.len() as u64) else {
@@ -662,13 +667,13 @@ fn number_of(key: &[u8]) -> Option<u64> {
 /// over the whole index space), as (the worker that issued it, the draw
 /// that chose its command's cluster tag, its number): the tag is drawn
 /// from the command's first key, so MSET's ten keys share their first's;
-/// operation `i` is worker `i mod connections`'s. With how many writes
-/// failed.
+/// operation `i` is worker `i mod connections`'s. In the order drawn, a
+/// key drawn twice listed twice. With how many writes failed.
 fn exact_writes<B: RedisBackend>(
     bench: &RedisBench<B>,
     t: &Tally<'_>,
     r: u64,
-) -> Option<(HashSet<Write>, i64)> {
+) -> Option<(Vec<Write>, i64)> {
     let Stop::Count(n) = bench.stop else {
         return None;
     };
@@ -691,7 +696,7 @@ fn exact_writes<B: RedisBackend>(
     if draws > MAX_EXACT_DRAWS {
         return None;
     }
-    let mut written = HashSet::new();
+    let mut written = Vec::with_capacity(usize::try_from(draws).unwrap_or(0));
     for (test, per) in runs {
         let seed = test_seed(bench.seed, test);
         for i in 0..n {
@@ -701,7 +706,7 @@ fn exact_writes<B: RedisBackend>(
             for _ in 0..per {
                 let d = rng.below(r);
                 let tag = *first.get_or_insert(d);
-                written.insert(Write {
+                written.push(Write {
                     worker,
                     tag,
                     number: d % 1_000_000_000_000,
@@ -710,6 +715,14 @@ fn exact_writes<B: RedisBackend>(
         }
     }
     Some((written, i64::try_from(failed).unwrap_or(i64::MAX)))
+}
+
+/// The numbers of `written`, each once, in order.
+fn numbers(written: &[Write]) -> Vec<u64> {
+    let mut n: Vec<u64> = written.iter().map(|w| w.number).collect();
+    n.sort_unstable();
+    n.dedup();
+    n
 }
 
 /// Hits, misses and additions, per test that has them.

@@ -121,6 +121,18 @@ pub trait RespAdmin {
         commands: &[Command],
     ) -> impl Future<Output = Result<Vec<Value>, TargetError>>;
 
+    /// `MGET keys`: its reply, or the server's error reply. A cluster
+    /// splits it by slot itself (without copying the keys into a command
+    /// first).
+    fn mget(&mut self, keys: &[Vec<u8>]) -> impl Future<Output = Result<Value, TargetError>> {
+        async move {
+            let mut c: Command = Vec::with_capacity(keys.len() + 1);
+            c.push(b"MGET".to_vec());
+            c.extend(keys.iter().cloned());
+            Ok(self.call(&[c]).await?.pop().unwrap_or(Value::Bulk(None)))
+        }
+    }
+
     /// On a Redis Cluster, per master in the slot map's order, the hash
     /// tags of the slots it serves, in slot order: what an engine
     /// connection on that master draws its keys' tag from

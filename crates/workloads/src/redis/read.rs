@@ -92,15 +92,13 @@ impl<A: RespAdmin> Reader<A> {
         let mut out = Vec::with_capacity(keys.len());
         for batch in keys.chunks(BATCH) {
             if !self.by_key {
-                let mut c: Command = vec![b"MGET".to_vec()];
-                c.extend(batch.iter().cloned());
-                match ask(&mut self.a, c).await? {
-                    Ok(Value::Array(Some(vals))) => {
+                match self.a.mget(batch).await? {
+                    Value::Array(Some(vals)) if vals.len() == batch.len() => {
                         out.extend(vals.into_iter().map(bulk));
                         continue;
                     }
-                    Ok(_) => return Err(failed("MGET", "not an array")),
-                    Err(_) => self.by_key = true,
+                    Value::Error(_) => self.by_key = true,
+                    _ => return Err(failed("MGET", "not an array of the keys' values")),
                 }
             }
             let gets: Vec<Command> = batch.iter().map(|k| cmd(&[&b"GET"[..], k])).collect();

@@ -503,6 +503,10 @@ impl RespAdmin for ClusterAdmin {
         Ok(out)
     }
 
+    async fn mget(&mut self, keys: &[Vec<u8>]) -> Result<Value, TargetError> {
+        ClusterAdmin::mget(self, keys).await
+    }
+
     fn master_tags(&self) -> Vec<Vec<[u8; 3]>> {
         (0..self.masters).map(|m| self.map.tags(m)).collect()
     }
