@@ -332,26 +332,36 @@ pub struct Admin {
     label: String,
 }
 
-impl RespAdmin for Admin {
-    async fn call(&mut self, commands: &[Command]) -> Result<Vec<Value>, TargetError> {
-        for c in commands {
-            let parts: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
-            resp::encode_command(&mut self.link.sock.wbuf, &parts);
-        }
+impl Admin {
+    /// The replies to the `n` commands just encoded into the write
+    /// buffer, each handed to `f(i, reply)` where it lies. `what` names
+    /// the commands in an error.
+    pub(crate) async fn replies(
+        &mut self,
+        what: &[u8],
+        n: usize,
+        mut f: impl FnMut(usize, resp::Reply<'_>),
+    ) -> Result<(), TargetError> {
+        let link = &mut self.link;
         let replies = async {
-            let mut out = Vec::with_capacity(commands.len());
-            for _ in commands {
-                out.push(self.link.reply().await?);
+            for i in 0..n {
+                loop {
+                    match resp::parse_reply(&link.sock.rbuf) {
+                        Ok(Some((reply, len))) => {
+                            f(i, reply);
+                            link.sock.rbuf.advance(len);
+                            break;
+                        }
+                        Ok(None) => link.sock.fill().await?,
+                        Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e)),
+                    }
+                }
             }
-            Ok::<_, io::Error>(out)
+            Ok::<_, io::Error>(())
         };
-        let what = commands
-            .first()
-            .and_then(|c| c.first())
-            .map(|w| String::from_utf8_lossy(w).into_owned())
-            .unwrap_or_default();
+        let what = String::from_utf8_lossy(what);
         match tokio::time::timeout(ADMIN_TIMEOUT, replies).await {
-            Ok(Ok(r)) => Ok(r),
+            Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(TargetError::Prepare {
                 target: self.label.clone(),
                 reason: format!("{what}: {}", said(&e, "Redis")),
@@ -361,6 +371,63 @@ impl RespAdmin for Admin {
                 reason: format!("{what}: no answer in {} s", ADMIN_TIMEOUT.as_secs()),
             }),
         }
+    }
+
+    /// Encode `MGET keys` (borrowed, not copied into a command).
+    pub(crate) fn encode_mget<'k>(&mut self, keys: impl ExactSizeIterator<Item = &'k [u8]>) {
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(keys.len() + 1);
+        parts.push(b"MGET");
+        parts.extend(keys);
+        resp::encode_command(&mut self.link.sock.wbuf, &parts);
+    }
+}
+
+/// The values of an MGET reply for `n` keys, each handed to
+/// `seen(i, value)`; `Err` (the reply, owned) when it is not that.
+pub(crate) fn mget_values(
+    reply: resp::Reply<'_>,
+    n: usize,
+    mut seen: impl FnMut(usize, Option<&[u8]>),
+) -> Result<(), Value> {
+    match reply {
+        resp::Reply::Array(Some(a)) if a.len() == n => {
+            for (i, v) in a.iter().enumerate() {
+                seen(i, v.as_bytes());
+            }
+            Ok(())
+        }
+        other => Err(Value::of(other)),
+    }
+}
+
+impl RespAdmin for Admin {
+    async fn call(&mut self, commands: &[Command]) -> Result<Vec<Value>, TargetError> {
+        for c in commands {
+            let parts: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
+            resp::encode_command(&mut self.link.sock.wbuf, &parts);
+        }
+        let what = commands
+            .first()
+            .and_then(|c| c.first())
+            .map_or(&b""[..], |w| w);
+        let mut out = Vec::with_capacity(commands.len());
+        self.replies(what, commands.len(), |_, r| out.push(Value::of(r)))
+            .await?;
+        Ok(out)
+    }
+
+    async fn mget_each(
+        &mut self,
+        keys: &[Vec<u8>],
+        seen: &mut impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<Result<(), Value>, TargetError> {
+        self.encode_mget(keys.iter().map(Vec::as_slice));
+        let mut got = Ok(());
+        self.replies(b"MGET", 1, |_, r| {
+            got = mget_values(r, keys.len(), &mut *seen)
+        })
+        .await?;
+        Ok(got)
     }
 }
 

@@ -403,20 +403,19 @@ async fn strings<B: RedisBackend>(
     let mut by_key = false;
     for s in 0..bench.backend.servers() {
         let mut r = Reader::new(bench.backend.admin(s, spec.db()).await?);
-        let values = match r.values(&keys).await? {
-            Ok(v) => v,
-            Err(verb) => {
-                lacks.insert("key:*".into(), verb.into());
-                return Ok(());
-            }
-        };
-        by_key |= r.by_key;
-        for (i, v) in values.into_iter().enumerate() {
-            if let Some(v) = v {
-                found[i] = true;
-                wrong += i64::from(v != data);
-            }
+        let read = r
+            .each(&keys, |i, v| {
+                if let Some(v) = v {
+                    found[i] = true;
+                    wrong += i64::from(v != data);
+                }
+            })
+            .await?;
+        if let Err(verb) = read {
+            lacks.insert("key:*".into(), verb.into());
+            return Ok(());
         }
+        by_key |= r.by_key;
     }
     let missing = found.iter().filter(|f| !**f).count() as i64;
     let how = if by_key {
@@ -506,24 +505,12 @@ async fn tagged<B: RedisBackend>(
     // Found under some name: `found[i]` for `numbers[i]`.
     let mut found = vec![false; numbers.len()];
     let mut wrong = 0i64;
-    let mut note = |keys: &[Vec<u8>], values: Vec<Option<Vec<u8>>>, found: &mut [bool]| {
-        for (k, v) in keys.iter().zip(values) {
-            if let (Some(v), Some(n)) = (v, number_of(k)) {
-                if let Ok(i) = numbers.binary_search(&n) {
-                    found[i] = true;
-                }
-                wrong += i64::from(v != data);
-            }
-        }
-    };
     if !moved {
         let names = candidates(written, &tags);
-        match r.values(&names).await? {
-            Ok(values) => note(&names, values, &mut found),
-            Err(verb) => {
-                lacks.insert("key:*".into(), verb.into());
-                return Ok(());
-            }
+        let see = tally(&names, &numbers, &mut found, &mut wrong, data);
+        if let Err(verb) = r.each(&names, see).await? {
+            lacks.insert("key:*".into(), verb.into());
+            return Ok(());
         }
     }
     let unfound: Vec<u64> = numbers
@@ -541,12 +528,10 @@ async fn tagged<B: RedisBackend>(
             .into_iter()
             .filter(|k| number_of(k).is_some_and(|n| unfound.binary_search(&n).is_ok()))
             .collect();
-        match r.values(&names).await? {
-            Ok(values) => note(&names, values, &mut found),
-            Err(verb) => {
-                lacks.insert("key:*".into(), verb.into());
-                return Ok(());
-            }
+        let see = tally(&names, &numbers, &mut found, &mut wrong, data);
+        if let Err(verb) = r.each(&names, see).await? {
+            lacks.insert("key:*".into(), verb.into());
+            return Ok(());
         }
     }
     let missing = found.iter().filter(|f| !**f).count() as i64;
@@ -565,6 +550,27 @@ async fn tagged<B: RedisBackend>(
     };
     written_checks(checks, said, numbers.len(), (missing, failed), wrong, &how);
     Ok(())
+}
+
+/// What reading `names` finds, noted as it is read: the number of each
+/// name there marked in `found` (by its place in `numbers`), and a value
+/// other than `data` counted in `wrong`.
+fn tally<'a>(
+    names: &'a [Vec<u8>],
+    numbers: &'a [u64],
+    found: &'a mut [bool],
+    wrong: &'a mut i64,
+    data: &'a [u8],
+) -> impl FnMut(usize, Option<&[u8]>) + 'a {
+    move |i, v| {
+        let (Some(v), Some(n)) = (v, names.get(i).and_then(|k| number_of(k))) else {
+            return;
+        };
+        if let Ok(k) = numbers.binary_search(&n) {
+            found[k] = true;
+        }
+        *wrong += i64::from(v != data);
+    }
 }
 
 /// Each write's name, `key:{tag}:NNNNNNNNNNNN` with the tag its

@@ -52,6 +52,14 @@ impl Value {
         }
     }
 
+    /// A bulk string's bytes; `None` for anything else (a missing key).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::Bulk(Some(b)) => Some(b),
+            _ => None,
+        }
+    }
+
     /// An integer reply, or a bulk string holding one (GET of a counter).
     pub fn integer(&self) -> Option<i64> {
         match self {
@@ -121,15 +129,28 @@ pub trait RespAdmin {
         commands: &[Command],
     ) -> impl Future<Output = Result<Vec<Value>, TargetError>>;
 
-    /// `MGET keys`: its reply, or the server's error reply. A cluster
-    /// splits it by slot itself (without copying the keys into a command
-    /// first).
-    fn mget(&mut self, keys: &[Vec<u8>]) -> impl Future<Output = Result<Value, TargetError>> {
+    /// `MGET keys`, each value handed to `seen(i, value)` (`None`: no
+    /// such key) where the reply lies, nothing copied; verification reads
+    /// every written key this way. `Ok(Err(reply))`: the reply was not the
+    /// keys' values (an error reply when the server refuses MGET).
+    fn mget_each(
+        &mut self,
+        keys: &[Vec<u8>],
+        seen: &mut impl FnMut(usize, Option<&[u8]>),
+    ) -> impl Future<Output = Result<Result<(), Value>, TargetError>> {
         async move {
             let mut c: Command = Vec::with_capacity(keys.len() + 1);
             c.push(b"MGET".to_vec());
             c.extend(keys.iter().cloned());
-            Ok(self.call(&[c]).await?.pop().unwrap_or(Value::Bulk(None)))
+            match self.call(&[c]).await?.pop().unwrap_or(Value::Bulk(None)) {
+                Value::Array(Some(vals)) if vals.len() == keys.len() => {
+                    for (i, v) in vals.iter().enumerate() {
+                        seen(i, v.bytes());
+                    }
+                    Ok(Ok(()))
+                }
+                other => Ok(Err(other)),
+            }
         }
     }
 

@@ -89,27 +89,44 @@ impl<A: RespAdmin> Reader<A> {
         &mut self,
         keys: &[Vec<u8>],
     ) -> Result<Result<Vec<Option<Vec<u8>>>, &'static str>, TargetError> {
-        let mut out = Vec::with_capacity(keys.len());
-        for batch in keys.chunks(BATCH) {
+        let mut out = vec![None; keys.len()];
+        let read = self
+            .each(keys, |i, v| out[i] = v.map(<[u8]>::to_vec))
+            .await?;
+        Ok(read.map(|()| out))
+    }
+
+    /// Each value of `keys` handed to `seen(i, value)` (`None` for a
+    /// missing key) as it is read, nothing kept: MGET in batches, or GETs
+    /// pipelined when MGET is refused. `Err(command)`: the server refuses
+    /// both.
+    pub async fn each(
+        &mut self,
+        keys: &[Vec<u8>],
+        mut seen: impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<Result<(), &'static str>, TargetError> {
+        for (b, batch) in keys.chunks(BATCH).enumerate() {
+            let base = b * BATCH;
             if !self.by_key {
-                match self.a.mget(batch).await? {
-                    Value::Array(Some(vals)) if vals.len() == batch.len() => {
-                        out.extend(vals.into_iter().map(bulk));
-                        continue;
-                    }
-                    Value::Error(_) => self.by_key = true,
-                    _ => return Err(failed("MGET", "not an array of the keys' values")),
+                match self
+                    .a
+                    .mget_each(batch, &mut |i, v| seen(base + i, v))
+                    .await?
+                {
+                    Ok(()) => continue,
+                    Err(Value::Error(_)) => self.by_key = true,
+                    Err(_) => return Err(failed("MGET", "not an array of the keys' values")),
                 }
             }
             let gets: Vec<Command> = batch.iter().map(|k| cmd(&[&b"GET"[..], k])).collect();
-            for v in self.a.call(&gets).await? {
+            for (i, v) in self.a.call(&gets).await?.iter().enumerate() {
                 match v {
                     Value::Error(_) => return Ok(Err("GET")),
-                    v => out.push(bulk(v)),
+                    v => seen(base + i, v.bytes()),
                 }
             }
         }
-        Ok(Ok(out))
+        Ok(Ok(()))
     }
 
     /// An integer reply of `verb key` (LLEN, SCARD, ...); `None` when refused.
@@ -132,13 +149,6 @@ impl<A: RespAdmin> Reader<A> {
             }
         }
         Ok(true)
-    }
-}
-
-fn bulk(v: Value) -> Option<Vec<u8>> {
-    match v {
-        Value::Bulk(b) => b,
-        _ => None,
     }
 }
 

@@ -295,6 +295,11 @@ pub struct ClusterAdmin {
 impl ClusterAdmin {
     /// Commands pipelined to master `node`.
     async fn on(&mut self, node: usize, commands: &[Command]) -> Result<Vec<Value>, TargetError> {
+        self.link(node).await?.call(commands).await
+    }
+
+    /// The link to master `node`, opened when first used.
+    async fn link(&mut self, node: usize) -> Result<&mut Admin, TargetError> {
         if self.links.len() <= node {
             self.links.resize_with(node + 1, || None);
         }
@@ -311,10 +316,12 @@ impl ClusterAdmin {
                 label: self.at.label(),
             });
         }
-        match self.links[node].as_mut() {
-            Some(a) => a.call(commands).await,
-            None => Ok(Vec::new()),
-        }
+        self.links[node]
+            .as_mut()
+            .ok_or_else(|| TargetError::Unreachable {
+                target: self.at.label(),
+                reason: format!("no link to node {node}"),
+            })
     }
 
     /// Commands whose key is their second part, each sent to its key's
@@ -395,14 +402,35 @@ impl ClusterAdmin {
         ])))
     }
 
-    /// MGET of keys in any slots: one MGET per slot, pipelined per
-    /// master. A slot's MGET answered otherwise (a redirect while the slot
-    /// moves, TRYAGAIN, a server without MGET) is read again key by key,
-    /// each GET following its redirects; the answer is then the first
-    /// error among those, if any.
+    /// MGET of keys in any slots, its reply put back together (see
+    /// [`ClusterAdmin::mget_seen`]); the answer is the first error among
+    /// the key-by-key reads, if any.
     async fn mget(&mut self, keys: &[Vec<u8>]) -> Result<Value, TargetError> {
+        let mut values = vec![Value::Bulk(None); keys.len()];
+        let read = self
+            .mget_seen(keys, &mut |i, v| {
+                values[i] = Value::Bulk(v.map(<[u8]>::to_vec))
+            })
+            .await?;
+        Ok(match read {
+            Ok(()) => Value::Array(Some(values)),
+            Err(e) => e,
+        })
+    }
+
+    /// MGET of keys in any slots, each value handed to `seen(i, value)`
+    /// where the reply lies: one MGET per slot, pipelined per master, the
+    /// keys encoded from where they are and no value copied. A slot's
+    /// MGET answered otherwise (a redirect while the slot moves, TRYAGAIN,
+    /// a server without MGET) is read again key by key, each GET
+    /// following its redirects; `Err` is then the first error among
+    /// those.
+    async fn mget_seen(
+        &mut self,
+        keys: &[Vec<u8>],
+        seen: &mut impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<Result<(), Value>, TargetError> {
         let groups = self.map.by_slot(keys);
-        let mut values = vec![None; keys.len()];
         let mut again = Vec::new();
         for node in 0..self.map.nodes.len() {
             let mine: Vec<&Vec<usize>> = groups
@@ -413,25 +441,17 @@ impl ClusterAdmin {
             if mine.is_empty() {
                 continue;
             }
-            let commands: Vec<Command> = mine
-                .iter()
-                .map(|g| {
-                    let mut c = Vec::with_capacity(g.len() + 1);
-                    c.push(b"MGET".to_vec());
-                    c.extend(g.iter().map(|&i| keys[i].clone()));
-                    c
-                })
-                .collect();
-            for (g, reply) in mine.into_iter().zip(self.on(node, &commands).await?) {
-                match reply {
-                    Value::Array(Some(vs)) if vs.len() == g.len() => {
-                        for (&i, v) in g.iter().zip(vs) {
-                            values[i] = Some(v);
-                        }
-                    }
-                    _ => again.extend(g.iter().copied()),
-                }
+            let link = self.link(node).await?;
+            for g in &mine {
+                link.encode_mget(g.iter().map(|&i| keys[i].as_slice()));
             }
+            link.replies(b"MGET", mine.len(), |j, reply| {
+                let g = mine[j];
+                if super::mget_values(reply, g.len(), |k, v| seen(g[k], v)).is_err() {
+                    again.extend(g.iter().copied());
+                }
+            })
+            .await?;
         }
         if !again.is_empty() {
             let gets: Vec<Command> = again
@@ -440,18 +460,13 @@ impl ClusterAdmin {
                 .collect();
             let replies = self.routed(&gets).await?;
             if let Some(e) = replies.iter().find(|v| matches!(v, Value::Error(_))) {
-                return Ok(e.clone());
+                return Ok(Err(e.clone()));
             }
-            for (i, v) in again.into_iter().zip(replies) {
-                values[i] = Some(v);
+            for (i, v) in again.into_iter().zip(&replies) {
+                seen(i, v.bytes());
             }
         }
-        Ok(Value::Array(Some(
-            values
-                .into_iter()
-                .map(|v| v.unwrap_or(Value::Bulk(None)))
-                .collect(),
-        )))
+        Ok(Ok(()))
     }
 
     async fn one(&mut self, c: &Command) -> Result<Value, TargetError> {
@@ -503,8 +518,12 @@ impl RespAdmin for ClusterAdmin {
         Ok(out)
     }
 
-    async fn mget(&mut self, keys: &[Vec<u8>]) -> Result<Value, TargetError> {
-        ClusterAdmin::mget(self, keys).await
+    async fn mget_each(
+        &mut self,
+        keys: &[Vec<u8>],
+        seen: &mut impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<Result<(), Value>, TargetError> {
+        self.mget_seen(keys, seen).await
     }
 
     fn master_tags(&self) -> Vec<Vec<[u8; 3]>> {
