@@ -20,7 +20,7 @@ mod pubsub;
 pub(crate) mod stats;
 
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -72,8 +72,9 @@ pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
 /// One or more Redis servers. Cheap: it connects per use.
 pub struct RedisTarget {
     at: Arc<TargetUrl>,
-    /// The server the next engine connection goes to (round robin).
-    next: AtomicUsize,
+    /// The server the next pub/sub or kv connection goes to (round robin;
+    /// the redis workload's connections go by their worker number).
+    next: AtomicU32,
     version: OnceLock<String>,
     durability: OnceLock<String>,
     /// What the server refused to say about itself (INFO, CONFIG GET).
@@ -86,12 +87,17 @@ impl RedisTarget {
     pub(crate) fn new(at: TargetUrl) -> RedisTarget {
         RedisTarget {
             at: Arc::new(at),
-            next: AtomicUsize::new(0),
+            next: AtomicU32::new(0),
             version: OnceLock::new(),
             durability: OnceLock::new(),
             unread: OnceLock::new(),
             kv: Arc::new(kv::Names::new("kv")),
         }
+    }
+
+    /// The next number in the round robin of pub/sub and kv connections.
+    fn round_robin(&self) -> u32 {
+        self.next.fetch_add(1, Ordering::Relaxed)
     }
 
     fn unreachable(&self, e: LinkError) -> TargetError {
@@ -200,8 +206,8 @@ impl RedisBackend for RedisTarget {
         self.at.servers.len()
     }
 
-    async fn connect(&self, db: u32) -> Result<RedisConn, TargetError> {
-        let server = self.next.fetch_add(1, Ordering::Relaxed) % self.at.servers.len();
+    async fn connect(&self, db: u32, worker: u32) -> Result<RedisConn, TargetError> {
+        let server = worker as usize % self.at.servers.len().max(1);
         let link = Link::open(&self.at, server, db)
             .await
             .map_err(|e| self.unreachable(e))?;
@@ -531,7 +537,7 @@ mod tests {
             b"+PONG\r\n:7\r\n-WRONGTYPE no\r\n?garbage\r\n",
         ]);
         // The workload's RESP reading over the target's byte stream.
-        let mut c = RespConn::new(t.connect(3).await.unwrap());
+        let mut c = RespConn::new(t.connect(3, 0).await.unwrap());
         for tag in [5, 2, 9, 4] {
             resp::encode_cmd1(c.out(), b"PING");
             c.queued(tag);
@@ -560,7 +566,7 @@ mod tests {
     #[tokio::test]
     async fn a_refused_login_is_unreachable_and_says_why() {
         let t = fake(&[b"-WRONGPASS invalid username-password pair\r\n"]);
-        let Err(e) = t.connect(0).await else {
+        let Err(e) = t.connect(0, 0).await else {
             panic!("a refused login connects")
         };
         let e = e.to_string();

@@ -3,7 +3,6 @@
 //! workload's [`RespPubSub`], which opens the subscribing stream beside it
 //! when it first subscribes.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use loadrig_workloads::pubsub::resp::RespPubSub;
@@ -23,7 +22,7 @@ impl PubSubBackend for RedisTarget {
 
     /// Redis does not name clients: `client` is unused.
     async fn connect(&self, _client: u64) -> Result<RedisPubSubConn, TargetError> {
-        let server = self.next.fetch_add(1, Ordering::Relaxed) % self.at.servers.len();
+        let server = self.round_robin() as usize % self.at.servers.len().max(1);
         let link = Link::open(&self.at, server, 0)
             .await
             .map_err(|e| self.unreachable(e))?;

@@ -299,7 +299,7 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
             },
         };
         Ok(RedisDriver {
-            conn: RespConn::new(self.backend.connect_worker(self.spec.db(), worker).await?),
+            conn: RespConn::new(self.backend.connect(self.spec.db(), worker).await?),
             mode,
         })
     }

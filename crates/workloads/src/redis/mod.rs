@@ -98,19 +98,15 @@ pub trait RedisBackend: TargetInfo {
     fn cluster(&self) -> bool {
         false
     }
-    /// One engine connection, logged in, on logical database `db`.
-    fn connect(&self, db: u32) -> impl Future<Output = Result<Self::Conn, TargetError>>;
-    /// Engine connection `worker`: on a cluster its master is a function
-    /// of `worker` (so which tag a write took is known afterwards);
-    /// elsewhere as [`RedisBackend::connect`].
-    fn connect_worker(
+    /// Engine connection `worker`, logged in, on logical database `db`:
+    /// its server (or on a cluster its master) is `worker` mod their
+    /// number, the round robin of the peers, and known afterwards, so
+    /// verification knows which tag a write took.
+    fn connect(
         &self,
         db: u32,
         worker: u32,
-    ) -> impl Future<Output = Result<Self::Conn, TargetError>> {
-        let _ = worker;
-        self.connect(db)
-    }
+    ) -> impl Future<Output = Result<Self::Conn, TargetError>>;
     /// A cold-path connection to server `server`, on database `db`.
     fn admin(
         &self,

@@ -9,7 +9,6 @@
 
 mod route;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use loadrig_spec::SpecError;
@@ -207,9 +206,6 @@ pub struct RedisClusterTarget {
     /// The seeds as plain servers: the version, the durability and what
     /// could not be read come from the first, as for one server.
     first: RedisTarget,
-    /// The master the next engine connection sends its keyless commands
-    /// (PING) to, round robin.
-    next: AtomicUsize,
 }
 
 impl RedisClusterTarget {
@@ -217,7 +213,6 @@ impl RedisClusterTarget {
         RedisClusterTarget {
             first: RedisTarget::new(at.clone()),
             at: Arc::new(at),
-            next: AtomicUsize::new(0),
         }
     }
 }
@@ -253,15 +248,8 @@ impl RedisBackend for RedisClusterTarget {
         true
     }
 
-    async fn connect(&self, db: u32) -> Result<ClusterStream, TargetError> {
-        let home = self.next.fetch_add(1, Ordering::Relaxed);
-        ClusterStream::open(self.at.clone(), db, home).await
-    }
-
-    /// Worker `k`'s home is master `k mod masters`: the masters dealt
-    /// round robin as before, but known from the worker, so verification
-    /// names each write's key once.
-    async fn connect_worker(&self, db: u32, worker: u32) -> Result<ClusterStream, TargetError> {
+    /// Worker `k`'s home (its keys' master) is master `k mod masters`.
+    async fn connect(&self, db: u32, worker: u32) -> Result<ClusterStream, TargetError> {
         ClusterStream::open(self.at.clone(), db, worker as usize).await
     }
 
