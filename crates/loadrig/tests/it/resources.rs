@@ -470,11 +470,12 @@ fn mosquitto_sys(topic: &str) -> f64 {
 }
 
 /// Mosquitto: publishes received per lap from `$SYS`, which Mosquitto
-/// updates every 10 s. Over 12 s of load at least one update lands 2 s
-/// or more into it, so the laps hold at least a tenth of the run's
-/// publishes, and at most what mosquitto_sub saw from before the run to
-/// after it; the clients connected at an update are the run's four and
-/// the sampler's.
+/// updates every 10 s. Over 22 s of load two updates land inside it, 10 s
+/// apart, so the laps hold at least the publishes between them, about
+/// 45% of the run's: at least a fifth is asked (12 s of load, with one
+/// update inside, gave 2,044 of 24,000 on a busy machine). At most what
+/// mosquitto_sub saw from before the run to after it; the clients
+/// connected at an update are the run's four and the sampler's.
 #[test]
 fn mosquitto_series_match_sys() {
     need_server("mosquitto", 1883);
@@ -505,7 +506,7 @@ fn mosquitto_series_match_sys() {
             "--subs",
             "2",
             "-d",
-            "12",
+            "22",
             "--rate",
             "2000",
             "--size",
@@ -517,7 +518,7 @@ fn mosquitto_series_match_sys() {
     let (laps, _) = series(&rep, "mosquitto.publish_received");
     let sent = rep.measured.ok as f64;
     assert!(
-        laps >= sent * 0.1 && laps <= after - before,
+        laps >= sent * 0.2 && laps <= after - before,
         "{laps}: sent {sent}, mosquitto_sub {}",
         after - before
     );
