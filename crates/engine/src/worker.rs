@@ -21,6 +21,10 @@ use crate::record::Shared;
 use crate::timer::Timer;
 use crate::{Driver, EngineConfig, Event, Tag, WARMUP_INDEX_BASE};
 
+/// A listener's drain goes on while deliveries arrive, for at most this
+/// many drain periods after the last issuing worker was done.
+const DRAIN_CAP: u32 = 10;
+
 /// Housekeeping (stop flag, drain) runs at least this often, and no less
 /// often than the timeout; a timeout itself is checked when the oldest
 /// operation in flight falls due. Not a fixed 100 ms tick while busy: with
@@ -96,8 +100,12 @@ struct Ending {
     quiet: bool,
     talking: Arc<AtomicUsize>,
     drain: Duration,
-    /// When a listening worker stops receiving.
+    /// When a listening worker stops receiving: `drain` after the last
+    /// issuing worker is done, or after its own last delivery when that is
+    /// later, but no later than `drain_cap`.
     drain_until: Option<Instant>,
+    /// [`DRAIN_CAP`] drains after the last issuing worker was done.
+    drain_cap: Option<Instant>,
     /// The last completion or delivery.
     last_event: Option<Instant>,
     /// `-n`: the run owes an account of every operation, issued or not.
@@ -243,6 +251,7 @@ impl<D: Driver> Worker<D> {
                 talking: ends.talking,
                 drain: cfg.drain,
                 drain_until: None,
+                drain_cap: None,
                 last_event: None,
                 counted: matches!(load.stop, Stop::Count(_)),
             },
@@ -372,14 +381,21 @@ impl<D: Driver> Worker<D> {
         if !self.role.listen || self.ending.stop.load(Ordering::Relaxed) {
             return true;
         }
-        // Listening: go on until every issuing worker is done and the
-        // drain period after that has passed, or the driver has received
-        // all it can expect.
-        if self.ending.drain_until.is_none() && self.ending.talking.load(Ordering::Acquire) == 0 {
-            self.ending.drain_until = Some(now + self.ending.drain);
+        // Listening: go on until every issuing worker is done and nothing
+        // has arrived for the drain period, or the driver has received all
+        // it can expect. Deliveries still arriving are a backlog being
+        // read (10,000 subscribers of one process took a second more than
+        // a drain of two to read theirs), not a broker that lost them; the
+        // cap bounds a stream that never stops.
+        let e = &mut self.ending;
+        if e.drain_until.is_none() && e.talking.load(Ordering::Acquire) == 0 {
+            e.drain_until = Some(now + e.drain);
+            e.drain_cap = Some(now + e.drain * DRAIN_CAP);
         }
-        self.ending
-            .drain_until
+        if let (Some(until), Some(last), Some(cap)) = (e.drain_until, e.last_event, e.drain_cap) {
+            e.drain_until = Some(until.max(last + e.drain).min(cap));
+        }
+        e.drain_until
             .is_some_and(|t| now >= t || self.driver.caught_up())
     }
 
