@@ -481,17 +481,28 @@ async fn listeners_receive_until_the_drain_ends() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_short_drain_misses_what_is_still_in_flight() {
+async fn a_drain_goes_on_while_deliveries_arrive() {
     let out = bus(Duration::from_millis(20)).await;
     assert_eq!(out.measured.kinds[0].ok, 100);
-    // Sends at 0..99 ms, each arriving 50 ms later. The listener learns
-    // that the publisher is done (after its send at 99 ms) when it next
-    // wakes, for the arrival due at 100 ms, and drains 20 ms from there:
-    // until 120 ms, the arrival due then (sent at 70 ms) taken before the
-    // drain's end is checked. Exactly those sent at 0..=70 ms under the
-    // paused clock.
+    // Sends at 0..99 ms, each arriving 50 ms later: after the last send
+    // they go on arriving a millisecond apart until 149 ms, each within
+    // the 20 ms drain of the one before, so the drain goes on and every
+    // one is taken (a drain counted from the last send alone took those
+    // sent at 0..=70 ms: 71).
     let got = out.measured.kinds[1].ok;
-    assert_eq!(got, 71, "delivered {got}");
+    assert_eq!(got, 100, "delivered {got}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_drain_ends_when_nothing_arrives_for_as_long() {
+    let out = bus(Duration::from_micros(500)).await;
+    assert_eq!(out.measured.kinds[0].ok, 100);
+    // Arrivals a millisecond apart, a drain of half of one: the listener
+    // learns the publisher is done at the arrival due at 100 ms (sent at
+    // 50 ms) and stops before the next, give or take the timer's
+    // millisecond: what was still in flight is missed.
+    let got = out.measured.kinds[1].ok;
+    assert!((51..60).contains(&got), "delivered {got}");
 }
 
 /// Several engine threads (real clock: each thread has its own runtime):

@@ -47,7 +47,8 @@ pub struct ChatArgs {
         default_value_t = 64
     )]
     pub size: usize,
-    /// After the last send, clients go on listening this long
+    /// After the last send, clients go on listening until nothing has
+    /// arrived for this long (at most ten times this)
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "2")]
     pub drain: f64,
     /// A pause after each message a client receives, before it reads the next (Chut's listener delay: slow readers)

@@ -93,7 +93,8 @@ pub struct PubSubArgs {
     /// Request-reply (NATS): each message carries a reply subject, subscribers answer, an operation is one round trip
     #[arg(long)]
     pub request: bool,
-    /// After the last publish, subscribers go on receiving this long
+    /// After the last publish, subscribers go on receiving until nothing
+    /// has arrived for this long (at most ten times this)
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "2")]
     pub drain: f64,
 }
