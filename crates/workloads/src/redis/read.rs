@@ -105,21 +105,33 @@ impl<A: RespAdmin> Reader<A> {
         keys: &[Vec<u8>],
         mut seen: impl FnMut(usize, Option<&[u8]>),
     ) -> Result<Result<(), &'static str>, TargetError> {
+        // Which keys of the batch have been handed over: a cluster's MGET
+        // may hand over some slots' values before one slot fails, and the
+        // GETs that follow read only the others.
+        let mut done = vec![false; keys.len().min(BATCH)];
         for (b, batch) in keys.chunks(BATCH).enumerate() {
             let base = b * BATCH;
+            done.fill(false);
             if !self.by_key {
-                match self
+                let read = self
                     .a
-                    .mget_each(batch, &mut |i, v| seen(base + i, v))
-                    .await?
-                {
+                    .mget_each(batch, &mut |i, v| {
+                        done[i] = true;
+                        seen(base + i, v);
+                    })
+                    .await?;
+                match read {
                     Ok(()) => continue,
                     Err(Value::Error(_)) => self.by_key = true,
                     Err(_) => return Err(failed("MGET", "not an array of the keys' values")),
                 }
             }
-            let gets: Vec<Command> = batch.iter().map(|k| cmd(&[&b"GET"[..], k])).collect();
-            for (i, v) in self.a.call(&gets).await?.iter().enumerate() {
+            let left: Vec<usize> = (0..batch.len()).filter(|&i| !done[i]).collect();
+            let gets: Vec<Command> = left
+                .iter()
+                .map(|&i| cmd(&[&b"GET"[..], &batch[i]]))
+                .collect();
+            for (&i, v) in left.iter().zip(self.a.call(&gets).await?.iter()) {
                 match v {
                     Value::Error(_) => return Ok(Err("GET")),
                     v => seen(base + i, v.bytes()),
