@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::common::{json, loadrig, need_server, Relay, Run};
+use crate::common::{hold, json, loadrig, need_server, Relay, Run};
 
 /// The brokers, with the URL scheme and port each is reached at.
 const BROKERS: [(&str, &str, u16); 4] = [
@@ -54,6 +54,7 @@ fn run_to(out: &std::path::Path, args: &[&str]) -> (Run, serde_json::Value) {
 
 #[test]
 fn two_publishers_three_subscribers_every_message_counted() {
+    let _brokers = hold("brokers");
     let dir = tempfile::tempdir().unwrap();
     for (i, &(name, scheme, port)) in BROKERS.iter().enumerate() {
         need_server(name, port);
@@ -128,6 +129,7 @@ fn two_publishers_three_subscribers_every_message_counted() {
 
 #[test]
 fn request_reply_on_nats() {
+    let _brokers = hold("brokers");
     need_server("nats", 4222);
     let r = loadrig(&[
         "run",
@@ -168,6 +170,7 @@ fn request_reply_on_nats() {
 /// says how many and exits 1.
 #[test]
 fn a_subscriber_cut_off_shows_its_losses() {
+    let _brokers = hold("brokers");
     let dir = tempfile::tempdir().unwrap();
     for (i, &(name, scheme, port)) in BROKERS.iter().enumerate() {
         if i == 2 {
@@ -279,6 +282,7 @@ fn chat_adds_up(r: &Run, report: &serde_json::Value) -> u64 {
 
 #[test]
 fn chat_stress_and_realistic_add_up() {
+    let _brokers = hold("brokers");
     let dir = tempfile::tempdir().unwrap();
     for (i, &(name, scheme, port)) in BROKERS.iter().enumerate() {
         need_server(name, port);

@@ -8,10 +8,11 @@
 //! the broker throttles its publishers) the deliveries' median latency
 //! must be well below the run's length.
 
-use crate::common::{json, loadrig, need_server};
+use crate::common::{hold, json, loadrig, need_server};
 
 #[test]
 fn chat_clients_receive_in_every_lap_on_every_broker() {
+    let _brokers = hold("brokers");
     let dir = tempfile::tempdir().unwrap();
     for (name, target, port) in [
         ("nats", "nats://127.0.0.1:4222", 4222),
