@@ -100,16 +100,24 @@ struct Ending {
     quiet: bool,
     talking: Arc<AtomicUsize>,
     drain: Duration,
-    /// When a listening worker stops receiving: `drain` after the last
-    /// issuing worker is done, or after its own last delivery when that is
-    /// later, but no later than `drain_cap`.
-    drain_until: Option<Instant>,
-    /// [`DRAIN_CAP`] drains after the last issuing worker was done.
-    drain_cap: Option<Instant>,
+    /// When a listening worker saw the last issuing worker done: its
+    /// drain starts there ([`Ending::drain_until`]).
+    drain_from: Option<Instant>,
     /// The last completion or delivery.
     last_event: Option<Instant>,
     /// `-n`: the run owes an account of every operation, issued or not.
     counted: bool,
+}
+
+impl Ending {
+    /// When a listening worker stops receiving: `drain` after the last
+    /// issuing worker was done, or after its own last delivery when that
+    /// is later, but no later than [`DRAIN_CAP`] drains after the first.
+    fn drain_until(&self) -> Option<Instant> {
+        let from = self.drain_from?;
+        let quiet = self.last_event.map_or(from, |last| last.max(from));
+        Some((quiet + self.drain).min(from + self.drain * DRAIN_CAP))
+    }
 }
 
 /// What a worker does: issue operations, listen, or both.
@@ -250,8 +258,7 @@ impl<D: Driver> Worker<D> {
                 quiet: false,
                 talking: ends.talking,
                 drain: cfg.drain,
-                drain_until: None,
-                drain_cap: None,
+                drain_from: None,
                 last_event: None,
                 counted: matches!(load.stop, Stop::Count(_)),
             },
@@ -295,7 +302,7 @@ impl<D: Driver> Worker<D> {
                 break;
             }
             let mut wake = due.map_or(self.clock.next_check, |d| d.min(self.clock.next_check));
-            if let Some(t) = self.ending.drain_until {
+            if let Some(t) = self.ending.drain_until() {
                 wake = wake.min(t);
             }
             if wake <= now {
@@ -388,14 +395,10 @@ impl<D: Driver> Worker<D> {
         // a drain of two to read theirs), not a broker that lost them; the
         // cap bounds a stream that never stops.
         let e = &mut self.ending;
-        if e.drain_until.is_none() && e.talking.load(Ordering::Acquire) == 0 {
-            e.drain_until = Some(now + e.drain);
-            e.drain_cap = Some(now + e.drain * DRAIN_CAP);
+        if e.drain_from.is_none() && e.talking.load(Ordering::Acquire) == 0 {
+            e.drain_from = Some(now);
         }
-        if let (Some(until), Some(last), Some(cap)) = (e.drain_until, e.last_event, e.drain_cap) {
-            e.drain_until = Some(until.max(last + e.drain).min(cap));
-        }
-        e.drain_until
+        e.drain_until()
             .is_some_and(|t| now >= t || self.driver.caught_up())
     }
 
