@@ -15,6 +15,7 @@ mod collect;
 mod driver;
 mod lanes;
 mod pace;
+mod realtime;
 mod record;
 pub mod rng;
 mod timer;
@@ -30,6 +31,7 @@ pub use collect::LapView;
 pub use driver::{Driver, Event, Tag};
 pub use lanes::{Homed, Threads};
 pub use loadrig_metrics::{Lap, Outcome};
+pub use realtime::Fifo;
 pub use timer::Timer;
 /// The clock the engine schedules by (a driver's `send_at` is told its time).
 pub use tokio::time::Instant;
@@ -56,6 +58,9 @@ pub struct EngineConfig {
     /// How long listening drivers keep receiving once every issuing
     /// driver is done, so messages in flight are counted, not guessed.
     pub drain: Duration,
+    /// Paced loads: the last stretch before an intended start spent
+    /// polling rather than asleep (`--spin`; 0: asleep to the end).
+    pub spin: Duration,
 }
 
 /// Run the load on the caller's thread alone ([`run_on`] with

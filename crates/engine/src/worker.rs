@@ -151,6 +151,8 @@ pub(crate) struct Worker<D> {
     paced: bool,
     /// The precise wake-up for the next intended start (see `timer`).
     timer: Timer,
+    /// The last stretch before an intended start spent polling (`--spin`).
+    spin: Duration,
     /// Direct or managed: the operation held for a slot, or the queue.
     admit: Admission,
     /// Whether the connection is up, and the reconnect backoff.
@@ -275,13 +277,16 @@ impl<D: Driver> Worker<D> {
             since_yield: 0,
             paced: !matches!(load.pacing, loadrig_spec::Pacing::Steady),
             timer: Timer::new(),
+            spin: cfg.spin,
         }
     }
 
     pub async fn run(mut self) {
+        // The first start on time too: tokio's sleep alone would leave it
+        // up to a millisecond late.
+        self.timer.sleep_until(self.clock.start).await;
         let sleep = tokio::time::sleep_until(self.clock.start);
         tokio::pin!(sleep);
-        (&mut sleep).await;
         let mut armed = self.clock.start;
         // The clock as last read, when nothing can have waited since.
         let mut fresh: Option<Instant> = None;
@@ -315,9 +320,14 @@ impl<D: Driver> Worker<D> {
             }
             // tokio's sleep is a millisecond coarse: an intended start
             // gets the precise timer too, and whichever fires first wins.
+            // With --spin the timer fires that much early and the rest is
+            // spun: the task yields until the start is due, and each yield
+            // lets the reactor poll (a zero-timeout epoll_wait) and the
+            // thread's other tasks run, so no reply waits for the spin.
             let precise = self.paced && due == Some(wake);
-            if precise {
-                self.timer.arm(wake);
+            let spinning = precise && wake - now <= self.spin;
+            if precise && !spinning {
+                self.timer.arm(wake.checked_sub(self.spin).unwrap_or(wake));
             }
             tokio::select! {
                 biased;
@@ -340,7 +350,8 @@ impl<D: Driver> Worker<D> {
                         tokio::task::yield_now().await;
                     }
                 }
-                () = self.timer.fired(), if precise => {}
+                () = self.timer.fired(), if precise && !spinning => {}
+                () = tokio::task::yield_now(), if spinning => {}
                 () = &mut sleep => {}
             }
         }

@@ -80,6 +80,7 @@ impl Driver for Fifo {
 
 fn config(load: LoadSpec) -> EngineConfig {
     EngineConfig {
+        spin: Duration::ZERO,
         load,
         seed: 1,
         warmup: Duration::ZERO,

@@ -179,6 +179,19 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             if let Some(start) = args.start() {
                 start.check(std::time::SystemTime::now())?;
             }
+            if spec.realtime {
+                // Tried here, and given up at once, so that a process that
+                // may not gets one line before anything connects.
+                loadrig_engine::Fifo::enter().map_err(|e| {
+                    loadrig_spec::SpecError::new(
+                        "--realtime",
+                        format!(
+                            "this process may not use SCHED_FIFO ({e}): it needs root, \
+                             CAP_SYS_NICE or a real-time priority limit (ulimit -r)"
+                        ),
+                    )
+                })?;
+            }
             if args.child && !signals::die_with_parent() {
                 anyhow::bail!("the parent of this --child process is gone");
             }

@@ -484,6 +484,8 @@ pub(crate) mod tests {
             preset: None,
             processes: 1,
             prepare: true,
+            realtime: false,
+            spin_secs: 0.0,
         }
     }
 

@@ -94,7 +94,18 @@ pub struct RunSpec {
     /// section 6). Absent from reports of plain runs.
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub prepare: bool,
+    /// The engine's threads ran under `SCHED_FIFO` during the load
+    /// (`--realtime`, paced loads only). Absent when they did not.
+    #[serde(default, skip_serializing_if = "is_no")]
+    pub realtime: bool,
+    /// Paced loads: the last this many seconds before each intended start
+    /// are spent polling, not asleep (`--spin`). Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spin_secs: f64,
 }
+
+/// `--spin`'s ceiling: past a millisecond, tokio's own timer is as good.
+pub const MAX_SPIN_SECS: f64 = 1e-3;
 
 fn one() -> u32 {
     1
@@ -106,6 +117,14 @@ fn yes() -> bool {
 
 fn is_yes(b: &bool) -> bool {
     *b
+}
+
+fn is_no(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl RunSpec {
@@ -146,6 +165,23 @@ impl RunSpec {
             1,
             bounds::MAX_PROCESSES.into(),
         )?;
+        if self.realtime && self.load.pacing == Pacing::Steady {
+            return Err(SpecError::new(
+                "--realtime",
+                "needs a paced load (--rate or --burst): a closed loop never sleeps, and \
+                 under SCHED_FIFO it would keep the cores from the server it measures",
+            ));
+        }
+        bounds::seconds("--spin", self.spin_secs, true)?;
+        if self.spin_secs > MAX_SPIN_SECS {
+            return Err(SpecError::new("--spin", "must be at most 1ms"));
+        }
+        if self.spin_secs > 0.0 && self.load.pacing == Pacing::Steady {
+            return Err(SpecError::new(
+                "--spin",
+                "needs a paced load (--rate or --burst): only an intended start can be spun for",
+            ));
+        }
         if self.processes > 1 && self.load.shard.count > 1 {
             return Err(SpecError::new(
                 "--processes",

@@ -96,6 +96,12 @@ pub struct RunArgs {
     /// Open loop: an operation this late when it could start is dropped and counted
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]
     pub max_lag: f64,
+    /// Paced loads: the load threads run under SCHED_FIFO, so operations leave on time on a busy machine (root or CAP_SYS_NICE; docs/engine.md section 2)
+    #[arg(long)]
+    pub realtime: bool,
+    /// Paced loads: spend the last TIME before each intended start polling, not asleep, so the operation leaves on time (costs that much CPU per operation; e.g. 30us; docs/engine.md section 2)
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "0")]
+    pub spin: f64,
     /// Seed of every random choice; the same seed issues the same operations
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -301,6 +307,8 @@ impl RunArgs {
             preset,
             processes,
             prepare: !self.no_prepare,
+            realtime: self.realtime,
+            spin_secs: self.spin,
         };
         spec.apply_workload_rules()?;
         spec.validate()?;

@@ -262,6 +262,18 @@ pub fn header(spec: &RunSpec) -> String {
             limit,
         } => format!("bursts of {size}, {delay_ms} ms apart, limit {limit}"),
     };
+    let model = match (spec.realtime, spec.spin_secs > 0.0) {
+        (false, false) => model,
+        (true, false) => format!("{model} (SCHED_FIFO)"),
+        (false, true) => format!(
+            "{model} (spin {})",
+            dur(Duration::from_secs_f64(spec.spin_secs))
+        ),
+        (true, true) => format!(
+            "{model} (SCHED_FIFO, spin {})",
+            dur(Duration::from_secs_f64(spec.spin_secs))
+        ),
+    };
     let dispatch = match load.dispatch {
         Dispatch::Direct => "direct".to_string(),
         Dispatch::Managed { queue, slots } => format!("managed (queue {queue}, {slots} slots)"),

@@ -55,6 +55,7 @@ pub(super) async fn single<B: Bench>(
         domains: domains.len(),
         listeners: bench.listeners(),
         drain: bench.drain(),
+        spin: Duration::from_secs_f64(spec.spin_secs),
     };
     // One phase running every kind, or (redis-benchmark's tests) one per
     // kind, one after the other, each over fresh connections.
@@ -65,7 +66,12 @@ pub(super) async fn single<B: Bench>(
     };
     // The engine's threads, started once and reused by every phase:
     // connection k is opened on the thread that will drive it.
-    let threads = Threads::new(spec.threads)?;
+    // --realtime: the threads started here inherit SCHED_FIFO from this
+    // one, which gives it up again until its load begins.
+    let threads = {
+        let _fifo = realtime(spec)?;
+        Threads::new(spec.threads)?
+    };
     // A descriptor per connection: thousands need more than a shell's
     // soft limit. Failing to raise it is not an error of its own; a
     // connection that finds no descriptor is reported as it happens.
@@ -140,10 +146,12 @@ pub(super) async fn single<B: Bench>(
             }
         };
         let first = begin.as_ref().map_or(at.at, |b| b.at);
+        let fifo = realtime(spec)?;
         let outcome = loadrig_engine::run_on(&cfg, &threads, drivers, at.at, stop.clone(), |lap| {
             p.lap(lap)
         })
         .await;
+        drop(fifo);
         p.end_laps();
         if let Some(k) = phase {
             kind_elapsed.resize(kinds.len(), None);
@@ -232,4 +240,10 @@ fn append(total: &mut Outcome, next: Outcome, offset: Duration) {
     }));
     total.elapsed += next.elapsed;
     total.interrupted |= next.interrupted;
+}
+
+/// With `--realtime`, the calling thread under SCHED_FIFO until the guard
+/// is dropped (checked before anything connected: `main`).
+fn realtime(spec: &RunSpec) -> std::io::Result<Option<loadrig_engine::Fifo>> {
+    spec.realtime.then(loadrig_engine::Fifo::enter).transpose()
 }

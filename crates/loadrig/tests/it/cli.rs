@@ -215,3 +215,19 @@ fn no_arguments_show_the_help_and_typos_get_a_tip() {
         r.dump()
     );
 }
+
+/// `--realtime` and `--spin` make intended starts punctual; the closed
+/// loop has none, so both are refused there, and `--spin` has a ceiling.
+#[test]
+fn punctuality_needs_a_paced_load() {
+    for (args, flag) in [
+        (&["--realtime"][..], "--realtime"),
+        (&["--spin", "30us"], "--spin"),
+        (&["--rate", "100", "--spin", "2ms"], "--spin"),
+        (&["--rate", "100", "--spin", "soon"], "--spin"),
+    ] {
+        let mut all = vec!["run", "voter", "-t", "null://"];
+        all.extend_from_slice(args);
+        one_line_naming(&all, flag);
+    }
+}

@@ -214,32 +214,115 @@ fn an_open_loop_stall_shows_in_latency_not_in_service_time() {
     });
 }
 
+/// The flags that make the generator punctual: SCHED_FIFO, and the last
+/// 30 us before each intended start spun (docs/engine.md section 2).
+const PUNCTUAL: [&str; 3] = ["--realtime", "--spin", "30us"];
+
+/// The generator alone (the null target completes in process) at
+/// 10,000/s: the median operation leaves within tens of microseconds of
+/// its intended start. The issue asks for p99 under 100 us too; with
+/// these flags the runs here give 40 to 90 us in quiet minutes, but 0.2
+/// to 3 ms in others (the suite's four VoltDB JVMs, and the host, take
+/// the cores at their own times), so the bound on the tail is the one
+/// that holds: 20 ms, what a timer of a millisecond's resolution or a
+/// latency not taken from the intended start would break at once.
 #[test]
 #[ignore = "timing: scripts/test runs these alone, after the suite"]
 fn the_open_loop_sends_on_time_at_ten_thousand_a_second() {
     let _one = one_at_a_time();
     measure("send lag at 10,000/s", || {
-        // Answered at once: the point is when requests leave, and a server
-        // spinning out short delays would take the cores the client needs.
-        let server = DelayServer::start(Delays::Fixed(Duration::ZERO));
-        let r = run(
-            server.port,
-            &["--rate", "10000", "-c", "16", "--duration", "2"],
-        );
-        let lag = &kind(&r)["send_lag"];
-        assert!(lag["count"].as_u64().unwrap() >= 19_000, "{lag}");
-        let (p50, p99) = (us(&lag["p50_us"]), us(&lag["p99_us"]));
-        // The median leaves within tens of microseconds of its schedule
-        // (24 us measured, release binary, alone). The tail is not yet
-        // what the issue asks (p99 under 100 us): 115 us to 780 us against
-        // a real Redis and 3 to 5 ms against this in-process server, whose
-        // threads share the two cores with the client's 16 workers. So the
-        // bound here is what holds, and the p99 target stays open.
-        if p50 >= 100.0 || p99 >= 20_000.0 {
-            return Err(format!("send lag p50 {p50} us, p99 {p99} us"));
-        }
-        Ok(())
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("r.json");
+        let mut args = vec![
+            "run",
+            "voter",
+            "--target",
+            "null://",
+            "--rate",
+            "10000",
+            "-c",
+            "16",
+            "--duration",
+            "5",
+            "--interval",
+            "1h",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(PUNCTUAL);
+        let r = loadrig(&args);
+        assert_eq!(r.code, 0, "{}", r.dump());
+        let report = json(&out);
+        assert_eq!(report["spec"]["realtime"], true);
+        lag_within(&report, 50_000, 50.0, 20_000.0)
     });
+}
+
+/// The same over sockets, to the reference server: its 16 threads and
+/// the client's two share the machine's two cores, and each reply wakes
+/// a client thread that may be due to send, so the tail is longer (50 to
+/// 330 us at p99 in quiet minutes). The median holds as above.
+#[test]
+#[ignore = "timing: scripts/test runs these alone, after the suite"]
+fn the_open_loop_sends_on_time_to_a_server() {
+    let _one = one_at_a_time();
+    measure("send lag at 10,000/s to a server", || {
+        let server = DelayServer::start(Delays::Fixed(Duration::ZERO));
+        let mut args = vec!["--rate", "10000", "-c", "16", "--duration", "5"];
+        args.extend(PUNCTUAL);
+        let r = run(server.port, &args);
+        lag_within(&r, 50_000, 50.0, 20_000.0)
+    });
+}
+
+/// The flags are what the run did: the header says so, the report's spec
+/// keeps them, and every operation's send lag is recorded. (This suite
+/// runs as root; elsewhere `--realtime` is refused with exit 2.)
+#[test]
+fn punctual_runs_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut args = vec![
+        "run",
+        "voter",
+        "-t",
+        "null://",
+        "--rate",
+        "2000",
+        "-n",
+        "400",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(PUNCTUAL);
+    let r = loadrig(&args);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("open loop 2,000/s regular (SCHED_FIFO, spin 30.0us)"),
+        "{}",
+        r.dump()
+    );
+    let report = json(&out);
+    assert_eq!(report["spec"]["realtime"], true);
+    let spin = report["spec"]["spin_secs"].as_f64().unwrap();
+    assert!((spin - 30e-6).abs() < 1e-12, "{spin}");
+    assert_eq!(kind(&report)["send_lag"]["count"], 400);
+}
+
+/// The send lag of the run's one kind: at least `count` recorded, the
+/// median under `p50` us and p99 under `p99` us.
+fn lag_within(report: &Value, count: u64, p50: f64, p99: f64) -> Check {
+    let lag = &kind(report)["send_lag"];
+    assert!(
+        lag["count"].as_u64().unwrap() >= count - count / 50,
+        "{lag}"
+    );
+    let (m, t) = (us(&lag["p50_us"]), us(&lag["p99_us"]));
+    if m >= p50 || t >= p99 {
+        return Err(format!("send lag p50 {m} us, p99 {t} us"));
+    }
+    Ok(())
 }
 
 /// An idle real Redis at 2,000/s: latency minus service time at the
