@@ -64,6 +64,75 @@ impl StatsSource for LocalProcess {
     }
 }
 
+/// A setting of the local server listening on `host:port`, read from the
+/// configuration file its command line names (`flag FILE`): the file and
+/// the setting's last value there, `None` as the value when the file does
+/// not set it. `Err` says why nothing could be read: not this machine, no
+/// process of ours on the port, a command line without `flag`, a file that
+/// cannot be read. Lines are `key value`, `#` comments; `include_dir DIR`
+/// reads DIR's `*.conf` files after, in name order (Mosquitto's format).
+pub(crate) fn setting_of(
+    host: &str,
+    port: u16,
+    flag: &str,
+    key: &str,
+) -> Result<(String, Option<String>), String> {
+    if process_on(host, port).is_none() {
+        return Err(format!("{host} is not this machine"));
+    }
+    let pid =
+        listener_pid(port).ok_or_else(|| format!("no process of ours listens on port {port}"))?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map_err(|e| format!("process {pid}'s command line: {e}"))?;
+    let mut args = cmdline
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned());
+    let file = args
+        .by_ref()
+        .find(|a| a == flag)
+        .and_then(|_| args.next())
+        .ok_or_else(|| format!("process {pid} was started without {flag} (its defaults hold)"))?;
+    // A relative name is the process's, not ours.
+    let path = std::path::Path::new(&format!("/proc/{pid}/cwd")).join(&file);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{file}: {e}"))?;
+    let mut value = last_value(&text, key);
+    for dir in settings(&text).filter(|(k, _)| *k == "include_dir") {
+        let mut confs: Vec<_> = std::fs::read_dir(dir.1)
+            .map_err(|e| format!("{}: {e}", dir.1))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+            .collect();
+        confs.sort();
+        for conf in confs {
+            if let Some(v) = std::fs::read_to_string(&conf)
+                .ok()
+                .and_then(|t| last_value(&t, key))
+            {
+                value = Some(v);
+            }
+        }
+    }
+    Ok((file, value))
+}
+
+/// `key value` lines of a configuration file, comments and blanks left out.
+fn settings(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_once(char::is_whitespace))
+        .map(|(k, v)| (k, v.trim()))
+}
+
+/// The last value `key` is given in `text`.
+fn last_value(text: &str, key: &str) -> Option<String> {
+    settings(text)
+        .filter(|(k, _)| *k == key)
+        .last()
+        .map(|(_, v)| v.to_string())
+}
+
 /// The process (the lowest id: a forking server's parent) that holds the
 /// socket listening on `port`. Processes are looked at in the order of
 /// their ids and the first holder ends the search: a descriptor costs a
@@ -184,6 +253,28 @@ mod tests {
         let got = rt.block_on(src.sample()).expect("sampled");
         assert_eq!(got.len(), 2);
         assert!(got[1].value > 1e6, "{got:?}");
+    }
+
+    #[test]
+    fn a_setting_is_its_last_value() {
+        let text = "# max_queued_messages 5\nlistener 1883\nmax_queued_messages 100\n\n  max_queued_messages   10000  \n";
+        assert_eq!(
+            last_value(text, "max_queued_messages").as_deref(),
+            Some("10000")
+        );
+        assert_eq!(last_value(text, "listener").as_deref(), Some("1883"));
+        assert_eq!(last_value(text, "persistence"), None);
+    }
+
+    /// This process listens, and its command line has no `-c`: said so.
+    #[test]
+    fn a_server_started_without_a_config_says_so() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let why = setting_of("127.0.0.1", port, "--no-such-flag", "k").unwrap_err();
+        assert!(why.contains("without --no-such-flag"), "{why}");
+        let why = setting_of("10.0.0.1", port, "-c", "k").unwrap_err();
+        assert!(why.contains("not this machine"), "{why}");
     }
 
     /// A child started by any thread of a process is among its children.

@@ -88,6 +88,17 @@ fn two_publishers_three_subscribers_every_message_counted() {
         let t = std::time::Instant::now();
         let (r, report) = run_to(&out, &args);
         assert_eq!(r.code, 0, "{target}: {}", r.dump());
+        if i == 2 {
+            // The queue's limit as read from the broker's own file
+            // (scripts/services writes it), not as assumed.
+            let state =
+                std::env::var("LOADRIG_STATE_DIR").unwrap_or_else(|_| "/var/lib/loadrig".into());
+            let read = format!(
+                "the broker queues max_queued_messages 10000 per client \
+                 ({state}/conf/mosquitto.conf)"
+            );
+            assert!(r.stdout.contains(&read), "{read}\n{}", r.dump());
+        }
         assert!(
             t.elapsed() < Duration::from_secs(25),
             "{target}: the drain waited for nothing: {:?}\n{}",

@@ -73,6 +73,8 @@ pub struct MqttTarget {
     next: AtomicUsize,
     /// Asked once: `None` when the broker did not say.
     version: OnceLock<Option<String>>,
+    /// Read once (`queue`).
+    queue: OnceLock<String>,
 }
 
 impl MqttTarget {
@@ -82,7 +84,28 @@ impl MqttTarget {
             qos,
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
+            queue: OnceLock::new(),
         }
+    }
+
+    /// How many messages the first broker queues per client before it
+    /// drops: its `max_queued_messages`, read from the configuration file
+    /// its command line names when it runs on this machine. Mosquitto
+    /// publishes neither its settings nor (in 2.0) a count of what it
+    /// dropped under `$SYS`, so the file is the only place to read it.
+    fn queue(&self) -> &str {
+        self.queue.get_or_init(|| {
+            let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
+            match crate::local::setting_of(&host, port, "-c", "max_queued_messages") {
+                Ok((file, Some(n))) => format!("max_queued_messages {n} per client ({file})"),
+                Ok((file, None)) => format!(
+                    "max_queued_messages 1000 per client (Mosquitto's default: {file} does not set it)"
+                ),
+                Err(why) => format!(
+                    "max_queued_messages per client, 1000 unless set (not read: {why})"
+                ),
+            }
+        })
     }
 
     /// The first broker's `$SYS/broker/version` (retained by Mosquitto),
@@ -120,11 +143,11 @@ impl TargetInfo for MqttTarget {
     }
 
     fn durability(&self) -> Option<String> {
-        Some(match self.qos {
-            Qos::AtMostOnce => "at most once: QoS 0, the broker acknowledges nothing".to_string(),
-            _ => "at least once: the broker acknowledges each publish; duplicates possible"
-                .to_string(),
-        })
+        let promise = match self.qos {
+            Qos::AtMostOnce => "at most once: QoS 0, the broker acknowledges nothing",
+            _ => "at least once: the broker acknowledges each publish; duplicates possible",
+        };
+        Some(format!("{promise}; the broker queues {}", self.queue()))
     }
 
     fn max_depth(&self) -> usize {
@@ -167,15 +190,13 @@ impl PubSubBackend for MqttTarget {
         format!("MQTT QoS {}", self.qos.level())
     }
 
-    /// Mosquitto does not publish its settings (nor, in 2.0, a count of
-    /// what it dropped) under `$SYS`, so the limit is stated, not read.
+    /// The limit as read from the broker's configuration (`queue`).
     fn queue_limit(&self) -> Option<String> {
-        Some(
-            "the broker dropped them: Mosquitto queues at most max_queued_messages per client \
-             (1,000 by default; scripts/services sets 10,000) and drops the rest when \
-             publishers outrun its delivery; the deliver row's latency is that queue"
-                .to_string(),
-        )
+        Some(format!(
+            "the broker dropped them: Mosquitto queues at most {} and drops the rest when \
+             publishers outrun its delivery; the deliver row's latency is that queue",
+            self.queue()
+        ))
     }
 }
 
