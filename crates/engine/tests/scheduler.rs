@@ -376,6 +376,9 @@ enum Bus {
         from: tokio::sync::mpsc::UnboundedReceiver<Instant>,
         /// A message taken from the channel, waiting for its arrival.
         due: Option<(Instant, Instant)>,
+        /// Once the publisher is gone, the connection breaks every
+        /// millisecond (and reconnects at once).
+        breaks: bool,
     },
 }
 
@@ -410,7 +413,7 @@ impl Driver for Bus {
                 },
                 None => std::future::pending().await,
             },
-            Bus::Listener { from, due } => loop {
+            Bus::Listener { from, due, breaks } => loop {
                 if let Some((arrive, sent)) = *due {
                     tokio::time::sleep_until(arrive).await;
                     *due = None;
@@ -422,6 +425,10 @@ impl Driver for Bus {
                 }
                 match from.recv().await {
                     Some(at) => *due = Some((at, at - Duration::from_millis(50))),
+                    None if *breaks => {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        return Event::Broken(OpError::new(ErrorKind::Io));
+                    }
                     None => std::future::pending().await,
                 }
             },
@@ -440,6 +447,10 @@ impl Driver for Bus {
 /// 100 messages at 1,000/s, each arriving 50 ms after its intended
 /// start, to one listener that drains for `drain`.
 async fn bus(drain: Duration) -> Outcome {
+    bus_breaking(drain, false).await
+}
+
+async fn bus_breaking(drain: Duration, breaks: bool) -> Outcome {
     let mut cfg = config(load(
         Pacing::Rate {
             rate: 1000.0,
@@ -458,7 +469,11 @@ async fn bus(drain: Duration) -> Outcome {
             sent: VecDeque::new(),
             delay: Duration::from_millis(50),
         },
-        Bus::Listener { from, due: None },
+        Bus::Listener {
+            from,
+            due: None,
+            breaks,
+        },
     ];
     let start = Instant::now() + Duration::from_millis(10);
     run(
@@ -504,6 +519,20 @@ async fn a_drain_ends_when_nothing_arrives_for_as_long() {
     // millisecond: what was still in flight is missed.
     let got = out.measured.kinds[1].ok;
     assert!((51..60).contains(&got), "delivered {got}");
+}
+
+/// A connection that breaks and reconnects is not a delivery: the drain
+/// ends a drain after the last message arrived, not at its cap (a
+/// 100,000-client run's listeners broke and reconnected through five
+/// minutes of 30 s drains).
+#[tokio::test(start_paused = true)]
+async fn a_breaking_connection_does_not_keep_a_drain_going() {
+    let out = bus_breaking(Duration::from_millis(20), true).await;
+    assert_eq!(out.measured.kinds[1].ok, 100, "every message delivered");
+    // The last arrival at 149 ms, the drain 20 ms after it; the cap
+    // (ten drains after the publisher was done at 99 ms) is at 299 ms.
+    let ms = out.elapsed.as_secs_f64() * 1e3;
+    assert!(ms < 200.0, "elapsed {ms} ms");
 }
 
 /// Several engine threads (real clock: each thread has its own runtime):
