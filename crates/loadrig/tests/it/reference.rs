@@ -21,21 +21,18 @@ use crate::common::{hold, json, loadrig, need_server};
 
 /// Run the redis workload's GET test against `port`, return the report.
 fn run(port: u16, extra: &[&str]) -> Value {
+    let target = format!("redis://127.0.0.1:{port}");
+    report_of(&["redis", "--target", &target, "--tests", "get"], extra)
+}
+
+/// `loadrig run` with `workload` (its name and target) and `extra`, one
+/// lap for the whole run: its report, which must count no error.
+fn report_of(workload: &[&str], extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let target = format!("redis://127.0.0.1:{port}");
-    let mut args = vec![
-        "run",
-        "redis",
-        "--target",
-        &target,
-        "--tests",
-        "get",
-        "--interval",
-        "1h",
-        "--out",
-        out.to_str().unwrap(),
-    ];
+    let mut args = vec!["run"];
+    args.extend_from_slice(workload);
+    args.extend(["--interval", "1h", "--out", out.to_str().unwrap()]);
     args.extend_from_slice(extra);
     let r = loadrig(&args);
     assert_eq!(r.code, 0, "{}", r.dump());
@@ -231,28 +228,9 @@ const PUNCTUAL: [&str; 3] = ["--realtime", "--spin", "30us"];
 fn the_open_loop_sends_on_time_at_ten_thousand_a_second() {
     let _one = one_at_a_time();
     measure("send lag at 10,000/s", || {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("r.json");
-        let mut args = vec![
-            "run",
-            "voter",
-            "--target",
-            "null://",
-            "--rate",
-            "10000",
-            "-c",
-            "16",
-            "--duration",
-            "5",
-            "--interval",
-            "1h",
-            "--out",
-            out.to_str().unwrap(),
-        ];
+        let mut args = vec!["--rate", "10000", "-c", "16", "--duration", "5"];
         args.extend(PUNCTUAL);
-        let r = loadrig(&args);
-        assert_eq!(r.code, 0, "{}", r.dump());
-        let report = json(&out);
+        let report = report_of(&["voter", "--target", "null://"], &args);
         assert_eq!(report["spec"]["realtime"], true);
         lag_within(&report, 50_000, 50.0, 20_000.0)
     });
