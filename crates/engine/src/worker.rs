@@ -285,11 +285,19 @@ impl<D: Driver> Worker<D> {
     }
 
     pub async fn run(mut self) {
-        // The first start on time too: tokio's sleep alone would leave it
-        // up to a millisecond late.
-        self.timer.sleep_until(self.clock.start).await;
         let sleep = tokio::time::sleep_until(self.clock.start);
         tokio::pin!(sleep);
+        // The first start on time too: tokio's sleep alone would leave it
+        // up to a millisecond late. (A wake-up before it is harmless: the
+        // loop waits again for what is not yet due.)
+        if self.paced {
+            self.timer.arm(self.clock.start);
+        }
+        tokio::select! {
+            biased;
+            () = &mut sleep => {}
+            () = self.timer.fired(), if self.paced => {}
+        }
         let mut armed = self.clock.start;
         // The clock as last read, when nothing can have waited since.
         let mut fresh: Option<Instant> = None;

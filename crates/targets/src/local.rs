@@ -65,7 +65,8 @@ impl StatsSource for LocalProcess {
 }
 
 /// A setting of the local server listening on `host:port`, read from the
-/// configuration file its command line names (`flag FILE`): the file and
+/// configuration file its command line names (one of `flags`, then the
+/// file): the file and
 /// the setting's last value there, `None` as the value when the file does
 /// not set it. `Err` says why nothing could be read: not this machine, no
 /// process of ours on the port, a command line without `flag`, a file that
@@ -74,7 +75,7 @@ impl StatsSource for LocalProcess {
 pub(crate) fn setting_of(
     host: &str,
     port: u16,
-    flag: &str,
+    flags: &[&str],
     key: &str,
 ) -> Result<(String, Option<String>), String> {
     if process_on(host, port).is_none() {
@@ -89,16 +90,21 @@ pub(crate) fn setting_of(
         .map(|a| String::from_utf8_lossy(a).into_owned());
     let file = args
         .by_ref()
-        .find(|a| a == flag)
+        .find(|a| flags.contains(&a.as_str()))
         .and_then(|_| args.next())
-        .ok_or_else(|| format!("process {pid} was started without {flag} (its defaults hold)"))?;
+        .ok_or_else(|| {
+            format!(
+                "process {pid} was started without {} (its defaults hold)",
+                flags.join(" or ")
+            )
+        })?;
     // A relative name is the process's, not ours.
-    let path = std::path::Path::new(&format!("/proc/{pid}/cwd")).join(&file);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{file}: {e}"))?;
+    let cwd = std::path::PathBuf::from(format!("/proc/{pid}/cwd"));
+    let text = std::fs::read_to_string(cwd.join(&file)).map_err(|e| format!("{file}: {e}"))?;
     let mut value = last_value(&text, key);
-    for dir in settings(&text).filter(|(k, _)| *k == "include_dir") {
-        let mut confs: Vec<_> = std::fs::read_dir(dir.1)
-            .map_err(|e| format!("{}: {e}", dir.1))?
+    for (_, dir) in settings(&text).filter(|(k, _)| *k == "include_dir") {
+        let mut confs: Vec<_> = std::fs::read_dir(cwd.join(dir))
+            .map_err(|e| format!("{dir}: {e}"))?
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "conf"))
@@ -271,9 +277,9 @@ mod tests {
     fn a_server_started_without_a_config_says_so() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = l.local_addr().expect("addr").port();
-        let why = setting_of("127.0.0.1", port, "--no-such-flag", "k").unwrap_err();
+        let why = setting_of("127.0.0.1", port, &["--no-such-flag"], "k").unwrap_err();
         assert!(why.contains("without --no-such-flag"), "{why}");
-        let why = setting_of("10.0.0.1", port, "-c", "k").unwrap_err();
+        let why = setting_of("10.0.0.1", port, &["-c"], "k").unwrap_err();
         assert!(why.contains("not this machine"), "{why}");
     }
 

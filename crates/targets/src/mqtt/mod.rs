@@ -96,7 +96,12 @@ impl MqttTarget {
     fn queue(&self) -> &str {
         self.queue.get_or_init(|| {
             let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
-            match crate::local::setting_of(&host, port, "-c", "max_queued_messages") {
+            match crate::local::setting_of(
+                &host,
+                port,
+                &["-c", "--config-file"],
+                "max_queued_messages",
+            ) {
                 Ok((file, Some(n))) => format!("max_queued_messages {n} per client ({file})"),
                 Ok((file, None)) => format!(
                     "max_queued_messages 1000 per client (Mosquitto's default: {file} does not set it)"
