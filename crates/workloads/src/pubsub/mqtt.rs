@@ -38,8 +38,11 @@ pub const MAX_DEPTH: usize = 60_000;
 const SUB_PID_BASE: u16 = 65_000;
 
 /// Keep-alive, in seconds, for the target's `CONNECT`; a `PINGREQ` goes
-/// every half of it.
-pub const KEEP_ALIVE: u16 = 60;
+/// every half of it. Ten minutes: a broker drops a client silent for 1.5
+/// keep-alives, and a run waiting for `--start-at` neither reads nor
+/// writes its connections (at 60 s, Mosquitto dropped them after a 100 s
+/// lead).
+pub const KEEP_ALIVE: u16 = 600;
 const PING_EVERY: Duration = Duration::from_secs(KEEP_ALIVE as u64 / 2);
 
 /// How long a subscription's SUBACK may take.
