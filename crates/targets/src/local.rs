@@ -20,8 +20,12 @@ pub(crate) fn first_process(at: &crate::url::TargetUrl) -> Vec<Box<dyn StatsSour
 
 /// The local process listening on `port`, when `host` is this machine.
 pub(crate) fn process_on(host: &str, port: u16) -> Option<Box<dyn StatsSource>> {
-    let local = matches!(host, "localhost" | "::1" | "[::1]") || host.starts_with("127.");
-    local.then(|| Box::new(LocalProcess { port, pid: None }) as Box<dyn StatsSource>)
+    is_local(host).then(|| Box::new(LocalProcess { port, pid: None }) as Box<dyn StatsSource>)
+}
+
+/// Whether `host` names this machine (loopback).
+fn is_local(host: &str) -> bool {
+    matches!(host, "localhost" | "::1" | "[::1]") || host.starts_with("127.")
 }
 
 struct LocalProcess {
@@ -78,7 +82,7 @@ pub(crate) fn setting_of(
     flags: &[&str],
     key: &str,
 ) -> Result<(String, Option<String>), String> {
-    if process_on(host, port).is_none() {
+    if !is_local(host) {
         return Err(format!("{host} is not this machine"));
     }
     let pid =
