@@ -2,12 +2,16 @@
  * loadrig's send lag (docs/engine.md section 2). Every 100 us for N wake-ups
  * it sleeps on a timerfd armed SPIN us before the instant, in epoll_wait as
  * loadrig's reactor does, spins the rest, and records how late it ran. It
- * prints p50, p99, p99.9 and the maximum in microseconds.
+ * prints p50, p99, p99.9 and the maximum in microseconds. With "awake" it
+ * first asks the kernel for a CPU wake-up latency of 0 (what --awake does),
+ * held until it exits.
  *
- * usage: wake N SPIN_US */
+ * usage: wake N SPIN_US [awake] */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -25,9 +29,19 @@ static int by_value(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: wake N SPIN_US\n");
+    if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "awake") != 0)) {
+        fprintf(stderr, "usage: wake N SPIN_US [awake]\n");
         return 2;
+    }
+    if (argc == 4) {
+        /* A PM QoS request: a binary s32 in microseconds, in force while
+         * the file stays open. */
+        int32_t zero = 0;
+        int qos = open("/dev/cpu_dma_latency", O_WRONLY);
+        if (qos < 0 || write(qos, &zero, sizeof zero) != sizeof zero) {
+            perror("wake: /dev/cpu_dma_latency");
+            return 2;
+        }
     }
     int n = atoi(argv[1]);
     long long spin = atoll(argv[2]) * 1000;

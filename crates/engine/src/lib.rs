@@ -31,7 +31,7 @@ pub use collect::LapView;
 pub use driver::{Driver, Event, Tag};
 pub use lanes::{Homed, Threads};
 pub use loadrig_metrics::{Lap, Outcome};
-pub use realtime::Fifo;
+pub use realtime::{Awake, Fifo};
 pub use timer::Timer;
 /// The clock the engine schedules by (a driver's `send_at` is told its time).
 pub use tokio::time::Instant;

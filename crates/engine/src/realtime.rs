@@ -16,6 +16,14 @@
 //! The policy is per thread. [`Fifo::enter`] sets it for the calling
 //! thread and its guard puts back what was there; threads started while
 //! it is held inherit it (the engine's lanes are started under it).
+//!
+//! `--awake` ([`Awake`]) removes the other half of a late wake-up: the
+//! idle CPU's own. An idle CPU halts, and on a virtual machine a halted
+//! virtual CPU is descheduled by the host, so the timer interrupt that
+//! ends a sleep first waits for the host to run it again. A PM QoS request
+//! for a wake-up latency of 0 (what `cyclictest` holds by default) makes
+//! the kernel choose its polling idle state instead: idle CPUs spin, and a
+//! wake-up costs no exit from a halt.
 
 #![allow(unsafe_code)]
 
@@ -66,6 +74,31 @@ impl Drop for Fifo {
     }
 }
 
+/// The machine's CPUs kept out of their halting idle states while this
+/// is held: a PM QoS request for a CPU wake-up latency of 0, which lasts
+/// as long as the file it was written to stays open. It is machine-wide:
+/// every idle CPU polls meanwhile, which burns that CPU's time (on a
+/// virtual machine, the host's) but none of this process's.
+pub struct Awake {
+    _request: std::fs::File,
+}
+
+/// Where the kernel takes PM QoS requests for the CPUs' wake-up latency.
+const CPU_LATENCY: &str = "/dev/cpu_dma_latency";
+
+impl Awake {
+    /// Ask for a wake-up latency of 0 microseconds. Fails without the
+    /// right to open the file (root, by default) or without the file (a
+    /// kernel without PM QoS).
+    pub fn enter() -> io::Result<Awake> {
+        use std::io::Write;
+        let mut request = std::fs::OpenOptions::new().write(true).open(CPU_LATENCY)?;
+        // The kernel reads a binary s32, in microseconds.
+        request.write_all(&0i32.to_ne_bytes())?;
+        Ok(Awake { _request: request })
+    }
+}
+
 fn set(policy: libc::c_int, priority: libc::c_int) -> io::Result<()> {
     // SAFETY: as in `enter`.
     let rc = unsafe {
@@ -106,5 +139,32 @@ mod tests {
             Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}"),
         }
         assert_eq!(policy(), before);
+    }
+
+    /// The request holds while the guard lives: the kernel's aggregate is
+    /// 0 then and back above it after (it reads the file's current value).
+    /// Without root the open fails and nothing changes.
+    #[test]
+    fn the_request_lasts_as_long_as_the_guard() {
+        let now = || {
+            let mut v = [0u8; 4];
+            std::io::Read::read_exact(&mut std::fs::File::open(CPU_LATENCY).unwrap(), &mut v)
+                .unwrap();
+            i32::from_ne_bytes(v)
+        };
+        match Awake::enter() {
+            Ok(awake) => {
+                assert_eq!(now(), 0);
+                drop(awake);
+                assert!(now() > 0, "{}", now());
+            }
+            Err(e) => assert!(
+                matches!(
+                    e.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::NotFound
+                ),
+                "{e}"
+            ),
+        }
     }
 }

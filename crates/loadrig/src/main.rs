@@ -192,6 +192,17 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                     )
                 })?;
             }
+            if spec.awake {
+                // Likewise: the request is made and withdrawn at once.
+                loadrig_engine::Awake::enter().map_err(|e| {
+                    loadrig_spec::SpecError::new(
+                        "--awake",
+                        format!(
+                            "cannot ask the kernel to keep the CPUs awake ({e}): it needs root"
+                        ),
+                    )
+                })?;
+            }
             if args.child && !signals::die_with_parent() {
                 anyhow::bail!("the parent of this --child process is gone");
             }

@@ -486,6 +486,7 @@ pub(crate) mod tests {
             prepare: true,
             realtime: false,
             spin_secs: 0.0,
+            awake: false,
         }
     }
 

@@ -102,6 +102,10 @@ pub struct RunSpec {
     /// are spent polling, not asleep (`--spin`). Absent when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spin_secs: f64,
+    /// The machine's CPUs were kept out of their idle states during the
+    /// load (`--awake`: a PM QoS latency request of 0). Absent when not.
+    #[serde(default, skip_serializing_if = "is_no")]
+    pub awake: bool,
 }
 
 /// `--spin`'s ceiling: past a millisecond, tokio's own timer is as good.

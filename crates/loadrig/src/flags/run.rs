@@ -102,6 +102,9 @@ pub struct RunArgs {
     /// Paced loads: spend the last TIME before each intended start polling, not asleep, so the operation leaves on time (costs that much CPU per operation; e.g. 30us; docs/engine.md section 2)
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "0")]
     pub spin: f64,
+    /// Keep the machine's CPUs out of their idle halt while the load runs (machine-wide), so a sleeping thread wakes without the CPU's, or the VM's, wake-up delay; idle CPUs poll meanwhile (root; docs/engine.md section 2)
+    #[arg(long)]
+    pub awake: bool,
     /// Seed of every random choice; the same seed issues the same operations
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -309,6 +312,7 @@ impl RunArgs {
             prepare: !self.no_prepare,
             realtime: self.realtime,
             spin_secs: self.spin,
+            awake: self.awake,
         };
         spec.apply_workload_rules()?;
         spec.validate()?;

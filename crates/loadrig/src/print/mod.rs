@@ -262,17 +262,24 @@ pub fn header(spec: &RunSpec) -> String {
             limit,
         } => format!("bursts of {size}, {delay_ms} ms apart, limit {limit}"),
     };
-    let model = match (spec.realtime, spec.spin_secs > 0.0) {
-        (false, false) => model,
-        (true, false) => format!("{model} (SCHED_FIFO)"),
-        (false, true) => format!(
-            "{model} (spin {})",
+    // How the run made itself punctual, if it did.
+    let mut punctual = Vec::new();
+    if spec.realtime {
+        punctual.push("SCHED_FIFO".to_string());
+    }
+    if spec.awake {
+        punctual.push("CPUs awake".to_string());
+    }
+    if spec.spin_secs > 0.0 {
+        punctual.push(format!(
+            "spin {}",
             dur(Duration::from_secs_f64(spec.spin_secs))
-        ),
-        (true, true) => format!(
-            "{model} (SCHED_FIFO, spin {})",
-            dur(Duration::from_secs_f64(spec.spin_secs))
-        ),
+        ));
+    }
+    let model = if punctual.is_empty() {
+        model
+    } else {
+        format!("{model} ({})", punctual.join(", "))
     };
     let dispatch = match load.dispatch {
         Dispatch::Direct => "direct".to_string(),

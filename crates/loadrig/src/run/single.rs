@@ -147,11 +147,12 @@ pub(super) async fn single<B: Bench>(
         };
         let first = begin.as_ref().map_or(at.at, |b| b.at);
         let fifo = realtime(spec)?;
+        let awake = spec.awake.then(loadrig_engine::Awake::enter).transpose()?;
         let outcome = loadrig_engine::run_on(&cfg, &threads, drivers, at.at, stop.clone(), |lap| {
             p.lap(lap)
         })
         .await;
-        drop(fifo);
+        drop((fifo, awake));
         p.end_laps();
         if let Some(k) = phase {
             kind_elapsed.resize(kinds.len(), None);

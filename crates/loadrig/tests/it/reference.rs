@@ -8,8 +8,9 @@
 //! tests in parallel on two shared cores) fit inside. The bounds above the
 //! delay widen by what the server itself says it answered late (its
 //! sleeping threads wake late on shared cores), and a measurement that
-//! misses is taken once more ([`measure`]): a stall of the whole machine
-//! seldom strikes twice, a fault in loadrig's measuring always does. The
+//! misses is taken again, up to three times ([`measure`]): a stall of the
+//! whole machine seldom strikes three runs in a row, a fault in loadrig's
+//! measuring always does. The
 //! tests take one lock, so they do not load the machine for each other.
 
 use std::time::Duration;
@@ -104,19 +105,25 @@ fn near_max(what: &str, got: f64, want: Duration, late: Duration) -> Check {
     }
 }
 
-/// A timing measurement, taken once more when it misses. Two cores shared
-/// with everything else can stall the client for tens of milliseconds now
-/// and then (CI once showed an open-loop p99 of 216.7 ms for 200 ms); such
-/// a stall seldom strikes twice, while a fault in what loadrig measures
-/// (a timer's resolution, latency not taken from the intended start)
-/// misses every time, so it still fails the test.
+/// A timing measurement, taken up to three times while it misses. Two
+/// cores shared with everything else can stall the client for tens of
+/// milliseconds now and then (CI once showed an open-loop p99 of 216.7 ms
+/// for 200 ms); such a stall seldom strikes three runs in a row, while a
+/// fault in what loadrig measures (a timer's resolution, latency not
+/// taken from the intended start) misses every time, so it still fails
+/// the test.
 fn measure(what: &str, mut attempt: impl FnMut() -> Check) {
-    if let Err(first) = attempt() {
-        eprintln!("{what}: missed once ({first}); measuring once more");
-        if let Err(second) = attempt() {
-            panic!("{what}: missed twice: {first}; then {second}");
+    let mut missed = Vec::new();
+    while missed.len() < 3 {
+        match attempt() {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("{what}: missed ({e})");
+                missed.push(e);
+            }
         }
     }
+    panic!("{what}: missed three times: {}", missed.join("; then "));
 }
 
 /// Latency and service time of kind `k` where the delays put them: the
@@ -211,18 +218,23 @@ fn an_open_loop_stall_shows_in_latency_not_in_service_time() {
     });
 }
 
-/// The flags that make the generator punctual: SCHED_FIFO, and the last
-/// 30 us before each intended start spun (docs/engine.md section 2).
-const PUNCTUAL: [&str; 3] = ["--realtime", "--spin", "30us"];
+/// The flags that make the generator punctual: SCHED_FIFO, the CPUs kept
+/// out of their halting idle state, and the last 50 us before each
+/// intended start spun (docs/engine.md section 2).
+const PUNCTUAL: [&str; 4] = ["--realtime", "--awake", "--spin", "50us"];
+
+/// The issue's bound on the send lag at 10,000/s: p99 under 100 us (and
+/// the median under 50 us). With `--spin 30us` but not `--awake`, the
+/// runs here gave 60 to 115 us at p99: a halted virtual CPU first waits
+/// for the host to run it again. With all three, 7 to 66 us, and now and
+/// then a run of 0.5 ms when the host takes the machine's cores.
+const LAG_P50_US: f64 = 50.0;
+const LAG_P99_US: f64 = 100.0;
 
 /// The generator alone (the null target completes in process) at
-/// 10,000/s: the median operation leaves within tens of microseconds of
-/// its intended start. The issue asks for p99 under 100 us too; with
-/// these flags the runs here give 40 to 90 us in quiet minutes, but 0.2
-/// to 3 ms in others (the suite's four VoltDB JVMs, and the host, take
-/// the cores at their own times), so the bound on the tail is the one
-/// that holds: 20 ms, what a timer of a millisecond's resolution or a
-/// latency not taken from the intended start would break at once.
+/// 10,000/s: operations leave within the issue's bound of their intended
+/// starts. A timer of a millisecond's resolution, or a lag not taken from
+/// the intended start, misses it by a factor of ten.
 #[test]
 #[ignore = "timing: scripts/test runs these alone, after the suite"]
 fn the_open_loop_sends_on_time_at_ten_thousand_a_second() {
@@ -232,14 +244,14 @@ fn the_open_loop_sends_on_time_at_ten_thousand_a_second() {
         args.extend(PUNCTUAL);
         let report = report_of(&["voter", "--target", "null://"], &args);
         assert_eq!(report["spec"]["realtime"], true);
-        lag_within(&report, 50_000, 50.0, 20_000.0)
+        assert_eq!(report["spec"]["awake"], true);
+        lag_within(&report, 50_000, LAG_P50_US, LAG_P99_US)
     });
 }
 
 /// The same over sockets, to the reference server: its 16 threads and
 /// the client's two share the machine's two cores, and each reply wakes
-/// a client thread that may be due to send, so the tail is longer (50 to
-/// 330 us at p99 in quiet minutes). The median holds as above.
+/// a client thread that may be due to send.
 #[test]
 #[ignore = "timing: scripts/test runs these alone, after the suite"]
 fn the_open_loop_sends_on_time_to_a_server() {
@@ -249,7 +261,7 @@ fn the_open_loop_sends_on_time_to_a_server() {
         let mut args = vec!["--rate", "10000", "-c", "16", "--duration", "5"];
         args.extend(PUNCTUAL);
         let r = run(server.port, &args);
-        lag_within(&r, 50_000, 50.0, 20_000.0)
+        lag_within(&r, 50_000, LAG_P50_US, LAG_P99_US)
     });
 }
 
@@ -277,14 +289,15 @@ fn punctual_runs_say_so() {
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(
         r.stdout
-            .contains("open loop 2,000/s regular (SCHED_FIFO, spin 30.0us)"),
+            .contains("open loop 2,000/s regular (SCHED_FIFO, CPUs awake, spin 50.0us)"),
         "{}",
         r.dump()
     );
     let report = json(&out);
     assert_eq!(report["spec"]["realtime"], true);
+    assert_eq!(report["spec"]["awake"], true);
     let spin = report["spec"]["spin_secs"].as_f64().unwrap();
-    assert!((spin - 30e-6).abs() < 1e-12, "{spin}");
+    assert!((spin - 50e-6).abs() < 1e-12, "{spin}");
     assert_eq!(kind(&report)["send_lag"]["count"], 400);
 }
 
