@@ -110,6 +110,7 @@ impl Report {
             exit_code: reports.iter().map(|r| r.exit_code).max().unwrap_or(0),
             processes,
             server_stats: merge_server_stats(reports),
+            share: None,
         })
     }
 }

@@ -40,6 +40,13 @@ pub struct Report {
     /// reports written before they were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_stats: Option<ServerStatsReport>,
+    /// A `--processes` child's part of what verification needs beyond
+    /// its counts (chat: its clients' tallies), for the parent; absent
+    /// elsewhere, and not carried into a merged report. Kept as JSON text,
+    /// not a tree of values: the parent of 100,000 chat clients reads it
+    /// straight into the workload's own accounts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// One process of a merged run.
@@ -488,6 +495,7 @@ impl Report {
             exit_code: r.exit_code,
             processes: Vec::new(),
             server_stats: None,
+            share: None,
         }
     }
 

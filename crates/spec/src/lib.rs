@@ -135,6 +135,8 @@ impl RunSpec {
     /// Rules a workload imposes on the load model, applied once the flags
     /// are read: chat's realistic mode is the open loop at clients / think
     /// time, each client's sends a think apart, so it takes no other pacing.
+    /// The rate is the run's, over every process or shard, each of which
+    /// has clients of its own.
     pub fn apply_workload_rules(&mut self) -> Result<(), SpecError> {
         if let WorkloadSpec::Chat(chat) = &self.workload {
             if let ChatMode::Realistic { think_secs } = chat.mode {
@@ -144,8 +146,9 @@ impl RunSpec {
                         "--mode realistic paces each client by --think",
                     ));
                 }
+                let parts = self.load.shard.count.max(self.processes).max(1);
                 self.load.pacing = Pacing::Rate {
-                    rate: f64::from(self.load.clients) / think_secs,
+                    rate: f64::from(self.load.clients) * f64::from(parts) / think_secs,
                     arrival: Arrival::Regular,
                 };
             }
@@ -293,6 +296,20 @@ mod tests {
                 arrival: Arrival::Regular
             }
         );
+        // Four processes (or shards) of 50 clients each: 200 clients.
+        for (processes, count) in [(4, 1), (1, 4)] {
+            let mut s = chat(ChatMode::Realistic { think_secs: 5.0 }, Pacing::Steady);
+            s.processes = processes;
+            s.load.shard = Shard { index: 0, count };
+            s.apply_workload_rules().unwrap();
+            assert_eq!(
+                s.load.pacing,
+                Pacing::Rate {
+                    rate: 40.0,
+                    arrival: Arrival::Regular
+                }
+            );
+        }
         let rate = Pacing::Rate {
             rate: 100.0,
             arrival: Arrival::Regular,

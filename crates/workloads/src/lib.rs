@@ -18,6 +18,7 @@ use std::future::Future;
 
 use loadrig_engine::{Driver, Tag};
 use loadrig_metrics::{OpError, Snapshot};
+use serde_json::value::RawValue;
 
 pub use loadrig_metrics::{Check, Results, Verdict};
 /// Counts as people read them (one home for number formats: the report's).
@@ -242,6 +243,19 @@ pub trait Bench {
         -> impl Future<Output = Result<Results, TargetError>>;
     /// Remove the schema and data unless kept.
     fn finish(&mut self, keep: bool) -> impl Future<Output = Result<(), TargetError>>;
+
+    /// What a `--processes` child knows that verification needs and its
+    /// counts do not carry (chat: its clients' tallies), as JSON kept in
+    /// its report for the parent. `None` where the counts and the server
+    /// say it all.
+    fn share(&self) -> Option<Box<RawValue>> {
+        None
+    }
+    /// The parent of `--processes`: the children's shares, by process
+    /// (`None` for one that left none), before it verifies.
+    fn gather(&mut self, _shares: Vec<Option<Box<RawValue>>>) -> Result<(), serde_json::Error> {
+        Ok(())
+    }
 }
 
 /// Append `v` in decimal, without allocating (keys and subjects on the

@@ -357,6 +357,7 @@ impl Workload {
             }
             Workload::Pubsub { run, pubsub } => {
                 one_connection_per_client(run)?;
+                one_process(run)?;
                 no_managed_mode(run)?;
                 Parts {
                     run,

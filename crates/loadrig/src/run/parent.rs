@@ -116,6 +116,15 @@ pub async fn parent<B: Bench>(
     dir.clean();
 
     let (mut failed, children_code) = report_children(&mut p, &finished, at);
+    // Taken by process, before the reports are: a child without one
+    // leaves a gap, so the others keep their numbers.
+    let shares = finished
+        .iter_mut()
+        .map(|f| f.report.as_mut().and_then(|r| r.share.take()))
+        .collect();
+    bench
+        .gather(shares)
+        .context("reading the processes' shares of the verification")?;
     let reports: Vec<Report> = finished.into_iter().filter_map(|f| f.report).collect();
     p.phase("cool down");
     if reports.is_empty() {

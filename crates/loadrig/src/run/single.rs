@@ -200,6 +200,11 @@ pub(super) async fn single<B: Bench>(
         results: Results::default(),
         exit_code: code,
     });
+    if child {
+        // What the parent needs to verify this process's part (the
+        // drivers, gone with the run, have left their accounts).
+        report.share = bench.share();
+    }
     let sampled = samples.and_then(|s| {
         let line = s.failure_line();
         s.attach(&mut report);

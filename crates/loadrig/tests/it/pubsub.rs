@@ -372,6 +372,52 @@ fn chat_stress_and_realistic_add_up() {
     }
 }
 
+/// Chat in two processes (`--processes 2`): each runs the groups it is
+/// given (`-G` per process, as `--clients` is elsewhere), and the parent
+/// verifies every message from the clients' tallies the children hand
+/// it in their reports. Realistic mode makes the count exact: 2 x 20
+/// clients, one message each per 200 ms, for 2 s.
+#[test]
+fn chat_runs_in_several_processes() {
+    let _brokers = hold("brokers");
+    need_server("nats", 4222);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chat-2p.json");
+    let (r, report) = run_to(
+        &out,
+        &[
+            "run",
+            "chat",
+            "--target",
+            "nats://127.0.0.1:4222",
+            "--processes",
+            "2",
+            "--mode",
+            "realistic",
+            "--think",
+            "200ms",
+            "-G",
+            "5",
+            "--cpg",
+            "4",
+            "--duration",
+            "2",
+            "--drain",
+            "1",
+        ],
+    );
+    // Without the children's tallies the parent would verify 0 = 0.
+    assert_eq!(chat_adds_up(&r, &report), 0, "{}", r.dump());
+    assert_eq!(sent_received(&report), (400, 400), "{}", r.dump());
+    assert!(r.stdout.contains("G:10\tCPG:4\tT:2\n"), "{}", r.dump());
+    assert_eq!(report["processes"].as_array().map(Vec::len), Some(2));
+    assert_eq!(report["measured"]["errors"], 0, "{}", r.dump());
+    assert!(
+        report.get("share").is_none(),
+        "the merged report keeps no share"
+    );
+}
+
 /// Chat's messages sent (the send kind's ok) and received (the deliver
 /// kind's ok), from the report.
 fn sent_received(report: &serde_json::Value) -> (u64, u64) {

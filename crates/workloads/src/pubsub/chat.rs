@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
 use loadrig_spec::{ChatSpec, RunSpec, Stop};
+use serde_json::value::RawValue;
 
 use super::client::{Client, ClientDriver, Role, DOMAINS, SEND};
 use super::fanout::{run_prefix, subscribe_failed};
@@ -28,6 +29,9 @@ pub struct ChatBench<B> {
     pub spec: ChatSpec,
     pub stop: Stop,
     client: Arc<Client>,
+    /// `--processes`: each runs `spec.groups` groups of its own (as each
+    /// runs `--clients` of its own in other workloads); 1 in a child.
+    processes: u32,
 }
 
 impl<B: PubSubBackend> ChatBench<B> {
@@ -41,6 +45,7 @@ impl<B: PubSubBackend> ChatBench<B> {
             spec,
             stop,
             client,
+            processes: run.processes.max(1),
         }
     }
 }
@@ -129,7 +134,7 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
                 .to_string(),
         ];
         lines.extend(chut_lines(
-            self.spec.groups,
+            self.spec.groups.saturating_mul(self.processes),
             self.spec.per_group,
             secs,
             t.sent,
@@ -152,6 +157,29 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
     }
 
     async fn finish(&mut self, _keep: bool) -> Result<(), TargetError> {
+        Ok(())
+    }
+
+    /// A child's clients' tallies: its groups are whole and its subjects
+    /// private, so they are all the parent needs to verify its part.
+    fn share(&self) -> Option<Box<RawValue>> {
+        serde_json::value::to_raw_value(&self.client.tallies.all()).ok()
+    }
+
+    /// Process k's clients become clients k x G x CPG and on, so that the
+    /// groups of different processes stay apart (a group is CPG numbers
+    /// from a multiple of CPG).
+    fn gather(&mut self, shares: Vec<Option<Box<RawValue>>>) -> Result<(), serde_json::Error> {
+        let each = self.spec.clients();
+        for (k, share) in shares.into_iter().enumerate() {
+            let Some(share) = share else { continue };
+            let mut tallies: Vec<ClientTally> = serde_json::from_str(share.get())?;
+            let first = (k as u32).saturating_mul(each);
+            for t in &mut tallies {
+                t.client = t.client.saturating_add(first);
+            }
+            self.client.tallies.adopt(tallies);
+        }
         Ok(())
     }
 }

@@ -6,8 +6,9 @@
 
 use std::sync::Mutex;
 
-/// One client's account.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// One client's account. A `--processes` child hands its clients' to the
+/// parent in its report (chat), so it reads and writes as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClientTally {
     /// The client's number (its stamp's publisher id).
     pub client: u32,
@@ -108,6 +109,13 @@ impl Tallies {
         let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
         all.sort_by_key(|t| t.client);
         all
+    }
+
+    /// Accounts of clients not seen before, as they are: another
+    /// process's, renumbered past this one's (no search for a match, so
+    /// 100,000 of them cost a copy).
+    pub fn adopt(&self, ts: Vec<ClientTally>) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend(ts);
     }
 
     /// Forget every account (before a new run).
