@@ -299,23 +299,7 @@ fn chat_stress_and_realistic_add_up() {
         need_server(name, port);
         let target = url(i, port);
         let out = dir.path().join(format!("stress-{scheme}{i}.json"));
-        let (r, report) = run_to(
-            &out,
-            &[
-                "run",
-                "chat",
-                "--target",
-                &target,
-                "-G",
-                "3",
-                "--cpg",
-                "4",
-                "--duration",
-                "2",
-                "--drain",
-                "1",
-            ],
-        );
+        let (r, report) = chat_run(&out, &target, &["-G", "3"]);
         assert!(r.stdout.contains("G:3\tCPG:4\tT:2\n"), "{}", r.dump());
         // Stress may overrun a broker: Mosquitto at QoS 0 drops what it
         // cannot queue for a client (its max_queued_messages), so loss is
@@ -342,27 +326,7 @@ fn chat_stress_and_realistic_add_up() {
         need_server(name, port);
         let target = url(i, port);
         let out = dir.path().join(format!("realistic-{scheme}{i}.json"));
-        let (r, report) = run_to(
-            &out,
-            &[
-                "run",
-                "chat",
-                "--target",
-                &target,
-                "--mode",
-                "realistic",
-                "--think",
-                "200ms",
-                "-G",
-                "5",
-                "--cpg",
-                "4",
-                "--duration",
-                "2",
-                "--drain",
-                "1",
-            ],
-        );
+        let (r, report) = realistic_chat(&out, &target, &[]);
         assert_eq!(chat_adds_up(&r, &report), 0, "{target}: {}", r.dump());
         // 20 clients, one message each per 200 ms, for 2 s: 200 on the
         // open loop's schedule, every one sent and delivered.
@@ -370,6 +334,23 @@ fn chat_stress_and_realistic_add_up() {
         assert_eq!((sent, received), (200, 200), "{target}: {}", r.dump());
         assert_eq!(report["measured"]["errors"], 0, "{target}: {}", r.dump());
     }
+}
+
+/// Chat on `target` with groups of 4 clients, for 2 s and a drain of
+/// 1 s, and `extra` flags (the groups, the mode).
+fn chat_run(out: &std::path::Path, target: &str, extra: &[&str]) -> (Run, serde_json::Value) {
+    let mut args = vec!["run", "chat", "--target", target, "--cpg", "4"];
+    args.extend(["--duration", "2", "--drain", "1"]);
+    args.extend_from_slice(extra);
+    run_to(out, &args)
+}
+
+/// Realistic mode, 5 groups (per process), one message per client per
+/// 200 ms, and `extra` flags.
+fn realistic_chat(out: &std::path::Path, target: &str, extra: &[&str]) -> (Run, serde_json::Value) {
+    let mut args = vec!["--mode", "realistic", "--think", "200ms", "-G", "5"];
+    args.extend_from_slice(extra);
+    chat_run(out, target, &args)
 }
 
 /// Chat in two processes (`--processes 2`): each runs the groups it is
@@ -383,29 +364,7 @@ fn chat_runs_in_several_processes() {
     need_server("nats", 4222);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("chat-2p.json");
-    let (r, report) = run_to(
-        &out,
-        &[
-            "run",
-            "chat",
-            "--target",
-            "nats://127.0.0.1:4222",
-            "--processes",
-            "2",
-            "--mode",
-            "realistic",
-            "--think",
-            "200ms",
-            "-G",
-            "5",
-            "--cpg",
-            "4",
-            "--duration",
-            "2",
-            "--drain",
-            "1",
-        ],
-    );
+    let (r, report) = realistic_chat(&out, "nats://127.0.0.1:4222", &["--processes", "2"]);
     // Without the children's tallies the parent would verify 0 = 0.
     assert_eq!(chat_adds_up(&r, &report), 0, "{}", r.dump());
     assert_eq!(sent_received(&report), (400, 400), "{}", r.dump());
