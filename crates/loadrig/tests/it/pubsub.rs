@@ -301,22 +301,21 @@ fn chat_stress_and_realistic_add_up() {
         let out = dir.path().join(format!("stress-{scheme}{i}.json"));
         let (r, report) = chat_run(&out, &target, &["-G", "3"]);
         assert!(r.stdout.contains("G:3\tCPG:4\tT:2\n"), "{}", r.dump());
-        // Stress may overrun a broker: Mosquitto at QoS 0 drops what it
-        // cannot queue for a client (its max_queued_messages), so loss is
-        // allowed here, but delivery must be shown to work on every
-        // broker. Clients now read while they write; NATS, Redis and MQTT
-        // at QoS 1 delivered all of it in 10 s runs (at least half is
-        // asserted, as the whole suite shares two cores with this test);
-        // MQTT at QoS 0 delivers a third or more under the suite's load,
-        // so a tenth is asserted. `reading.rs` shows deliveries in every
-        // lap on every broker.
+        // Stress may overrun a broker (a broker that drops what it cannot
+        // queue for a client, as Mosquitto does past max_queued_messages),
+        // so loss is allowed here, but delivery must be shown to work on
+        // every broker. Clients read while they write, and at MQTT QoS 0
+        // a publish is done when the broker answers the PINGREQ after it,
+        // so no publisher runs ahead of the broker: every broker delivered
+        // all of it in 10 s runs (at least half is asserted, as the whole
+        // suite shares two cores with this test). `reading.rs` shows
+        // deliveries in every lap on every broker.
         let lost = chat_adds_up(&r, &report);
         let (sent, received) = sent_received(&report);
         assert_eq!(sent - received, lost, "{target}");
-        let share = if i == 1 { 10 } else { 2 };
         assert!(
-            received >= 1_000 && received * share >= sent,
-            "{target}: {received} of {sent} delivered, below 1/{share}: {}",
+            received >= 1_000 && received * 2 >= sent,
+            "{target}: {received} of {sent} delivered, below half: {}",
             r.dump()
         );
     }

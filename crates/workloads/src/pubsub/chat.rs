@@ -86,6 +86,9 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
         conn.subscribe(&self.client.inbox(n))
             .await
             .map_err(|e| subscribe_failed(&self.backend.label(), e))?;
+        // Stress sends as fast as the broker takes it: taken, not written
+        // into a socket buffer the broker reads seconds later.
+        conn.confirm_by_round_trip();
         let role = Role::Member { first, size };
         Ok(ClientDriver::new(conn, self.client.clone(), role, n))
     }

@@ -14,7 +14,9 @@
 //! received is acknowledged inside [`PubSubConn::next`]. [`KEEP_ALIVE`] is
 //! what the target promises in `CONNECT`: [`PubSubConn::fill`] queues a
 //! `PINGREQ` every half of it, so a subscriber that only listens is not
-//! taken for dead.
+//! taken for dead. At QoS 0, when asked ([`PubSubConn::confirm_by_round_trip`]),
+//! a publish is done at the `PINGRESP` of the `PINGREQ` written after it
+//! (`confirm.rs`).
 
 use std::num::NonZeroU16;
 use std::pin::Pin;
@@ -27,6 +29,7 @@ pub use loadrig_wire::mq::mqtt::Qos;
 use loadrig_wire::mq::mqtt::{self, Packet, Publish, QosPid, SubAckCode};
 use tokio::time::{Instant, Sleep};
 
+use super::confirm::RoundTrips;
 use super::{Confirm, Incoming, PubSubConn};
 use crate::stream::{await_in_place, ByteStream, Scan};
 
@@ -117,6 +120,8 @@ pub struct MqttLink<S> {
     keepalive: Pin<Box<Sleep>>,
     /// A publish the codec refused, reported by the next `next`.
     refused: Option<OpError>,
+    /// QoS 0 confirmed by `PINGRESP`, when asked (`confirm.rs`).
+    trips: Option<RoundTrips>,
 }
 
 impl<S: ByteStream> MqttLink<S> {
@@ -131,13 +136,30 @@ impl<S: ByteStream> MqttLink<S> {
             subject: Vec::new(),
             keepalive: Box::pin(tokio::time::sleep(PING_EVERY)),
             refused: None,
+            trips: None,
         }
     }
 
     fn confirm(&self) -> Confirm {
-        match self.qos {
-            Qos::AtMostOnce => Confirm::Written,
+        match (self.qos, &self.trips) {
+            (Qos::AtMostOnce, None) => Confirm::Written,
             _ => Confirm::Acked,
+        }
+    }
+
+    /// A `PINGREQ`; with round trips, covering the publishes before it.
+    fn ping(&mut self) {
+        mqtt::encode_pingreq(self.stream.out());
+        if let Some(t) = &mut self.trips {
+            t.pinged();
+        }
+    }
+
+    /// With round trips, the `PINGREQ` the publishes since the last one
+    /// wait for.
+    fn ping_if_due(&mut self) {
+        if self.trips.as_ref().is_some_and(RoundTrips::ping_due) {
+            self.ping();
         }
     }
 
@@ -211,6 +233,8 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
         });
         if !written {
             self.refused = Some(REFUSED);
+        } else if let Some(t) = &mut self.trips {
+            t.publish(tag);
         }
         self.confirm()
     }
@@ -221,6 +245,9 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
             return Some(Err(e));
         }
         loop {
+            if let Some(tag) = self.trips.as_mut().and_then(RoundTrips::next_confirmed) {
+                return Some(Ok(f(Incoming::Ack(tag))));
+            }
             let (packet, n) = match mqtt::parse_packet(self.stream.input()) {
                 Ok(Some(x)) => x,
                 Ok(None) => return None,
@@ -258,10 +285,16 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
                     self.stream.input().advance(n);
                     return Some(Ok(out));
                 }
-                // A SUBACK whose `subscribe` was dropped, keep-alive answers.
-                Packet::SubAck(_) | Packet::UnsubAck(_) | Packet::PingResp => {
-                    self.stream.input().advance(n)
+                // With round trips, what the PINGREQ covered is confirmed,
+                // handed out from the top of the loop.
+                Packet::PingResp => {
+                    self.stream.input().advance(n);
+                    if let Some(t) = &mut self.trips {
+                        t.answered();
+                    }
                 }
+                // A SUBACK whose `subscribe` was dropped.
+                Packet::SubAck(_) | Packet::UnsubAck(_) => self.stream.input().advance(n),
                 _ => return Some(Err(PROTOCOL)),
             }
         }
@@ -272,15 +305,18 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
     }
 
     async fn flush(&mut self) -> Result<(), OpError> {
+        self.ping_if_due();
         self.stream.flush().await
     }
 
     async fn fill(&mut self) -> Result<(), OpError> {
+        // Waiting to read: what is published by now is waited for too.
+        self.ping_if_due();
         loop {
             tokio::select! {
                 r = self.stream.fill() => return r,
                 () = &mut self.keepalive => {
-                    mqtt::encode_pingreq(self.stream.out());
+                    self.ping();
                     self.keepalive.as_mut().reset(Instant::now() + PING_EVERY);
                 }
             }
@@ -291,6 +327,9 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
     /// every subscription made again (and acknowledged).
     async fn reconnect(&mut self) -> Result<(), OpError> {
         self.refused = None;
+        if let Some(t) = &mut self.trips {
+            t.clear();
+        }
         self.stream.reconnect().await?;
         self.keepalive.as_mut().reset(Instant::now() + PING_EVERY);
         for j in 0..self.subs.len() {
@@ -302,6 +341,13 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
 
     fn take_bytes(&mut self) -> (u64, u64) {
         self.stream.take_bytes()
+    }
+
+    /// QoS 0 only: at QoS 1 the broker's `PUBACK` confirms each publish.
+    fn confirm_by_round_trip(&mut self) {
+        if self.qos == Qos::AtMostOnce {
+            self.trips.get_or_insert_with(RoundTrips::default);
+        }
     }
 
     /// DISCONNECT, so the broker knows the client left on purpose.

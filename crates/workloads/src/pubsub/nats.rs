@@ -15,6 +15,7 @@ use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::mq::nats::{self, ServerOp};
 
+use super::confirm::RoundTrips;
 use super::{Confirm, Incoming, PubSubConn};
 use crate::stream::{await_in_place, ByteStream, Scan};
 
@@ -70,6 +71,8 @@ pub struct NatsLink<S> {
     pongs_owed: usize,
     /// A publish the codec refused, reported by the next `next`.
     refused: Option<OpError>,
+    /// Publishes confirmed by `PONG`, when asked (`confirm.rs`).
+    trips: Option<RoundTrips>,
 }
 
 impl<S: ByteStream> NatsLink<S> {
@@ -80,6 +83,16 @@ impl<S: ByteStream> NatsLink<S> {
             subs: Vec::new(),
             pongs_owed: 0,
             refused: None,
+            trips: None,
+        }
+    }
+
+    /// With round trips, the `PING` the publishes since the last one wait
+    /// for.
+    fn ping_if_due(&mut self) {
+        if let Some(t) = self.trips.as_mut().filter(|t| t.ping_due()) {
+            nats::encode_ping(self.stream.out());
+            t.pinged();
         }
     }
 
@@ -131,12 +144,17 @@ impl<S: ByteStream> PubSubConn for NatsLink<S> {
         subject: &[u8],
         reply: Option<&[u8]>,
         payload: &[u8],
-        _tag: Tag,
+        tag: Tag,
     ) -> Confirm {
         if nats::encode_pub(self.stream.out(), subject, reply, payload).is_err() {
             self.refused = Some(REFUSED);
+        } else if let Some(t) = &mut self.trips {
+            t.publish(tag);
         }
-        Confirm::Written
+        match self.trips {
+            Some(_) => Confirm::Acked,
+            None => Confirm::Written,
+        }
     }
 
     #[inline]
@@ -145,6 +163,9 @@ impl<S: ByteStream> PubSubConn for NatsLink<S> {
             return Some(Err(e));
         }
         loop {
+            if let Some(tag) = self.trips.as_mut().and_then(RoundTrips::next_confirmed) {
+                return Some(Ok(f(Incoming::Ack(tag))));
+            }
             let input = self.stream.input();
             let (op, n) = match nats::parse_server_op(input) {
                 Ok(Some(x)) => x,
@@ -170,9 +191,15 @@ impl<S: ByteStream> PubSubConn for NatsLink<S> {
                     self.stream.input().advance(n);
                     nats::encode_pong(self.stream.out());
                 }
+                // Answers come in order: a subscription's first (they are
+                // made before any publish), then the publishes' pings.
                 ServerOp::Pong => {
                     self.stream.input().advance(n);
-                    self.pongs_owed = self.pongs_owed.saturating_sub(1);
+                    if self.pongs_owed > 0 {
+                        self.pongs_owed -= 1;
+                    } else if let Some(t) = &mut self.trips {
+                        t.answered();
+                    }
                 }
                 ServerOp::Ok | ServerOp::Info(_) => self.stream.input().advance(n),
             }
@@ -184,10 +211,13 @@ impl<S: ByteStream> PubSubConn for NatsLink<S> {
     }
 
     async fn flush(&mut self) -> Result<(), OpError> {
+        self.ping_if_due();
         self.stream.flush().await
     }
 
     async fn fill(&mut self) -> Result<(), OpError> {
+        // Waiting to read: what is published by now is waited for too.
+        self.ping_if_due();
         self.stream.fill().await
     }
 
@@ -196,6 +226,9 @@ impl<S: ByteStream> PubSubConn for NatsLink<S> {
     async fn reconnect(&mut self) -> Result<(), OpError> {
         self.pongs_owed = 0;
         self.refused = None;
+        if let Some(t) = &mut self.trips {
+            t.clear();
+        }
         self.stream.reconnect().await?;
         if self.subs.is_empty() {
             return Ok(());
@@ -209,6 +242,10 @@ impl<S: ByteStream> PubSubConn for NatsLink<S> {
 
     fn take_bytes(&mut self) -> (u64, u64) {
         self.stream.take_bytes()
+    }
+
+    fn confirm_by_round_trip(&mut self) {
+        self.trips.get_or_insert_with(RoundTrips::default);
     }
 
     /// Core NATS has no goodbye; what is queued goes out if the socket
