@@ -194,7 +194,7 @@ pub enum Workload {
         mut_arg("requests", |a| a.help("Messages in total instead of --duration")),
         mut_arg("clients", |a| a.hide(true)),
         mut_arg("connections", |a| a.hide(true)),
-        mut_arg("processes", |a| a.hide(true)),
+        mut_arg("processes", |a| a.help("Run in this many processes, each with --groups groups of its own, merged and verified as one run")),
         mut_arg("keep", |a| a.hide(true))
     )]
     Chat {
