@@ -55,6 +55,7 @@ impl Threads {
                     // build is reported, not dropped in an async context.
                     let rt = match tokio::runtime::Builder::new_current_thread()
                         .enable_all()
+                        .on_thread_park(crate::park_hook)
                         .build()
                     {
                         Ok(rt) => rt,

@@ -33,6 +33,45 @@ pub use lanes::{Homed, Threads};
 pub use loadrig_metrics::{Lap, Outcome};
 pub use realtime::{Awake, Fifo};
 pub use timer::Timer;
+
+/// What the sockets need of each engine thread (`--io uring`: the
+/// thread's ring): `start` as the thread's workers start, `stop` when they
+/// have all ended, `park` each time the thread is about to sleep and
+/// between the polls of a spin. Set once, by the binary, before the load;
+/// none by default.
+#[derive(Clone, Copy)]
+pub struct ThreadHooks {
+    pub start: fn(),
+    pub stop: fn(),
+    pub park: fn(),
+}
+
+static HOOKS: std::sync::OnceLock<ThreadHooks> = std::sync::OnceLock::new();
+
+/// Set the threads' hooks; a second call changes nothing.
+pub fn set_thread_hooks(hooks: ThreadHooks) {
+    let _ = HOOKS.set(hooks);
+}
+
+/// The park hook, for a runtime that runs the engine's workers (tokio's
+/// `on_thread_park`): a no-op until hooks are set.
+pub fn park_hook() {
+    if let Some(h) = HOOKS.get() {
+        (h.park)();
+    }
+}
+
+fn start_hook() {
+    if let Some(h) = HOOKS.get() {
+        (h.start)();
+    }
+}
+
+fn stop_hook() {
+    if let Some(h) = HOOKS.get() {
+        (h.stop)();
+    }
+}
 /// The clock the engine schedules by (a driver's `send_at` is told its time).
 pub use tokio::time::Instant;
 
@@ -165,6 +204,7 @@ struct Part<D> {
 impl<D: Driver> Part<D> {
     /// Run this thread's workers to the end; `true` when one panicked.
     async fn run(self) -> bool {
+        start_hook();
         let shape = (self.cfg.kinds, self.cfg.domains);
         let rec = record::Recorder::shared(self.thread, self.drivers.len(), shape, self.tx);
         let mut handles = Vec::with_capacity(self.drivers.len());
@@ -181,6 +221,7 @@ impl<D: Driver> Part<D> {
         for h in handles {
             panicked |= h.await.is_err();
         }
+        stop_hook();
         rec.borrow_mut().hand_over(true);
         panicked
     }

@@ -340,6 +340,11 @@ impl<D: Driver> Worker<D> {
             if precise && !spinning {
                 self.timer.arm(wake.checked_sub(self.spin).unwrap_or(wake));
             }
+            if spinning {
+                // A spinning thread does not sleep: what the sockets
+                // queued for the thread's sleep (io_uring) goes now.
+                crate::park_hook();
+            }
             tokio::select! {
                 biased;
                 ev = self.driver.recv(), if self.inflight > 0 || self.role.listen => {

@@ -325,6 +325,7 @@ fn open_run(
     let parts = workload.parts()?;
     parts.run.tls.apply()?;
     parts.run.apply_bind()?;
+    parts.run.apply_io()?;
     parts.run.apply_timeout();
     // The target first: it parses its URL and states the facts the spec
     // is resolved against, before anything connects.
@@ -374,6 +375,7 @@ fn check_out(out: &std::path::Path, csv: bool) -> Result<(), loadrig_spec::SpecE
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_park(loadrig_engine::park_hook)
         .build()?)
 }
 

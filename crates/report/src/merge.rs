@@ -488,6 +488,7 @@ pub(crate) mod tests {
             realtime: false,
             spin_secs: 0.0,
             awake: false,
+            io_uring: false,
         }
     }
 

@@ -106,6 +106,10 @@ pub struct RunSpec {
     /// load (`--awake`: a PM QoS latency request of 0). Absent when not.
     #[serde(default, skip_serializing_if = "is_no")]
     pub awake: bool,
+    /// The hand-written clients moved their bytes through io_uring during
+    /// the load (`--io uring`). Absent when through epoll.
+    #[serde(default, skip_serializing_if = "is_no")]
+    pub io_uring: bool,
 }
 
 /// `--spin`'s ceiling: past a millisecond, tokio's own timer is as good.

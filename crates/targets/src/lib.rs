@@ -79,6 +79,10 @@ pub use null::{NullDelay, NullTarget};
 pub use postgres::PostgresTarget;
 #[cfg(feature = "redis")]
 pub use redis::{ClusterStream, RedisClusterTarget, RedisConn, RedisPubSubConn, RedisTarget};
+#[cfg(target_os = "linux")]
+pub use socket::ring::{
+    enable as enable_uring, park as uring_park, start as uring_start, stop as uring_stop,
+};
 pub use source::{bind_from, parse_sources};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;

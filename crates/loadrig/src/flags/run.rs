@@ -126,6 +126,9 @@ pub struct RunArgs {
     /// Pin to these CPUs, process k to the k-th (e.g. 0,2,4-7; as taskset -c)
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+    /// How the hand-written clients move their bytes during the load: epoll readiness, then a send and a receive per connection; or uring, every connection's requests of a turn handed to the thread's io_uring ring in one system call (plaintext TCP; docs/io-uring.md)
+    #[arg(long, value_name = "HOW", value_parser = ["epoll", "uring"], default_value = "epoll")]
+    pub io: String,
     /// Connect from these local addresses, dealt to connections in turn (e.g. 127.0.0.2,127.0.0.3 or 127.0.0.2-127.0.0.9): past one address pair's ~28,000 ports (docs/scale.md)
     #[arg(long, value_name = "ADDR,...")]
     pub bind: Option<String>,
@@ -211,6 +214,26 @@ impl RunArgs {
             Some(list) => loadrig_targets::bind_from(loadrig_targets::parse_sources(list)?),
             None => Ok(()),
         }
+    }
+
+    /// `--io uring`: check that this kernel gives the process a ring, and
+    /// have every engine thread serve its sockets through one.
+    pub fn apply_io(&self) -> Result<(), loadrig_spec::SpecError> {
+        if self.io != "uring" {
+            return Ok(());
+        }
+        loadrig_targets::enable_uring().map_err(|e| {
+            loadrig_spec::SpecError::new(
+                "--io",
+                format!("this kernel gives this process no io_uring ring ({e})"),
+            )
+        })?;
+        loadrig_engine::set_thread_hooks(loadrig_engine::ThreadHooks {
+            start: loadrig_targets::uring_start,
+            stop: loadrig_targets::uring_stop,
+            park: loadrig_targets::uring_park,
+        });
+        Ok(())
     }
 
     /// Bound the opening of this process's connections, handshake and
@@ -313,6 +336,7 @@ impl RunArgs {
             realtime: self.realtime,
             spin_secs: self.spin,
             awake: self.awake,
+            io_uring: self.io == "uring",
         };
         spec.apply_workload_rules()?;
         spec.validate()?;

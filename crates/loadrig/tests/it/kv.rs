@@ -245,6 +245,18 @@ fn mariadb_links_cut_mid_run_leave_writes_in_doubt_and_verify_holds() {
     links_cut_mid_run("mysql", 3306, &["--pipeline", "4"]);
 }
 
+/// The same over io_uring (`--io uring`): a cut link's receive fails on
+/// the ring, the connection is opened again and served by the ring.
+#[test]
+fn mariadb_links_cut_over_uring_leave_writes_in_doubt_and_verify_holds() {
+    crate::common::need_server("mariadb", 3306);
+    links_cut_mid_run(
+        "mysql",
+        3306,
+        &["--pipeline", "4", "--io", "uring", "--threads", "2"],
+    );
+}
+
 /// write10 through a relay whose links are cut after the first lap: the
 /// cut transactions are counted errors and in doubt, and verification holds.
 fn links_cut_mid_run(scheme: &str, port: u16, extra: &[&str]) {

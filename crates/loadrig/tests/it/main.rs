@@ -36,6 +36,7 @@ mod services;
 mod sqlite;
 mod subset;
 mod tls;
+mod uring;
 mod voltdb;
 mod voltdb_cluster;
 mod voter;

@@ -8,7 +8,9 @@
 //! loses nothing. The buffers start at a few hundred bytes, grow with a burst
 //! and shrink after it ([`fit`]), so thousands of mostly idle connections
 //! hold little memory. A socket may speak TLS ([`Socket::start_tls`],
-//! [`tls`]): its buffers stay plaintext.
+//! [`tls`]): its buffers stay plaintext. With `--io uring`, a plaintext
+//! socket on an engine thread sends and receives through that thread's
+//! io_uring ring ([`ring`]), the same buffers on either path.
 
 use std::io;
 use std::net::SocketAddr;
@@ -20,6 +22,8 @@ use tokio::net::{TcpSocket, TcpStream};
 
 mod fit;
 use fit::Fit;
+#[cfg(target_os = "linux")]
+pub mod ring;
 #[cfg(feature = "tls")]
 mod tls;
 
@@ -45,7 +49,7 @@ pub use stream::PlainDial;
 pub use stream::{Dial, Stream};
 
 pub struct Socket {
-    stream: TcpStream,
+    io: Io,
     /// The TLS session, once [`Socket::start_tls`] shook hands.
     #[cfg(feature = "tls")]
     tls: tls::Tls,
@@ -71,7 +75,7 @@ impl Socket {
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connection timed out"))??;
         stream.set_nodelay(true)?;
         Ok(Socket {
-            stream,
+            io: Io::Poll(stream),
             #[cfg(feature = "tls")]
             tls: None,
             wbuf: BytesMut::new(),
@@ -88,6 +92,10 @@ impl Socket {
         if self.tls.is_some() {
             return self.fill_tls().await;
         }
+        #[cfg(target_os = "linux")]
+        if self.settle()? {
+            return std::future::poll_fn(|cx| self.poll_fill_ring(cx)).await;
+        }
         loop {
             self.flush()?;
             let interest = if self.wbuf.is_empty() {
@@ -95,7 +103,10 @@ impl Socket {
             } else {
                 Interest::READABLE | Interest::WRITABLE
             };
-            let ready = self.stream.ready(interest).await?;
+            let Io::Poll(stream) = &self.io else {
+                return Err(closed());
+            };
+            let ready = stream.ready(interest).await?;
             if ready.is_readable() {
                 let step = self.fit.before_read(&mut self.rbuf);
                 self.rbuf.reserve(step);
@@ -105,7 +116,7 @@ impl Socket {
                 // before the read, so the next wait does not begin with a
                 // read that fails (one system call per reply saved). Bytes
                 // that come after raise a newer readiness, which stays.
-                let (stream, rbuf) = (&self.stream, &mut self.rbuf);
+                let rbuf = &mut self.rbuf;
                 let mut got = None;
                 let r = stream.try_io(Interest::READABLE, || {
                     let n = stream.try_read_buf(rbuf)?;
@@ -137,12 +148,20 @@ impl Socket {
         if self.tls.is_some() {
             return self.flush_tls();
         }
+        #[cfg(target_os = "linux")]
+        if matches!(self.io, Io::Ring(_)) {
+            return self.flush_ring();
+        }
         if self.wbuf.is_empty() {
             return Ok(());
         }
         self.fit.before_flush(self.wbuf.len());
+        let stream = match &self.io {
+            Io::Poll(s) => s,
+            _ => return Err(closed()),
+        };
         while !self.wbuf.is_empty() {
-            match self.stream.try_write(&self.wbuf) {
+            match stream.try_write(&self.wbuf) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.wbuf.advance(n);
@@ -164,13 +183,142 @@ impl Socket {
         self.received = 0;
         out
     }
+
+    /// Wait until the socket takes more: writable on tokio's reactor, the
+    /// send in flight completed on the ring.
+    pub(crate) async fn writable(&mut self) -> io::Result<()> {
+        match &mut self.io {
+            Io::Poll(s) => s.writable().await,
+            #[cfg(target_os = "linux")]
+            Io::Ring(r) => {
+                std::future::poll_fn(|cx| r.poll_sent(cx)).await;
+                Ok(())
+            }
+            Io::Gone => Err(closed()),
+        }
+    }
+
+    /// Whether a send of this socket is still on the ring.
+    fn ring_sending(&self) -> bool {
+        match &self.io {
+            #[cfg(target_os = "linux")]
+            Io::Ring(r) => r.sending(),
+            _ => false,
+        }
+    }
+
+    fn count_sent(&mut self, n: usize) {
+        self.sent += n as u64;
+        loadrig_metrics::count_sent(n);
+    }
+}
+
+/// How a socket moves its bytes.
+enum Io {
+    /// Readiness from tokio's reactor, then `send` and `recv`.
+    Poll(TcpStream),
+    /// Requests to its engine thread's io_uring ring.
+    #[cfg(target_os = "linux")]
+    Ring(ring::Ringed),
+    /// Lost while moving between the two.
+    Gone,
+}
+
+/// The TCP stream on tokio's reactor (TLS, the cold paths).
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
+fn tcp(io: &Io) -> io::Result<&TcpStream> {
+    match io {
+        Io::Poll(s) => Ok(s),
+        _ => Err(closed()),
+    }
+}
+
+fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "the socket is closed")
+}
+
+#[cfg(target_os = "linux")]
+impl Socket {
+    /// Onto this thread's ring while the engine's workers run on it (a
+    /// plaintext socket), back onto tokio's reactor otherwise once nothing
+    /// is in flight (a connection opened, or used, outside the load);
+    /// `true` when the socket is on the ring now.
+    fn settle(&mut self) -> io::Result<bool> {
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() {
+            return Ok(false);
+        }
+        let here = ring::here();
+        let io = match (&self.io, here) {
+            (Io::Poll(_), Some(_)) => std::mem::replace(&mut self.io, Io::Gone),
+            (Io::Ring(r), here) if here != Some(r.ring()) && !r.busy() => {
+                std::mem::replace(&mut self.io, Io::Gone)
+            }
+            (io, _) => return Ok(matches!(io, Io::Ring(_))),
+        };
+        self.io = match (io, here) {
+            (Io::Poll(s), Some(id)) => Io::Ring(ring::Ringed::new(s, id)?),
+            (Io::Ring(r), _) => Io::Poll(r.into_tokio()?),
+            (io, _) => io,
+        };
+        Ok(matches!(self.io, Io::Ring(_)))
+    }
+
+    /// [`Socket::fill`] on the ring: hand what is queued to the ring, then
+    /// wait for the receive.
+    fn poll_fill_ring(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        use std::task::Poll;
+        if let Err(e) = self.flush_ring() {
+            return Poll::Ready(Err(e));
+        }
+        let step = self.fit.before_read(&mut self.rbuf);
+        let Io::Ring(r) = &mut self.io else {
+            return Poll::Ready(Err(closed()));
+        };
+        match r.poll_recv(cx, &mut self.rbuf, step) {
+            Poll::Ready(Ok(0)) => Poll::Ready(Err(io::ErrorKind::UnexpectedEof.into())),
+            Poll::Ready(Ok(n)) => {
+                self.fit.after_read(n, step);
+                self.received += n as u64;
+                loadrig_metrics::count_received(n);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// [`Socket::flush`] on the ring: what is queued goes to the ring when
+    /// no send is in flight. Off the ring's thread (a socket handed to
+    /// another thread after the load) it is written at once.
+    fn flush_ring(&mut self) -> io::Result<()> {
+        let Io::Ring(r) = &mut self.io else {
+            return Err(closed());
+        };
+        if !r.at_home() {
+            return r.write_now(&mut self.wbuf).map(|n| self.count_sent(n));
+        }
+        let queued = self.wbuf.len();
+        if queued > 0 {
+            self.fit.before_flush(queued);
+        }
+        let moved = r.flush(&mut self.wbuf)?;
+        if queued > 0 {
+            self.fit.after_flush(&mut self.wbuf);
+        }
+        self.count_sent(moved.sent);
+        Ok(())
+    }
 }
 
 /// Whether bytes wait to be written (TLS records too).
 #[cfg(not(feature = "tls"))]
 impl Socket {
     fn queued(&self) -> bool {
-        !self.wbuf.is_empty()
+        !self.wbuf.is_empty() || self.ring_sending()
     }
 }
 

@@ -110,7 +110,7 @@ impl Socket {
             if !self.queued() {
                 return Ok(());
             }
-            self.stream.writable().await?;
+            self.writable().await?;
         }
     }
 }

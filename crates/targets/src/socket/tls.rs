@@ -13,7 +13,7 @@ use rustls::ClientConnection;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-use super::Socket;
+use super::{tcp, Socket};
 use crate::tls::{self, Check};
 
 /// The TLS state of a socket: boxed because it is large (a few KB of
@@ -55,7 +55,7 @@ impl Socket {
         let conn = ClientConnection::new(tls::config(check), name).map_err(tls::io_error)?;
         self.tls = Some(Box::new(conn));
         while let Some(conn) = self.tls.as_deref_mut() {
-            write_tls(&self.stream, conn)?;
+            write_tls(tcp(&self.io)?, conn)?;
             if !conn.is_handshaking() {
                 break;
             }
@@ -64,8 +64,8 @@ impl Socket {
             } else {
                 Interest::READABLE
             };
-            if self.stream.ready(interest).await?.is_readable() {
-                read_tls(&self.stream, conn)?;
+            if tcp(&self.io)?.ready(interest).await?.is_readable() {
+                read_tls(tcp(&self.io)?, conn)?;
             }
         }
         Ok(())
@@ -74,7 +74,9 @@ impl Socket {
     /// Whether bytes wait to be written: queued plaintext, or records
     /// rustls holds.
     pub(super) fn queued(&self) -> bool {
-        !self.wbuf.is_empty() || self.tls.as_ref().is_some_and(|c| c.wants_write())
+        !self.wbuf.is_empty()
+            || self.tls.as_ref().is_some_and(|c| c.wants_write())
+            || self.ring_sending()
     }
 
     /// [`Socket::fill`] over TLS: plaintext already decrypted is taken
@@ -90,9 +92,9 @@ impl Socket {
             } else {
                 Interest::READABLE
             };
-            if self.stream.ready(interest).await?.is_readable() {
+            if tcp(&self.io)?.ready(interest).await?.is_readable() {
                 if let Some(conn) = self.tls.as_deref_mut() {
-                    read_tls(&self.stream, conn)?;
+                    read_tls(tcp(&self.io)?, conn)?;
                 }
                 if self.take_plaintext()? {
                     return Ok(());
@@ -117,7 +119,7 @@ impl Socket {
                 self.sent += n as u64;
                 loadrig_metrics::count_sent(n);
             }
-            if !write_tls(&self.stream, conn)? || self.wbuf.is_empty() {
+            if !write_tls(tcp(&self.io)?, conn)? || self.wbuf.is_empty() {
                 break;
             }
         }
