@@ -234,23 +234,23 @@ impl Ring {
         self.slots.get_mut(k as usize)
     }
 
-    /// Queue `entry`, submitting first when the queue is full.
+    /// Queue `entry`; a full queue is submitted, and its completions
+    /// collected, first.
     fn push(&mut self, entry: &io_uring::squeue::Entry) -> io::Result<()> {
-        loop {
+        for _ in 0..4 {
             // SAFETY: every buffer an entry points to is a slot's, and a
             // slot's buffer is neither moved nor freed while its request
             // is in flight (`State::Flight`, `State::Orphan`).
-            let pushed = unsafe { self.uring.submission().push(entry) };
-            match pushed {
-                Ok(()) => break,
-                Err(_) => self.submit()?,
+            if unsafe { self.uring.submission().push(entry) }.is_ok() {
+                self.queued += 1;
+                if self.queued >= EAGER {
+                    self.turn();
+                }
+                return Ok(());
             }
-        }
-        self.queued += 1;
-        if self.queued >= EAGER {
             self.turn();
         }
-        Ok(())
+        Err(io::Error::other("the io_uring submission queue stays full"))
     }
 
     /// One `io_uring_enter`: submit what is queued and run the completions
@@ -263,7 +263,8 @@ impl Ring {
                 .submitter()
                 .enter::<libc::sigset_t>(n, 0, GETEVENTS, None)
         };
-        self.queued = 0;
+        // What the kernel did not take stays queued for the next turn.
+        self.queued = self.uring.submission().len() as u32;
         match r {
             Ok(_) => Ok(()),
             // Interrupted, or the completion queue is full: the entries
