@@ -285,6 +285,11 @@ pub fn header(spec: &RunSpec) -> String {
         Dispatch::Direct => "direct".to_string(),
         Dispatch::Managed { queue, slots } => format!("managed (queue {queue}, {slots} slots)"),
     };
+    let dispatch = if spec.io_uring {
+        format!("{dispatch}, io_uring")
+    } else {
+        dispatch
+    };
     let mut conns = String::new();
     if load.connections != load.clients {
         conns = format!(" over {} connections", load.connections);

@@ -59,6 +59,7 @@ fn out_of_range_values() {
     one_line_naming(&["run", "voter", "--clients", "0"], "--clients");
     one_line_naming(&["run", "hello", "--insert-ratio", "2"], "--insert-ratio");
     one_line_naming(&["run", "voter", "--shard", "3/3"], "--shard");
+    one_line_naming(&["run", "redis", "--io", "kqueue"], "--io");
 }
 
 #[test]

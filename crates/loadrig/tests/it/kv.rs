@@ -250,10 +250,20 @@ fn mariadb_links_cut_mid_run_leave_writes_in_doubt_and_verify_holds() {
 #[test]
 fn mariadb_links_cut_over_uring_leave_writes_in_doubt_and_verify_holds() {
     crate::common::need_server("mariadb", 3306);
+    // A dataset of its own: the other MariaDB cut runs at the same time.
     links_cut_mid_run(
         "mysql",
         3306,
-        &["--pipeline", "4", "--io", "uring", "--threads", "2"],
+        &[
+            "--pipeline",
+            "4",
+            "--io",
+            "uring",
+            "--threads",
+            "2",
+            "--dataset",
+            "it_cut_uring",
+        ],
     );
 }
 
@@ -273,8 +283,6 @@ fn links_cut_mid_run(scheme: &str, port: u16, extra: &[&str]) {
         "write10",
         "--rows",
         "10000",
-        "--dataset",
-        "it_cut",
         "--clients",
         "20",
         "--duration",
@@ -289,6 +297,9 @@ fn links_cut_mid_run(scheme: &str, port: u16, extra: &[&str]) {
         out.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
+    if !extra.contains(&"--dataset") {
+        args.extend(["--dataset", "it_cut"]);
+    }
     let mut run = crate::common::Running::start(&args);
     run.until_first_lap();
     assert!(relay.cut() >= 1, "no link to cut");

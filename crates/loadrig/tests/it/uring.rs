@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::common::{assert_all_ok, assert_verified, need_server, run_reported, Run, BIN};
+use crate::common::{assert_all_ok, assert_verified, hold, need_server, run_reported, Run, BIN};
 
 /// `run WORKLOAD ARGS --io uring --threads 2`, its report checked to say
 /// so: every operation of `n` ok and the verification held.
@@ -16,6 +16,11 @@ fn verified_over_uring(args: &[&str], n: u64) {
     let (r, report) = run_reported(&all);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(report.spec.io_uring, "the report does not say io_uring");
+    assert!(
+        r.stderr.contains(", direct, io_uring, ") || r.stdout.contains(", direct, io_uring, "),
+        "the header does not say io_uring:\n{}",
+        r.dump()
+    );
     assert_all_ok(&r, &report, n);
     assert_verified(&r, &report);
 }
@@ -45,6 +50,7 @@ fn redis_over_uring_verifies() {
 
 #[test]
 fn memcached_text_and_binary_over_uring_verify() {
+    let _counters = hold("memcached");
     need_server("memcached", 11211);
     verified_over_uring(&["memcache", "-n", "20000", "-c", "20"], 20_000);
     verified_over_uring(&["memcache", "-n", "20000", "-c", "20", "--binary"], 20_000);
@@ -68,6 +74,9 @@ fn http_over_four_ports_on_uring_verifies() {
 
 #[test]
 fn sql_clients_over_uring_verify() {
+    // The Voter's tables are shared, and other tests kill the sessions.
+    let _postgres = hold("postgres");
+    let _mariadb = hold("mariadb");
     need_server("postgres", 5432);
     need_server("mariadb", 3306);
     for url in [
@@ -96,6 +105,8 @@ fn sql_clients_over_uring_verify() {
 
 #[test]
 fn voltdb_over_uring_verifies() {
+    // The other VoltDB tests change its catalog.
+    let _catalog = hold("voltdb");
     need_server("voltdb", 21212);
     verified_over_uring(
         &[
@@ -115,6 +126,7 @@ fn voltdb_over_uring_verifies() {
 /// every subscriber (the verification), nothing failed.
 #[test]
 fn pubsub_and_chat_over_uring_verify() {
+    let _brokers = hold("brokers");
     need_server("nats", 4222);
     need_server("mosquitto", 1883);
     for target in ["nats://127.0.0.1:4222", "mqtt://127.0.0.1:1883"] {
@@ -204,7 +216,7 @@ fn uring_makes_no_send_or_receive_per_request() {
     let n = 20_000;
     let args = |io: &'static str| {
         [
-            "run", "redis", "--tests", "get", "-n", "20000", "-c", "20", "--dbnum", "13", "-q",
+            "run", "redis", "--tests", "get", "-n", "20000", "-c", "20", "--dbnum", "5", "-q",
             "--io", io,
         ]
     };
