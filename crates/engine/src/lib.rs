@@ -34,6 +34,9 @@ pub use loadrig_metrics::{Lap, Outcome};
 pub use realtime::{Awake, Fifo};
 pub use timer::Timer;
 
+/// The clock the engine schedules by (a driver's `send_at` is told its time).
+pub use tokio::time::Instant;
+
 /// What the sockets need of each engine thread (`--io uring`: the
 /// thread's ring): `start` as the thread's workers start, `stop` when they
 /// have all ended, `park` each time the thread is about to sleep and
@@ -72,8 +75,6 @@ fn stop_hook() {
         (h.stop)();
     }
 }
-/// The clock the engine schedules by (a driver's `send_at` is told its time).
-pub use tokio::time::Instant;
 
 /// Index base of warm-up operations: disjoint from measured indices, so a
 /// warm-up never changes which operations the measured phase issues.

@@ -189,6 +189,40 @@ pub fn report(path: &Path) -> Report {
     Report::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Run `loadrig ARGS` under `strace -c -f`: the run, and how many calls
+/// of each of `names` it made, threads included.
+pub fn count_syscalls(args: &[&str], names: &[&str]) -> (Run, Vec<u64>) {
+    let dir = tempfile::tempdir().unwrap();
+    let counts = dir.path().join("strace.txt");
+    let out = Command::new("strace")
+        .args(["-c", "-f", "-e"])
+        .arg(format!("trace={}", names.join(",")))
+        .arg("-o")
+        .arg(&counts)
+        .arg(BIN)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("strace runs (`scripts/services up` installs it; scripts/test does)");
+    let r = Run::from(out);
+    let table = std::fs::read_to_string(&counts)
+        .unwrap_or_else(|e| panic!("no strace summary ({e}):\n{}", r.dump()));
+    // "% time  seconds  usecs/call  calls  [errors]  syscall"
+    let calls = names
+        .iter()
+        .map(|name| {
+            table
+                .lines()
+                .filter_map(|l| {
+                    let cells: Vec<&str> = l.split_whitespace().collect();
+                    (cells.last() == Some(name)).then(|| cells.get(3)?.parse::<u64>().ok())?
+                })
+                .sum()
+        })
+        .collect();
+    (r, calls)
+}
+
 /// Run the binary with `--out` into a scratch file: the run and its
 /// report. A run that wrote none fails the test.
 pub fn run_reported(args: &[&str]) -> (Run, Report) {

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{json, loadrig, Run, BIN};
+use crate::common::{count_syscalls, json, loadrig, Run};
 
 /// The filesystem type of the mount holding `dir`, as findmnt(8) says it.
 fn findmnt(dir: &Path) -> String {
@@ -90,31 +90,8 @@ fn the_header_and_the_report_name_the_directory_and_its_filesystem() {
 /// Run `loadrig ARGS` under strace; its result and how many fsync and
 /// fdatasync calls it made, threads included.
 fn count_fsyncs(args: &[&str]) -> (Run, u64) {
-    let dir = tempfile::tempdir().unwrap();
-    let counts = dir.path().join("strace.txt");
-    let out = Command::new("strace")
-        .args(["-c", "-f", "-e", "trace=fsync,fdatasync", "-o"])
-        .arg(&counts)
-        .arg(BIN)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("strace runs (`scripts/services up` installs it; scripts/test does)");
-    let r = Run::from(out);
-    let table = std::fs::read_to_string(&counts)
-        .unwrap_or_else(|e| panic!("no strace summary ({e}):\n{}", r.dump()));
-    // "% time  seconds  usecs/call  calls  [errors]  syscall"
-    let calls = table
-        .lines()
-        .filter_map(|l| {
-            let cells: Vec<&str> = l.split_whitespace().collect();
-            match cells.last() {
-                Some(&"fsync" | &"fdatasync") => cells.get(3)?.parse::<u64>().ok(),
-                _ => None,
-            }
-        })
-        .sum();
-    (r, calls)
+    let (r, calls) = count_syscalls(args, &["fsync", "fdatasync"]);
+    (r, calls.iter().sum())
 }
 
 /// With one client and one call in flight, the database thread commits

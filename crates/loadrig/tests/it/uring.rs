@@ -3,9 +3,9 @@
 //! verified; the system calls it makes counted with strace, against the
 //! same run on epoll; links cut under it; a paced load on it.
 
-use std::process::Command;
-
-use crate::common::{assert_all_ok, assert_verified, hold, need_server, run_reported, Run, BIN};
+use crate::common::{
+    assert_all_ok, assert_verified, count_syscalls, hold, need_server, run_reported, Run,
+};
 
 /// `run WORKLOAD ARGS --io uring --threads 2`, its report checked to say
 /// so: every operation of `n` ok and the verification held.
@@ -172,39 +172,11 @@ fn a_paced_load_with_spin_runs_over_uring() {
     );
 }
 
-/// Run `loadrig ARGS` under strace, counting the socket system calls and
-/// io_uring_enter over every thread.
+/// Run `loadrig ARGS` under strace: its sends and receives, and its
+/// io_uring_enter calls, over every thread.
 fn syscalls(args: &[&str]) -> (Run, u64, u64) {
-    let dir = tempfile::tempdir().unwrap();
-    let counts = dir.path().join("strace.txt");
-    let out = Command::new("strace")
-        .args([
-            "-c",
-            "-f",
-            "-e",
-            "trace=sendto,recvfrom,io_uring_enter",
-            "-o",
-        ])
-        .arg(&counts)
-        .arg(BIN)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("strace runs (`scripts/services up` installs it; scripts/test does)");
-    let r = Run::from(out);
-    let table = std::fs::read_to_string(&counts)
-        .unwrap_or_else(|e| panic!("no strace summary ({e}):\n{}", r.dump()));
-    let calls = |name: &str| -> u64 {
-        table
-            .lines()
-            .filter_map(|l| {
-                let cells: Vec<&str> = l.split_whitespace().collect();
-                (cells.last() == Some(&name)).then(|| cells.get(3)?.parse::<u64>().ok())?
-            })
-            .sum()
-    };
-    let socket = calls("sendto") + calls("recvfrom");
-    (r, socket, calls("io_uring_enter"))
+    let (r, calls) = count_syscalls(args, &["sendto", "recvfrom", "io_uring_enter"]);
+    (r, calls[0] + calls[1], calls[2])
 }
 
 /// The same 20,000 GETs on epoll make a send and a receive each; on the

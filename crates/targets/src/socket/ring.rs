@@ -283,11 +283,8 @@ impl Ring {
             // for the next turn.
             let _ = self.submit();
         }
-        let mut done = Vec::new();
         for cqe in self.uring.completion() {
-            done.push((cqe.user_data(), cqe.result()));
-        }
-        for (data, result) in done {
+            let (data, result) = (cqe.user_data(), cqe.result());
             if data == CANCEL {
                 continue;
             }
