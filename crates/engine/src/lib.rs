@@ -59,20 +59,21 @@ pub fn set_thread_hooks(hooks: ThreadHooks) {
 /// The park hook, for a runtime that runs the engine's workers (tokio's
 /// `on_thread_park`): a no-op until hooks are set.
 pub fn park_hook() {
-    if let Some(h) = HOOKS.get() {
-        (h.park)();
-    }
+    call_hook(|h| h.park);
 }
 
 fn start_hook() {
-    if let Some(h) = HOOKS.get() {
-        (h.start)();
-    }
+    call_hook(|h| h.start);
 }
 
 fn stop_hook() {
+    call_hook(|h| h.stop);
+}
+
+/// The hook `pick` chooses, when hooks are set.
+fn call_hook(pick: impl FnOnce(&ThreadHooks) -> fn()) {
     if let Some(h) = HOOKS.get() {
-        (h.stop)();
+        pick(h)();
     }
 }
 

@@ -160,18 +160,15 @@ impl Socket {
             Io::Poll(s) => s,
             _ => return Err(closed()),
         };
-        while !self.wbuf.is_empty() {
-            match stream.try_write(&self.wbuf) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    self.wbuf.advance(n);
-                    self.sent += n as u64;
-                    loadrig_metrics::count_sent(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
-            }
-        }
+        let sent = &mut self.sent;
+        write_out(
+            &mut self.wbuf,
+            |b| stream.try_write(b),
+            |n| {
+                *sent += n as u64;
+                loadrig_metrics::count_sent(n);
+            },
+        )?;
         self.fit.after_flush(&mut self.wbuf);
         Ok(())
     }
@@ -206,11 +203,6 @@ impl Socket {
             _ => false,
         }
     }
-
-    fn count_sent(&mut self, n: usize) {
-        self.sent += n as u64;
-        loadrig_metrics::count_sent(n);
-    }
 }
 
 /// How a socket moves its bytes.
@@ -222,6 +214,28 @@ enum Io {
     Ring(ring::Ringed),
     /// Lost while moving between the two.
     Gone,
+}
+
+/// Write `wbuf` with `write` until it is empty or the socket would block,
+/// `sent` told each write's bytes as they go (a later write that fails
+/// leaves them counted).
+fn write_out(
+    wbuf: &mut BytesMut,
+    mut write: impl FnMut(&[u8]) -> io::Result<usize>,
+    mut sent: impl FnMut(usize),
+) -> io::Result<()> {
+    while !wbuf.is_empty() {
+        match write(wbuf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                wbuf.advance(n);
+                sent(n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The TCP stream on tokio's reactor (TLS, the cold paths).
@@ -249,16 +263,9 @@ impl Socket {
             return Ok(false);
         }
         let here = ring::here();
-        let io = match (&self.io, here) {
-            (Io::Poll(_), Some(_)) => std::mem::replace(&mut self.io, Io::Gone),
-            (Io::Ring(r), here) if here != Some(r.ring()) && !r.busy() => {
-                std::mem::replace(&mut self.io, Io::Gone)
-            }
-            (io, _) => return Ok(matches!(io, Io::Ring(_))),
-        };
-        self.io = match (io, here) {
+        self.io = match (std::mem::replace(&mut self.io, Io::Gone), here) {
             (Io::Poll(s), Some(id)) => Io::Ring(ring::Ringed::new(s, id)?),
-            (Io::Ring(r), _) => Io::Poll(r.into_tokio()?),
+            (Io::Ring(r), here) if here != Some(r.ring()) && !r.busy() => Io::Poll(r.into_tokio()?),
             (io, _) => io,
         };
         Ok(matches!(self.io, Io::Ring(_)))
@@ -298,18 +305,22 @@ impl Socket {
         let Io::Ring(r) = &mut self.io else {
             return Err(closed());
         };
-        if !r.at_home() {
-            return r.write_now(&mut self.wbuf).map(|n| self.count_sent(n));
-        }
         let queued = self.wbuf.len();
         if queued > 0 {
             self.fit.before_flush(queued);
         }
-        let moved = r.flush(&mut self.wbuf)?;
+        let sent = &mut self.sent;
+        let mut count = |n: usize| {
+            *sent += n as u64;
+            loadrig_metrics::count_sent(n);
+        };
+        match r.flush(&mut self.wbuf) {
+            Some(moved) => count(moved?),
+            None => r.write_now(&mut self.wbuf, count)?,
+        }
         if queued > 0 {
             self.fit.after_flush(&mut self.wbuf);
         }
-        self.count_sent(moved.sent);
         Ok(())
     }
 }

@@ -68,7 +68,7 @@ pub fn enable() -> io::Result<()> {
 }
 
 /// Whether [`enable`] was called.
-pub fn enabled() -> bool {
+fn enabled() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
@@ -97,34 +97,18 @@ pub fn start() {
 /// this thread for another, stay on epoll); those on it go back to epoll
 /// at their next wait. The ring goes on completing what is in flight.
 pub fn stop() {
-    RING.with(|r| {
-        if let Ok(mut r) = r.try_borrow_mut() {
-            if let Some(r) = r.as_mut() {
-                r.active = false;
-            }
-        }
-    });
+    with_own(|r| r.active = false);
 }
 
 /// As the thread is about to sleep: submit what is queued and collect what
 /// completed, waking the sockets it completes.
 pub fn park() {
-    RING.with(|r| {
-        if let Ok(mut r) = r.try_borrow_mut() {
-            if let Some(ring) = r.as_mut() {
-                ring.turn();
-            }
-        }
-    });
+    with_own(Ring::turn);
 }
 
 /// The id of this thread's ring while its workers run.
 pub(super) fn here() -> Option<u64> {
-    RING.with(|r| {
-        r.try_borrow()
-            .ok()
-            .and_then(|r| r.as_ref().filter(|r| r.active).map(|r| r.id))
-    })
+    with_own(|r| r.active.then_some(r.id)).flatten()
 }
 
 fn build() -> io::Result<IoUring> {
@@ -234,6 +218,20 @@ impl Ring {
         self.slots.get_mut(k as usize)
     }
 
+    /// Queue slot `k`'s request `entry`. The slot is in flight before the
+    /// push, which may turn the ring and complete it; idle again if the
+    /// entry could not be queued.
+    fn request(&mut self, k: u32, entry: &io_uring::squeue::Entry) -> io::Result<()> {
+        if let Some(s) = self.slot(k) {
+            s.state = State::Flight;
+        }
+        self.push(entry).inspect_err(|_| {
+            if let Some(s) = self.slot(k) {
+                s.state = State::Idle;
+            }
+        })
+    }
+
     /// Queue `entry`; a full queue is submitted, and its completions
     /// collected, first.
     fn push(&mut self, entry: &io_uring::squeue::Entry) -> io::Result<()> {
@@ -325,14 +323,15 @@ impl Drop for Ring {
     }
 }
 
+/// With this thread's ring: `f`, or `None` when the thread has none.
+fn with_own<T>(f: impl FnOnce(&mut Ring) -> T) -> Option<T> {
+    RING.with(|r| r.try_borrow_mut().ok()?.as_mut().map(f))
+}
+
 /// With this thread's ring: `f`, or `None` when the thread has no ring or
 /// not the one `id` names.
 fn with_ring<T>(id: u64, f: impl FnOnce(&mut Ring) -> T) -> Option<T> {
-    RING.with(|r| {
-        let mut r = r.try_borrow_mut().ok()?;
-        let ring = r.as_mut()?;
-        (ring.id == id).then(|| f(ring))
-    })
+    with_own(|ring| (ring.id == id).then(|| f(ring))).flatten()
 }
 
 /// A connection served by its thread's ring: the descriptor, and the two
@@ -343,11 +342,6 @@ pub(super) struct Ringed {
     ring: u64,
     send: u32,
     recv: u32,
-}
-
-/// Bytes a call moved, for the socket's counts.
-pub(super) struct Moved {
-    pub sent: usize,
 }
 
 impl Ringed {
@@ -362,11 +356,6 @@ impl Ringed {
             send,
             recv,
         })
-    }
-
-    /// Whether this thread's ring holds this socket's slots.
-    pub(super) fn at_home(&self) -> bool {
-        with_ring(self.ring, |_| ()).is_some()
     }
 
     /// The ring holding this socket's slots.
@@ -400,18 +389,19 @@ impl Ringed {
         self.stream.as_ref().map_or(-1, AsRawFd::as_raw_fd)
     }
 
-    /// Hand `wbuf` to the ring when no send is in flight; count a send that
-    /// completed. Bytes a send left are sent again before anything newer.
-    pub(super) fn flush(&mut self, wbuf: &mut BytesMut) -> io::Result<Moved> {
+    /// Hand `wbuf` to the ring when no send is in flight: the bytes of a
+    /// send that completed since. Bytes a send left are sent again before
+    /// anything newer. `None` off the thread of this socket's ring.
+    pub(super) fn flush(&mut self, wbuf: &mut BytesMut) -> Option<io::Result<usize>> {
         let fd = self.fd();
         let k = self.send;
         with_ring(self.ring, |r| {
-            let mut moved = Moved { sent: 0 };
+            let mut sent = 0;
             let Some(s) = r.slot(k) else {
                 return Err(io::Error::other("a send slot is gone"));
             };
             if s.state == State::Flight {
-                return Ok(moved);
+                return Ok(sent);
             }
             if s.state == State::Done {
                 let result = s.result;
@@ -424,13 +414,13 @@ impl Ringed {
                     return Err(io::ErrorKind::WriteZero.into());
                 }
                 let n = (result as usize).min(s.len);
-                moved.sent = n;
+                sent = n;
                 s.buf.drain(..n);
                 s.len -= n;
             }
             if s.len == 0 {
                 if wbuf.is_empty() {
-                    return Ok(moved);
+                    return Ok(sent);
                 }
                 s.buf.clear();
                 s.buf.extend_from_slice(wbuf);
@@ -441,40 +431,23 @@ impl Ringed {
                 .flags(libc::MSG_NOSIGNAL)
                 .build()
                 .user_data(u64::from(k));
-            // In flight before the push: a push may turn the ring.
-            s.state = State::Flight;
-            if let Err(e) = r.push(&entry) {
-                if let Some(s) = r.slot(k) {
-                    s.state = State::Idle;
-                }
-                return Err(e);
-            }
-            Ok(moved)
+            r.request(k, &entry)?;
+            Ok(sent)
         })
-        .unwrap_or_else(|| Err(io::Error::other("this socket's ring is gone")))
     }
 
     /// Write `wbuf` now, without the ring (off the ring's thread): what the
-    /// socket takes.
-    pub(super) fn write_now(&mut self, wbuf: &mut BytesMut) -> io::Result<usize> {
-        use bytes::Buf;
+    /// socket takes, `sent` told each write's bytes.
+    pub(super) fn write_now(
+        &mut self,
+        wbuf: &mut BytesMut,
+        sent: impl FnMut(usize),
+    ) -> io::Result<()> {
         use std::io::Write;
         let Some(stream) = self.stream.as_mut() else {
             return Err(io::ErrorKind::NotConnected.into());
         };
-        let mut total = 0;
-        while !wbuf.is_empty() {
-            match stream.write(wbuf) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    wbuf.advance(n);
-                    total += n;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(total)
+        super::write_out(wbuf, |b| stream.write(b), sent)
     }
 
     /// Whether bytes wait to be sent (queued in the slot or in flight).
@@ -516,12 +489,8 @@ impl Ringed {
                     let entry = opcode::Recv::new(types::Fd(fd), s.buf.as_mut_ptr(), room as u32)
                         .build()
                         .user_data(u64::from(kr));
-                    s.state = State::Flight;
                     s.waker = Some(cx.waker().clone());
-                    if let Err(e) = r.push(&entry) {
-                        if let Some(s) = r.slot(kr) {
-                            s.state = State::Idle;
-                        }
+                    if let Err(e) = r.request(kr, &entry) {
                         return Poll::Ready(Err(e));
                     }
                 }
