@@ -93,6 +93,18 @@ pub trait Driver: Send + 'static {
         None
     }
 
+    /// Before the load (a wait for a common start), with nothing in
+    /// flight: serve the connection, answering what the server sends to
+    /// keep it (a NATS `PING`). `Err`: the server closed it, or sent what
+    /// no request asked for; the caller re-opens it ([`Driver::reconnect`])
+    /// and serves it again. `Ok`: nothing more to serve, the rest is left
+    /// to the load (bytes that belong to it stay in the read buffer).
+    /// Cancel safe: dropped when the load begins. The default serves
+    /// nothing.
+    fn idle(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        async { Ok(()) }
+    }
+
     /// Re-establish the connection after [`Event::Broken`] or a timeout.
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
 

@@ -13,6 +13,7 @@
 
 mod collect;
 mod driver;
+mod idle;
 mod lanes;
 mod pace;
 mod realtime;
@@ -29,6 +30,7 @@ use loadrig_spec::LoadSpec;
 
 pub use collect::LapView;
 pub use driver::{Driver, Event, Tag};
+pub use idle::{serve_until, Waited};
 pub use lanes::{Homed, Threads};
 pub use loadrig_metrics::{Lap, Outcome};
 pub use realtime::{Awake, Fifo};

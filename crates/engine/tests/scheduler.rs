@@ -575,3 +575,75 @@ fn threads_share_the_indices_and_their_recorders_add_up() {
         assert_eq!(laps, 700);
     });
 }
+
+/// A connection its server closes `closes` times while the run waits:
+/// each close is an `idle` that fails, the first at 10 ms, the next as
+/// soon as it is served again; after that it is quiet.
+struct Closing {
+    closes: u32,
+    reopened_at: Vec<Instant>,
+}
+
+impl Driver for Closing {
+    fn kind_of(&self, _index: u64) -> usize {
+        0
+    }
+
+    fn send(&mut self, _index: u64, _tag: Tag) -> usize {
+        0
+    }
+
+    async fn recv(&mut self) -> Event {
+        Event::Broken(OpError::new(ErrorKind::Protocol))
+    }
+
+    async fn idle(&mut self) -> Result<(), OpError> {
+        if self.closes == 0 {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        self.closes -= 1;
+        Err(OpError::new(ErrorKind::Io))
+    }
+
+    async fn reconnect(&mut self) -> Result<(), OpError> {
+        self.reopened_at.push(Instant::now());
+        Ok(())
+    }
+}
+
+/// The wait serves the connections: a closed one is opened again at once
+/// the first time and at most once a second after that, a quiet one is
+/// left alone, and the wait's own end is what ends the serving.
+#[tokio::test(start_paused = true)]
+async fn the_wait_reopens_closed_connections_at_most_once_a_second() {
+    let t0 = Instant::now();
+    let mut drivers = vec![
+        Closing {
+            closes: 3,
+            reopened_at: Vec::new(),
+        },
+        Closing {
+            closes: 0,
+            reopened_at: Vec::new(),
+        },
+    ];
+    let threads = loadrig_engine::Threads::one();
+    let wait = tokio::time::sleep(Duration::from_secs(5));
+    let ((), waited) = loadrig_engine::serve_until(&threads, &mut drivers, wait).await;
+    assert_eq!(Instant::now() - t0, Duration::from_secs(5));
+    assert_eq!(
+        waited,
+        loadrig_engine::Waited {
+            reopened: 3,
+            failed: 0
+        }
+    );
+    let at: Vec<Duration> = drivers[0].reopened_at.iter().map(|&t| t - t0).collect();
+    assert_eq!(
+        at,
+        [10, 1010, 2010].map(Duration::from_millis),
+        "closed at 10, 20 and 1020 ms"
+    );
+    assert!(drivers[1].reopened_at.is_empty());
+}

@@ -325,6 +325,8 @@ fn merge_measured<'a>(
         add(&mut out.reconnects, m.reconnects)?;
         add(&mut out.connect_failures, m.connect_failures)?;
         add(&mut out.gave_up, m.gave_up)?;
+        add(&mut out.reopened_waiting, m.reopened_waiting)?;
+        add(&mut out.reopen_failed_waiting, m.reopen_failed_waiting)?;
     }
     for (k, [lat, svc, lag]) in kinds.iter_mut().zip(&hists) {
         k.latency = HistSummary::of(lat);

@@ -119,6 +119,13 @@ pub struct Measured {
     /// `--timeout`, before the run's end (absent: none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub gave_up: u64,
+    /// Connections their server closed while the run waited for its start
+    /// (`--start-at`), opened again before the load, and re-openings that
+    /// failed (absent when none; set on the measured phase only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reopened_waiting: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reopen_failed_waiting: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -342,6 +349,8 @@ impl Measured {
             reconnects: s.reconnects,
             connect_failures: s.connect_failures,
             gave_up: s.gave_up,
+            reopened_waiting: 0,
+            reopen_failed_waiting: 0,
         }
     }
 

@@ -11,7 +11,7 @@ use std::future::Future;
 
 use bytes::{Buf, BytesMut};
 use loadrig_engine::{Driver, Event};
-use loadrig_metrics::OpError;
+use loadrig_metrics::{ErrorKind, OpError};
 
 /// One byte stream to a server. Both buffers belong to the stream, so a
 /// dropped [`fill`](ByteStream::fill) loses nothing.
@@ -208,6 +208,31 @@ pub async fn recv<D: StreamDriver>(d: &mut D) -> Event {
             return Event::Broken(e);
         }
     }
+}
+
+/// The one [`Driver::idle`] of a byte-stream driver whose server speaks
+/// only when asked (Redis, memcached, HTTP/1.1): the wait before the load
+/// watches the socket, so a connection the server closes is re-opened
+/// before the load needs it. A byte that comes unasked would be taken for
+/// the first request's answer: the stream is out of step, so it is
+/// re-opened too. Cancel safe, as `fill` is.
+pub async fn idle<S: ByteStream>(stream: &mut S) -> Result<(), OpError> {
+    loop {
+        stream.fill().await?;
+        if !stream.input().is_empty() {
+            return Err(OpError::new(ErrorKind::Protocol));
+        }
+    }
+}
+
+/// [`Driver::idle`] of a pub/sub link whose broker says nothing unasked
+/// but messages: wait for a close (`Err`: re-open it) or for the first
+/// bytes (`Ok`: they are the load's, and stay in the read buffer).
+pub async fn watch<S: ByteStream>(stream: &mut S) -> Result<(), OpError> {
+    if stream.input().is_empty() {
+        stream.fill().await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

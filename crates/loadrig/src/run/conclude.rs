@@ -62,6 +62,33 @@ pub fn start_line(at_ms: u64, now: SystemTime) -> String {
     }
 }
 
+/// What the wait for the start did to the connections, when it did
+/// anything: `while waiting for the start: 3 connections closed by the
+/// server were opened again`.
+pub fn waited_line(reopened: u64, failed: u64) -> Option<String> {
+    let count = |n: u64| match n {
+        1 => "1 connection".to_owned(),
+        n => format!("{n} connections"),
+    };
+    let verb = |n: u64| if n == 1 { "was" } else { "were" };
+    let mut parts = Vec::new();
+    if reopened > 0 {
+        parts.push(format!(
+            "{} closed by the server {} opened again",
+            count(reopened),
+            verb(reopened)
+        ));
+    }
+    if failed > 0 {
+        parts.push(format!(
+            "{} could not be opened again (the load reconnects {})",
+            count(failed),
+            if failed == 1 { "it" } else { "them" }
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("while waiting for the start: {}", parts.join("; ")))
+}
+
 pub fn environment<B: Bench>(
     spec: &RunSpec,
     server_version: Option<String>,

@@ -126,6 +126,13 @@ pub async fn parent<B: Bench>(
         .gather(shares)
         .context("reading the processes' shares of the verification")?;
     let reports: Vec<Report> = finished.into_iter().filter_map(|f| f.report).collect();
+    let waited = reports.iter().fold((0, 0), |(a, b), r| {
+        let m = &r.measured;
+        (a + m.reopened_waiting, b + m.reopen_failed_waiting)
+    });
+    if let Some(line) = conclude::waited_line(waited.0, waited.1) {
+        p.line(&line);
+    }
     p.phase("cool down");
     if reports.is_empty() {
         p.line("");

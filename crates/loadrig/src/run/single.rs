@@ -18,7 +18,7 @@ use super::deadline::Deadlines;
 use super::sampler::Sampler;
 use super::{Options, Role};
 
-use super::conclude::{conclude, environment, prepare, start_line, End, Prepared};
+use super::conclude::{conclude, environment, prepare, start_line, waited_line, End, Prepared};
 
 pub(super) async fn single<B: Bench>(
     mut bench: B,
@@ -77,6 +77,7 @@ pub(super) async fn single<B: Bench>(
     // connection that finds no descriptor is reported as it happens.
     let _ = loadrig_metrics::raise_open_files();
     let mut begin: Option<start::Begin> = None;
+    let mut waited = loadrig_engine::Waited::default();
     let mut total: Option<Outcome> = None;
     let mut kind_elapsed: Vec<Option<Duration>> = Vec::new();
     let mut db_cpu_before = Vec::new();
@@ -131,7 +132,17 @@ pub(super) async fn single<B: Bench>(
                         let at = rule.resolve(now);
                         p.end_phases();
                         p.line(&start_line(at, now));
-                        start::wait_for(at, &stop).await
+                        // The connections are served meanwhile: a server
+                        // that closes idle clients does not leave the
+                        // load broken ones.
+                        let wait = start::wait_for(at, &stop);
+                        let (b, w) =
+                            loadrig_engine::serve_until(&threads, &mut drivers, wait).await;
+                        if let Some(line) = waited_line(w.reopened, w.failed) {
+                            p.line(&line);
+                        }
+                        waited = w;
+                        b
                     }
                     None => start::now(),
                 };
@@ -200,6 +211,8 @@ pub(super) async fn single<B: Bench>(
         results: Results::default(),
         exit_code: code,
     });
+    report.measured.reopened_waiting = waited.reopened;
+    report.measured.reopen_failed_waiting = waited.failed;
     if child {
         // What the parent needs to verify this process's part (the
         // drivers, gone with the run, have left their accounts).

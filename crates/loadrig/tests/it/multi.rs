@@ -250,6 +250,121 @@ fn start_at_in_the_future_is_kept() {
     assert_eq!(read(&out).started_unix_ms, at);
 }
 
+/// `--start-at` this many ms from now, as the flag takes it.
+fn start_in(ms: u64) -> String {
+    let at = now_ms() + ms;
+    format!("{}.{:03}", at / 1000, at % 1000)
+}
+
+/// While a run waits for its start, a connection its server closes is
+/// opened again: once the run has connected and said when it starts, 3 s
+/// away, every client of a Redis of the test's own is killed (`CLIENT
+/// KILL TYPE normal`). The load then meets no closed connection: every
+/// operation succeeds and none reconnects. Without the wait watching the
+/// connections, each of the 4 failed its first operation and reconnected.
+#[test]
+fn a_connection_closed_while_waiting_for_the_start_is_opened_again() {
+    let own = crate::redis::own_redis();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let target = format!("redis://127.0.0.1:{}", own.port);
+    let mut run = crate::common::Running::start(&[
+        "run",
+        "redis",
+        "--target",
+        &target,
+        "--tests",
+        "set",
+        "-n",
+        "4000",
+        "-c",
+        "4",
+        "--start-at",
+        &start_in(3_000),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.until(|l| l.starts_with("start at "));
+    let killed = std::process::Command::new("redis-cli")
+        .args([
+            "-p",
+            &own.port.to_string(),
+            "CLIENT",
+            "KILL",
+            "TYPE",
+            "normal",
+        ])
+        .output()
+        .expect("redis-cli runs");
+    // The run's 4 and its statistics' own.
+    assert_eq!(String::from_utf8_lossy(&killed.stdout).trim(), "5");
+    let r = run.finish();
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains(
+            "\nwhile waiting for the start: 4 connections closed by the server were opened again\n"
+        ),
+        "{}",
+        r.dump()
+    );
+    let report = read(&out);
+    assert_all_ok(&r, &report, 4000);
+    assert_eq!(report.measured.reconnects, 0, "{}", r.dump());
+    assert_verified(&r, &report);
+}
+
+/// While a run waits for its start, the server's pings are answered: a
+/// nats-server of the test's own pings every second and closes a client
+/// at its second unanswered ping, and the start is 4 s away. Nothing is
+/// closed, so nothing is re-opened, and every message is delivered.
+/// Before, both clients were closed and the publisher's first batch was
+/// lost.
+#[test]
+fn a_server_pinging_while_waiting_for_the_start_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("nats.conf");
+    std::fs::write(&conf, "ping_interval: \"1s\"\nping_max: 1\n").unwrap();
+    let own = crate::common::OwnServer::start(
+        |port| {
+            let mut cmd = std::process::Command::new("nats-server");
+            cmd.args(["-a", "127.0.0.1", "-p", &port.to_string(), "-c"])
+                .arg(&conf);
+            cmd
+        },
+        None,
+        "scripts/services up nats",
+    );
+    let out = dir.path().join("r.json");
+    let target = format!("nats://127.0.0.1:{}", own.port);
+    let r = loadrig(&[
+        "run",
+        "pubsub",
+        "--target",
+        &target,
+        "-d",
+        "1",
+        "--start-at",
+        &start_in(4_000),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        !r.stdout.contains("while waiting for the start"),
+        "{}",
+        r.dump()
+    );
+    let report = read(&out);
+    let m = &report.measured;
+    assert!(
+        m.ok > 0 && m.errors == 0 && m.reconnects == 0,
+        "{}",
+        r.dump()
+    );
+    assert!(m.delivered > 0, "{}", r.dump());
+    assert_verified(&r, &report);
+}
+
 /// What a preset run recorded: (clients, pacing, dispatch, preset, stop).
 fn preset_spec(workload: &str, extra: &[&str]) -> (Run, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();

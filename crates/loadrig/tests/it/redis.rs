@@ -493,7 +493,7 @@ pub(crate) fn own_redis() -> OwnServer {
 }
 
 /// [`own_redis`] with more arguments for redis-server.
-fn own_redis_with(extra: &[&str]) -> OwnServer {
+pub(crate) fn own_redis_with(extra: &[&str]) -> OwnServer {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     let cmd = |port: u16| {

@@ -180,6 +180,10 @@ impl<C: HttpConn> Driver for HttpDriver<C> {
         self.answer(p)
     }
 
+    fn idle(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        crate::stream::idle(self.stream())
+    }
+
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
         self.pending.clear();
         self.closing = false;

@@ -309,6 +309,10 @@ impl<C: ByteStream> Driver for MemcacheDriver<C> {
         }
     }
 
+    fn idle(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        crate::stream::idle(self.stream())
+    }
+
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
         self.pending.clear();
         self.hits = 0;

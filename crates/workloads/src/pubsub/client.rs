@@ -513,6 +513,10 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
             && self.tally.received >= self.client.published.load(Ordering::Acquire)
     }
 
+    fn idle(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        self.conn.idle()
+    }
+
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
         self.conn.reconnect()
     }

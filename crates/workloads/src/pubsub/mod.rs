@@ -141,6 +141,11 @@ pub trait PubSubConn: Send + 'static {
     /// safe: bytes stay in the connection's buffers.
     fn fill(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
 
+    /// Before the load: serve the link while the run waits for its start
+    /// ([`Driver::idle`](loadrig_engine::Driver::idle)): `Err` when the
+    /// broker closed it, `Ok` when what came is the load's.
+    fn idle(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
+
     /// A fresh connection to the same broker (else the next), with its
     /// subscriptions made again; what was in flight is forgotten.
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;

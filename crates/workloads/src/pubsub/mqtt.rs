@@ -323,6 +323,27 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
         }
     }
 
+    /// The keep-alive's `PINGREQ`s sent as during the load and their
+    /// `PINGRESP`s read, so the broker keeps a client waiting longer than
+    /// its keep-alive; anything else is the load's and ends the serving
+    /// where it lies.
+    async fn idle(&mut self) -> Result<(), OpError> {
+        loop {
+            match mqtt::parse_packet(self.stream.input()) {
+                Ok(Some((Packet::PingResp, n))) => {
+                    self.stream.input().advance(n);
+                    if let Some(t) = &mut self.trips {
+                        t.answered();
+                    }
+                    continue;
+                }
+                Ok(None) => {}
+                _ => return Ok(()),
+            }
+            self.fill().await?;
+        }
+    }
+
     /// A fresh connection, to the same broker first, then the others, with
     /// every subscription made again (and acknowledged).
     async fn reconnect(&mut self) -> Result<(), OpError> {

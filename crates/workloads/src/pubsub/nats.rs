@@ -221,6 +221,38 @@ impl<S: ByteStream> PubSubConn for NatsLink<S> {
         self.stream.fill().await
     }
 
+    /// The server's `PING`s answered (it closes a client after two
+    /// unanswered ones, about six minutes with its defaults), its `INFO`
+    /// and `+OK` read; anything else is the load's and ends the serving
+    /// where it lies.
+    async fn idle(&mut self) -> Result<(), OpError> {
+        loop {
+            loop {
+                let (op, n) = match nats::parse_server_op(self.stream.input()) {
+                    Ok(Some((op, n))) => (op, n),
+                    Ok(None) => break,
+                    Err(_) => return Err(PROTOCOL),
+                };
+                let pong = match op {
+                    ServerOp::Ping => true,
+                    ServerOp::Ok | ServerOp::Info(_) => false,
+                    ServerOp::Err(why) => {
+                        let class = error_class(why);
+                        self.stream.input().advance(n);
+                        return Err(OpError::server(class));
+                    }
+                    ServerOp::Msg(_) | ServerOp::Pong => return Ok(()),
+                };
+                self.stream.input().advance(n);
+                if pong {
+                    nats::encode_pong(self.stream.out());
+                }
+            }
+            // Writes the `PONG`s first.
+            self.stream.fill().await?;
+        }
+    }
+
     /// A fresh connection, to the same server first, then the others, with
     /// every subscription made again (and confirmed).
     async fn reconnect(&mut self) -> Result<(), OpError> {

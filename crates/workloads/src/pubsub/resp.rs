@@ -213,6 +213,18 @@ impl<S: ByteStream> PubSubConn for RespPubSub<S> {
         }
     }
 
+    /// The publishing stream answers only what it is asked, the
+    /// subscribing one sends messages.
+    async fn idle(&mut self) -> Result<(), OpError> {
+        match &mut self.subscriber {
+            None => crate::stream::idle(&mut self.publisher).await,
+            Some(sub) => tokio::select! {
+                r = crate::stream::idle(&mut self.publisher) => r,
+                r = crate::stream::watch(sub) => r,
+            },
+        }
+    }
+
     /// A fresh publishing stream, to the same server first, then the
     /// others, and beside it a subscribing one with every subscription
     /// made again (and confirmed).

@@ -135,6 +135,10 @@ impl<S: ByteStream> Driver for RedisDriver<S> {
         }
     }
 
+    fn idle(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
+        crate::stream::idle(self.stream())
+    }
+
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send {
         self.conn.reconnect()
     }
