@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use loadrig_metrics::{Coarsen, LapStore};
 use loadrig_report::{Report, ServerStatsReport};
-use loadrig_workloads::stats::StatsSource;
+use loadrig_workloads::stats::{Reading, StatsSource};
 use tokio::sync::oneshot;
 
 /// The longest one sample may take, whatever the lap.
@@ -34,6 +34,8 @@ pub struct Samples {
     taken: u64,
     failures: u64,
     last_error: Option<String>,
+    /// Per source: its last sample succeeded, so it holds a connection.
+    kept: Vec<bool>,
 }
 
 /// One sample of every source: levels as read, counters as their change
@@ -121,7 +123,10 @@ async fn sample_until(
     first: oneshot::Receiver<Instant>,
     mut stopped: oneshot::Receiver<()>,
 ) -> Samples {
-    let mut out = Samples::default();
+    let mut out = Samples {
+        kept: vec![false; sources.len()],
+        ..Samples::default()
+    };
     let mut last: BTreeMap<&'static str, f64> = BTreeMap::new();
     // The sample before the load is the counters' base (and opens the
     // connections), not a lap's.
@@ -161,12 +166,17 @@ async fn sample(
     out: &mut Samples,
 ) -> Point {
     let mut point = Point::default();
-    for s in sources.iter_mut() {
+    for (s, kept) in sources.iter_mut().zip(out.kept.iter_mut()) {
         out.taken += 1;
-        let got = match tokio::time::timeout(SAMPLE_LIMIT, s.sample()).await {
-            Ok(r) => r,
-            Err(_) => Err(format!("no answer in {} ms", SAMPLE_LIMIT.as_millis())),
-        };
+        let mut got = sample_one(s.as_mut()).await;
+        // A source keeps its connection from one sample to the next, and
+        // the server may have closed it meanwhile (an idle timeout during
+        // a long wait for `--start-at`): a sample that fails on a kept
+        // connection is taken once more, on a new one.
+        if got.is_err() && *kept {
+            got = sample_one(s.as_mut()).await;
+        }
+        *kept = got.is_ok();
         match got {
             Ok(readings) => {
                 for r in readings {
@@ -187,6 +197,14 @@ async fn sample(
         }
     }
     point
+}
+
+/// One sample of one source, within [`SAMPLE_LIMIT`].
+async fn sample_one(s: &mut dyn StatsSource) -> Result<Vec<Reading>, String> {
+    match tokio::time::timeout(SAMPLE_LIMIT, s.sample()).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("no answer in {} ms", SAMPLE_LIMIT.as_millis())),
+    }
 }
 
 impl Samples {

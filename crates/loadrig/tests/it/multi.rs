@@ -261,7 +261,8 @@ fn start_in(ms: u64) -> String {
 /// away, every client of a Redis of the test's own is killed (`CLIENT
 /// KILL TYPE normal`). The load then meets no closed connection: every
 /// operation succeeds and none reconnects. Without the wait watching the
-/// connections, each of the 4 failed its first operation and reconnected.
+/// connections, each of the 4 failed its first operation and reconnected,
+/// and the first sample of the server's statistics failed.
 #[test]
 fn a_connection_closed_while_waiting_for_the_start_is_opened_again() {
     let own = crate::redis::own_redis();
@@ -311,6 +312,10 @@ fn a_connection_closed_while_waiting_for_the_start_is_opened_again() {
     assert_all_ok(&r, &report, 4000);
     assert_eq!(report.measured.reconnects, 0, "{}", r.dump());
     assert_verified(&r, &report);
+    // The server's statistics were read on a connection killed too: the
+    // sample after it was taken again on a new one.
+    let stats = report.server_stats.as_ref().expect("server stats");
+    assert_eq!(stats.failures, 0, "{stats:?}\n{}", r.dump());
 }
 
 /// While a run waits for its start, the server's pings are answered: a
