@@ -9,7 +9,8 @@
 //! record into the thread's one recorder ([`record`]), which hands its
 //! snapshots to the collector ([`collect`]) at lap boundaries. Nothing is
 //! shared between threads on the hot path, and nothing measured is kept
-//! per connection.
+//! per connection. Before the load, while a run waits for a common start,
+//! [`serve_until`] keeps the connections served ([`idle`]).
 
 mod collect;
 mod driver;
