@@ -218,10 +218,10 @@ pub async fn recv<D: StreamDriver>(d: &mut D) -> Event {
 /// re-opened too. Cancel safe, as `fill` is.
 pub async fn idle<S: ByteStream>(stream: &mut S) -> Result<(), OpError> {
     loop {
-        stream.fill().await?;
         if !stream.input().is_empty() {
             return Err(OpError::new(ErrorKind::Protocol));
         }
+        stream.fill().await?;
     }
 }
 
@@ -238,6 +238,74 @@ pub async fn watch<S: ByteStream>(stream: &mut S) -> Result<(), OpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stream whose server sends one of `arrivals` at each `fill`, and
+    /// has closed once they are all sent.
+    struct Scripted {
+        input: BytesMut,
+        out: BytesMut,
+        arrivals: VecDeque<&'static [u8]>,
+    }
+
+    fn scripted(input: &[u8], arrivals: &[&'static [u8]]) -> Scripted {
+        Scripted {
+            input: BytesMut::from(input),
+            out: BytesMut::new(),
+            arrivals: arrivals.iter().copied().collect(),
+        }
+    }
+
+    impl ByteStream for Scripted {
+        fn out(&mut self) -> &mut BytesMut {
+            &mut self.out
+        }
+        fn input(&mut self) -> &mut BytesMut {
+            &mut self.input
+        }
+        async fn fill(&mut self) -> Result<(), OpError> {
+            let got = self.arrivals.pop_front();
+            let bytes = got.ok_or(OpError::new(ErrorKind::Io))?;
+            self.input.extend_from_slice(bytes);
+            Ok(())
+        }
+        fn unwritten(&self) -> usize {
+            self.out.len()
+        }
+        async fn flush(&mut self) -> Result<(), OpError> {
+            Ok(())
+        }
+        async fn sibling(&self) -> Result<Self, OpError> {
+            Err(OpError::new(ErrorKind::Io))
+        }
+        async fn reconnect(&mut self) -> Result<(), OpError> {
+            Ok(())
+        }
+        fn take_bytes(&mut self) -> (u64, u64) {
+            (0, 0)
+        }
+    }
+
+    /// Before the load, a request-answer stream fails on a close (to be
+    /// re-opened) and on any byte, one already read included; a pub/sub
+    /// link ends its wait at the first bytes and leaves them in place.
+    #[tokio::test]
+    async fn the_wait_tells_a_close_from_unasked_bytes() {
+        let kind = |r: Result<(), OpError>| r.err().map(|e| e.kind);
+        let mut closed = scripted(b"", &[]);
+        assert_eq!(kind(idle(&mut closed).await), Some(ErrorKind::Io));
+        let mut stray = scripted(b"", &[b"+PONG\r\n"]);
+        assert_eq!(kind(idle(&mut stray).await), Some(ErrorKind::Protocol));
+        let mut early = scripted(b"-ERR\r\n", &[]);
+        assert_eq!(kind(idle(&mut early).await), Some(ErrorKind::Protocol));
+
+        let mut link = scripted(b"", &[b"MSG a 1 2\r\nhi\r\n"]);
+        assert_eq!(kind(watch(&mut link).await), None);
+        assert_eq!(&link.input[..], b"MSG a 1 2\r\nhi\r\n");
+        let mut gone = scripted(b"", &[]);
+        assert_eq!(kind(watch(&mut gone).await), Some(ErrorKind::Io));
+        let mut waiting = scripted(b"MSG", &[]);
+        assert_eq!(kind(watch(&mut waiting).await), None);
+    }
 
     #[test]
     fn cut_takes_a_frame_from_among_the_others() {
