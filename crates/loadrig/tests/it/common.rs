@@ -413,11 +413,24 @@ impl Relay {
     }
 
     /// Close the one link the server sent the most to (a subscriber,
-    /// not a publisher); returns the bytes it had carried.
+    /// not a publisher); returns the bytes it had carried. Chosen and cut
+    /// under one lock: a link still receiving has carried more by the
+    /// time a second look is taken, and a cut chosen by its count then
+    /// cut nothing.
     pub fn cut_busiest(&self) -> u64 {
-        let most = self.most_carried();
-        self.cut_where(|down| down == most);
-        most
+        let mut links = self.links.lock().unwrap();
+        let busiest = links
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, l)| l.down.load(Ordering::Relaxed))
+            .map(|(i, _)| i);
+        let Some(i) = busiest else {
+            return 0;
+        };
+        let l = links.remove(i);
+        let _ = l.client.shutdown(Shutdown::Both);
+        let _ = l.server.shutdown(Shutdown::Both);
+        l.down.load(Ordering::Relaxed)
     }
 
     /// The most bytes any one link has carried from the server.

@@ -320,7 +320,8 @@ fn a_connection_closed_while_waiting_for_the_start_is_opened_again() {
 
 /// While a run waits for its start, the server's pings are answered: a
 /// nats-server of the test's own pings every second and closes a client
-/// at its second unanswered ping, and the start is 4 s away. Nothing is
+/// whose ping is still unanswered at the next tick (`ping_max: 1`), and
+/// the start is 4 s away. Nothing is
 /// closed, so nothing is re-opened, and every message is delivered.
 /// Before, both clients were closed and the publisher's first batch was
 /// lost.
