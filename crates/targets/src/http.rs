@@ -138,7 +138,7 @@ impl TargetInfo for HttpTarget {
     }
 
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
-        crate::local::first_process(&self.url.at)
+        crate::local::first_process(&self.url.at, &["nginx"])
     }
 }
 

@@ -12,15 +12,32 @@ use loadrig_metrics::ProcSample;
 use loadrig_workloads::stats::{Reading, Sampled, StatsSource};
 
 /// The only source of a target that has no statistics of its own: its
-/// first server's process, when it runs on this machine.
-pub(crate) fn first_process(at: &crate::url::TargetUrl) -> Vec<Box<dyn StatsSource>> {
+/// first server's process, when it runs on this machine (`names`: as in
+/// [`process_on`]).
+pub(crate) fn first_process(
+    at: &crate::url::TargetUrl,
+    names: &'static [&'static str],
+) -> Vec<Box<dyn StatsSource>> {
     let (host, port) = at.servers.first().cloned().unwrap_or_default();
-    process_on(&host, port).into_iter().collect()
+    process_on(&host, port, names).into_iter().collect()
 }
 
 /// The local process listening on `port`, when `host` is this machine.
-pub(crate) fn process_on(host: &str, port: u16) -> Option<Box<dyn StatsSource>> {
-    is_local(host).then(|| Box::new(LocalProcess { port, pid: None }) as Box<dyn StatsSource>)
+/// `names` are what the server's process is usually called (its
+/// `/proc/PID/comm`): those processes are looked at first, then every
+/// other.
+pub(crate) fn process_on(
+    host: &str,
+    port: u16,
+    names: &'static [&'static str],
+) -> Option<Box<dyn StatsSource>> {
+    is_local(host).then(|| {
+        Box::new(LocalProcess {
+            port,
+            names,
+            pid: None,
+        }) as Box<dyn StatsSource>
+    })
 }
 
 /// Whether `host` names this machine (loopback).
@@ -30,6 +47,7 @@ fn is_local(host: &str) -> bool {
 
 struct LocalProcess {
     port: u16,
+    names: &'static [&'static str],
     /// Found at the first sample, looked for again when it is gone.
     pid: Option<u32>,
 }
@@ -46,7 +64,7 @@ impl StatsSource for LocalProcess {
         Box::pin(async move {
             let pid = match self.pid {
                 Some(pid) => pid,
-                None => listener_pid(self.port).ok_or_else(|| {
+                None => listener_pid(self.port, self.names).ok_or_else(|| {
                     format!("no process of ours found listening on port {}", self.port)
                 })?,
             };
@@ -79,14 +97,15 @@ impl StatsSource for LocalProcess {
 pub(crate) fn setting_of(
     host: &str,
     port: u16,
+    names: &[&str],
     flags: &[&str],
     key: &str,
 ) -> Result<(String, Option<String>), String> {
     if !is_local(host) {
         return Err(format!("{host} is not this machine"));
     }
-    let pid =
-        listener_pid(port).ok_or_else(|| format!("no process of ours listens on port {port}"))?;
+    let pid = listener_pid(port, names)
+        .ok_or_else(|| format!("no process of ours listens on port {port}"))?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map_err(|e| format!("process {pid}'s command line: {e}"))?;
     let mut args = cmdline
@@ -144,47 +163,67 @@ fn last_value(text: &str, key: &str) -> Option<String> {
 }
 
 /// The process (the lowest id: a forking server's parent) that holds the
-/// socket listening on `port`. Processes are looked at in the order of
-/// their ids and the first holder ends the search: a descriptor costs a
-/// `readlink`, and a load generator started after the server may hold
-/// tens of thousands of them (15,000 chat clients, and the broker as
-/// many), which a search through every process read for 0.2 s of CPU.
-fn listener_pid(port: u16) -> Option<u32> {
+/// socket listening on `port`. Processes named as in `names` are looked
+/// at first, then every process, each in the order of their ids, and the
+/// first holder ends the search: a descriptor costs a `readlink`, and a
+/// load generator started after the server may hold tens of thousands of
+/// them (15,000 chat clients, and the broker as many), which a search
+/// through every process read for 0.2 s of CPU. With a quiet machine's
+/// hundred processes, going through them in order before the NATS server
+/// was most of the 4 ms of CPU that sampling the server added to a run.
+fn listener_pid(port: u16, names: &[&str]) -> Option<u32> {
     let inodes = listening_inodes(port);
     if inodes.is_empty() {
         return None;
     }
     let mut all: Vec<u32> = pids().collect();
     all.sort_unstable();
-    all.into_iter().find(|pid| {
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-            return false;
-        };
-        fds.flatten().any(|fd| {
-            std::fs::read_link(fd.path()).ok().is_some_and(|l| {
-                let l = l.to_string_lossy();
-                l.strip_prefix("socket:[")
-                    .and_then(|r| r.strip_suffix(']'))
-                    .and_then(|n| n.parse::<u64>().ok())
-                    .is_some_and(|n| inodes.contains(&n))
-            })
+    let named = |pid: &&u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .is_ok_and(|c| names.contains(&c.trim_end()))
+    };
+    let holds = |pid: &&u32| holds_any(**pid, &inodes);
+    all.iter()
+        .filter(named)
+        .find(holds)
+        .or_else(|| all.iter().find(holds))
+        .copied()
+}
+
+/// Whether process `pid` has a descriptor to one of the sockets `inodes`.
+fn holds_any(pid: u32, inodes: &HashSet<u64>) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).ok().is_some_and(|l| {
+            let l = l.to_string_lossy();
+            l.strip_prefix("socket:[")
+                .and_then(|r| r.strip_suffix(']'))
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| inodes.contains(&n))
         })
     })
 }
 
-/// Inodes of the sockets in state LISTEN (0A) on `port`, IPv4 and IPv6.
+/// Inodes of the sockets in state LISTEN (0A) on `port`, IPv4 then IPv6.
 /// The kernel lists the listening sockets first (its listening table,
 /// then the established one), so reading stops at the first other row:
 /// the rest can be tens of thousands of connections, and the kernel
-/// writes each out as it is read.
+/// writes each out as it is read. It writes as much as one read asks for,
+/// walking its whole hash of connections when it holds too few to fill
+/// it, so reads are small, and IPv6 is read only when IPv4 had none.
 fn listening_inodes(port: u16) -> HashSet<u64> {
     use std::io::BufRead;
     let mut out = HashSet::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        if !out.is_empty() {
+            break;
+        }
         let Ok(file) = std::fs::File::open(table) else {
             continue;
         };
-        for row in std::io::BufReader::new(file).lines().skip(1) {
+        for row in std::io::BufReader::with_capacity(512, file).lines().skip(1) {
             let Ok(row) = row else { break };
             if row.split_ascii_whitespace().nth(3) != Some("0A") {
                 break;
@@ -254,9 +293,17 @@ mod tests {
     fn a_listener_of_this_process_is_found() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = l.local_addr().expect("addr").port();
-        assert_eq!(listener_pid(port), Some(std::process::id()));
-        assert!(process_on("10.0.0.1", port).is_none());
-        let mut src = process_on("127.0.0.1", port).expect("local");
+        assert_eq!(listener_pid(port, &[]), Some(std::process::id()));
+        // Named or not, the holder is found.
+        let me = std::fs::read_to_string("/proc/self/comm").expect("comm");
+        let me: &'static str = Box::leak(me.trim_end().to_owned().into_boxed_str());
+        assert_eq!(listener_pid(port, &[me]), Some(std::process::id()));
+        assert_eq!(
+            listener_pid(port, &["no-such-server"]),
+            Some(std::process::id())
+        );
+        assert!(process_on("10.0.0.1", port, &[]).is_none());
+        let mut src = process_on("127.0.0.1", port, &[]).expect("local");
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("runtime");
@@ -281,9 +328,9 @@ mod tests {
     fn a_server_started_without_a_config_says_so() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = l.local_addr().expect("addr").port();
-        let why = setting_of("127.0.0.1", port, &["--no-such-flag"], "k").unwrap_err();
+        let why = setting_of("127.0.0.1", port, &[], &["--no-such-flag"], "k").unwrap_err();
         assert!(why.contains("without --no-such-flag"), "{why}");
-        let why = setting_of("10.0.0.1", port, &["-c"], "k").unwrap_err();
+        let why = setting_of("10.0.0.1", port, &[], &["-c"], "k").unwrap_err();
         assert!(why.contains("not this machine"), "{why}");
     }
 

@@ -198,7 +198,7 @@ impl TargetInfo for EtcdTarget {
         let metrics = Box::new(stats::metrics(host.clone(), port))
             as Box<dyn loadrig_workloads::stats::StatsSource>;
         std::iter::once(metrics)
-            .chain(crate::local::process_on(&host, port))
+            .chain(crate::local::process_on(&host, port, &["etcd"]))
             .collect()
     }
 }

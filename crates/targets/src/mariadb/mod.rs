@@ -262,7 +262,11 @@ impl TargetInfo for MariadbTarget {
         let own: Box<dyn loadrig_workloads::stats::StatsSource> =
             Box::new(stats::Status::new(self.opts.clone()));
         std::iter::once(own)
-            .chain(crate::local::process_on(&host, port))
+            .chain(crate::local::process_on(
+                &host,
+                port,
+                &["mariadbd", "mysqld"],
+            ))
             .collect()
     }
 }

@@ -114,7 +114,7 @@ impl TargetInfo for MemcacheTarget {
         let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
         let stats: Box<dyn StatsSource> = Box::new(stats::McStats::new(self.dial.clone()));
         std::iter::once(stats)
-            .chain(crate::local::process_on(&host, port))
+            .chain(crate::local::process_on(&host, port, &["memcached"]))
             .collect()
     }
 }

@@ -35,6 +35,10 @@ const ASIDE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Where Mosquitto keeps its version, retained.
 const VERSION_TOPIC: &str = "$SYS/broker/version";
 
+/// What the broker's process is called on this machine, looked at first
+/// when its process is looked for (`local.rs`).
+const PROCESS: &[&str] = &["mosquitto"];
+
 /// Read buffer growth step.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -99,6 +103,7 @@ impl MqttTarget {
             match crate::local::setting_of(
                 &host,
                 port,
+                PROCESS,
                 &["-c", "--config-file"],
                 "max_queued_messages",
             ) {
@@ -164,7 +169,7 @@ impl TargetInfo for MqttTarget {
         let sys = Box::new(stats::Sys::new(self.at.clone()))
             as Box<dyn loadrig_workloads::stats::StatsSource>;
         std::iter::once(sys)
-            .chain(crate::local::first_process(&self.at))
+            .chain(crate::local::first_process(&self.at, PROCESS))
             .collect()
     }
 }

@@ -121,7 +121,7 @@ impl TargetInfo for NatsTarget {
             Box::new(stats::varz(host.clone(), m)) as Box<dyn loadrig_workloads::stats::StatsSource>
         });
         varz.into_iter()
-            .chain(crate::local::process_on(&host, port))
+            .chain(crate::local::process_on(&host, port, &["nats-server"]))
             .collect()
     }
 }

@@ -360,7 +360,11 @@ impl TargetInfo for PostgresTarget {
         let own: Box<dyn loadrig_workloads::stats::StatsSource> =
             Box::new(stats::PgStats::new(self.config.clone()));
         std::iter::once(own)
-            .chain(crate::local::process_on(&host, port))
+            .chain(crate::local::process_on(
+                &host,
+                port,
+                &["postgres", "postmaster"],
+            ))
             .collect()
     }
 }

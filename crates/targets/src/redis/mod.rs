@@ -189,7 +189,7 @@ impl TargetInfo for RedisTarget {
         let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
         let info: Box<dyn StatsSource> = Box::new(stats::RedisInfo::new(self.at.clone()));
         std::iter::once(info)
-            .chain(crate::local::process_on(&host, port))
+            .chain(crate::local::process_on(&host, port, &["redis-server"]))
             .collect()
     }
 

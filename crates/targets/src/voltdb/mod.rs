@@ -172,7 +172,7 @@ impl TargetInfo for VoltTarget {
         let volt = Box::new(stats::VoltStatistics::new(self.at.clone()))
             as Box<dyn loadrig_workloads::stats::StatsSource>;
         std::iter::once(volt)
-            .chain(crate::local::first_process(&self.at))
+            .chain(crate::local::first_process(&self.at, &["java"]))
             .collect()
     }
 }
