@@ -126,15 +126,18 @@ pub async fn parent<B: Bench>(
         .gather(shares)
         .context("reading the processes' shares of the verification")?;
     let reports: Vec<Report> = finished.into_iter().filter_map(|f| f.report).collect();
-    let waited = reports.iter().fold((0, 0), |(a, b), r| {
-        let m = &r.measured;
-        (a + m.reopened_waiting, b + m.reopen_failed_waiting)
-    });
-    if let Some(line) = conclude::waited_line(waited.0, waited.1) {
-        p.line(&line);
+    // Merged before the phase line: the wait's line (the children's
+    // re-openings, summed by the merge) comes before it.
+    let merged = (!reports.is_empty())
+        .then(|| Report::merge(&reports))
+        .transpose()?;
+    if let Some(m) = merged.as_ref().map(|m| &m.measured) {
+        if let Some(line) = conclude::waited_line(m.reopened_waiting, m.reopen_failed_waiting) {
+            p.line(&line);
+        }
     }
     p.phase("cool down");
-    if reports.is_empty() {
+    let Some(mut merged) = merged else {
         p.line("");
         p.line("no process left a report: nothing to merge");
         d.cold("clean-up", bench.finish(spec.keep)).await?;
@@ -142,8 +145,7 @@ pub async fn parent<B: Bench>(
             p.line(&format!("check failed: {r}"));
         }
         return Ok(children_code.max(exit::CHECK_FAILED));
-    }
-    let mut merged = Report::merge(&reports)?;
+    };
     merged.spec = spec.clone();
     merged.environment = conclude::environment(spec, prepared.server_version, &bench);
     merged.exit_code = exit::OK;

@@ -330,6 +330,14 @@ struct Link {
     down: Arc<AtomicU64>,
 }
 
+impl Link {
+    /// Shut both sides: the client and the server each see the link end.
+    fn close(&self) {
+        let _ = self.client.shutdown(Shutdown::Both);
+        let _ = self.server.shutdown(Shutdown::Both);
+    }
+}
+
 /// A TCP relay in front of a local server that can cut the links it
 /// carries (all, or only those the server sent much to: subscribers).
 pub struct Relay {
@@ -392,7 +400,8 @@ impl Relay {
 
     /// Close every link now (returns how many); new ones are still relayed.
     pub fn cut(&self) -> usize {
-        self.cut_where(|_| true)
+        let mut links = self.links.lock().unwrap();
+        links.drain(..).map(|l| l.close()).count()
     }
 
     /// Wait until one link has carried `bytes` from the server (a
@@ -428,8 +437,7 @@ impl Relay {
             return 0;
         };
         let l = links.remove(i);
-        let _ = l.client.shutdown(Shutdown::Both);
-        let _ = l.server.shutdown(Shutdown::Both);
+        l.close();
         l.down.load(Ordering::Relaxed)
     }
 
@@ -441,21 +449,6 @@ impl Relay {
             .map(|l| l.down.load(Ordering::Relaxed))
             .max()
             .unwrap_or(0)
-    }
-
-    fn cut_where(&self, cut: impl Fn(u64) -> bool) -> usize {
-        let mut links = self.links.lock().unwrap();
-        let before = links.len();
-        links.retain(|l| {
-            if cut(l.down.load(Ordering::Relaxed)) {
-                let _ = l.client.shutdown(Shutdown::Both);
-                let _ = l.server.shutdown(Shutdown::Both);
-                false
-            } else {
-                true
-            }
-        });
-        before - links.len()
     }
 }
 

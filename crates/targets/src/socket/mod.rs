@@ -160,14 +160,10 @@ impl Socket {
             Io::Poll(s) => s,
             _ => return Err(closed()),
         };
-        let sent = &mut self.sent;
         write_out(
             &mut self.wbuf,
             |b| stream.try_write(b),
-            |n| {
-                *sent += n as u64;
-                loadrig_metrics::count_sent(n);
-            },
+            counter(&mut self.sent),
         )?;
         self.fit.after_flush(&mut self.wbuf);
         Ok(())
@@ -214,6 +210,15 @@ enum Io {
     Ring(ring::Ringed),
     /// Lost while moving between the two.
     Gone,
+}
+
+/// Bytes written, counted into the socket's `sent` and the process's
+/// total: what [`write_out`] is told as it goes.
+fn counter(sent: &mut u64) -> impl FnMut(usize) + '_ {
+    move |n| {
+        *sent += n as u64;
+        loadrig_metrics::count_sent(n);
+    }
 }
 
 /// Write `wbuf` with `write` until it is empty or the socket would block,
@@ -309,11 +314,7 @@ impl Socket {
         if queued > 0 {
             self.fit.before_flush(queued);
         }
-        let sent = &mut self.sent;
-        let mut count = |n: usize| {
-            *sent += n as u64;
-            loadrig_metrics::count_sent(n);
-        };
+        let mut count = counter(&mut self.sent);
         match r.flush(&mut self.wbuf) {
             Some(moved) => count(moved?),
             None => r.write_now(&mut self.wbuf, count)?,
