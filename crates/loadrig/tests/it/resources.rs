@@ -184,8 +184,9 @@ fn redis_series_match_redis_cli() {
             "9",
             "--tests",
             "set",
+            // About 2.5 s: at least 3 laps of 0.25 s on a quiet machine.
             "-n",
-            "60000",
+            "180000",
             "-c",
             "8",
         ],
@@ -234,8 +235,9 @@ fn memcached_series_match_memcstat() {
             "memcache",
             "--target",
             "memcache://127.0.0.1:11211",
+            // About 2.4 s: at least 3 laps of 0.25 s on a quiet machine.
             "-n",
-            "40000",
+            "120000",
             "-c",
             "8",
         ],
@@ -560,8 +562,9 @@ fn voltdb_series_match_statistics() {
             "voltdb://127.0.0.1:21212",
             "--clients",
             "16",
+            // About 2 s: 40,000 took two laps of 0.25 s and failed.
             "-n",
-            "40000",
+            "120000",
         ],
         2,
     );
