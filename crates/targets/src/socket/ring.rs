@@ -57,12 +57,15 @@ const CANCEL: u64 = u64::MAX;
 /// `IORING_ENTER_GETEVENTS`: run the deferred completions.
 const GETEVENTS: u32 = 1;
 /// Receive buffers in a ring's pool (a power of two), and the bytes of
-/// each: 8 MiB of address space per engine thread, touched as used. The
-/// unit tests' pool is small enough for one turn to run it dry (a kernel
-/// since 6.13 runs at most about 20 deferred completions per enter, so
-/// 2,048 buffers are not run dry here; an older one runs them all).
-const BUFS: u16 = if cfg!(test) { 64 } else { 2048 };
-const BUF: usize = 4096;
+/// each: 2 MiB per engine thread, touched as used. A reply of up to 2 KiB
+/// (a memcached value of 1 KiB, nginx's page with its headers) takes one
+/// buffer; a larger one takes several, each its own completion. A kernel
+/// since 6.13 runs at most about 20 deferred completions per enter (each
+/// takes at most 32 buffers), older ones all of them: a pool run dry ends
+/// the receives that find it so, and they are armed again. The unit
+/// tests' pool is small enough for one turn to run it dry.
+const BUFS: u16 = if cfg!(test) { 64 } else { 1024 };
+const BUF: usize = 2048;
 /// The pool's buffer group id (one pool per ring).
 const GROUP: u16 = 0;
 /// Bytes received and not yet read past which a socket's receive is
