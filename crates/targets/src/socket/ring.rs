@@ -914,6 +914,17 @@ mod tests {
         port
     }
 
+    /// A current-thread runtime whose park turns its thread's ring, with
+    /// io_uring enabled.
+    fn ring_runtime() -> tokio::runtime::Runtime {
+        enable().unwrap();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .on_thread_park(park)
+            .build()
+            .unwrap()
+    }
+
     fn on_ring(sock: &Socket) -> bool {
         matches!(sock.io, super::super::Io::Ring(_))
     }
@@ -926,12 +937,7 @@ mod tests {
     /// buffer: EFAULT). After `stop`, a socket returns to epoll.
     #[test]
     fn sockets_on_the_ring_echo_and_give_back_clean_slots() {
-        enable().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .on_thread_park(park)
-            .build()
-            .unwrap();
+        let rt = ring_runtime();
         let port = echo(3);
         rt.block_on(async {
             let open = || Socket::connect("127.0.0.1", port, Duration::from_secs(5), 4096);
@@ -1004,19 +1010,14 @@ mod tests {
     }
 
     /// 80 connections whose floods all wait at one turn take more
-    /// buffers than the pool holds: their receives end for want of one and are armed
-    /// again, and every byte comes in order. A connection left unread
+    /// buffers than the pool holds: their receives end for want of one
+    /// and are armed again, and every byte comes in order. A connection left unread
     /// meanwhile has its receive cancelled once its inbox passes
     /// `INBOX_MAX` (the kernel's socket buffer holds the rest), and read
     /// afterwards it gives every byte too.
     #[test]
     fn floods_run_the_pool_dry_and_fill_no_inbox_past_its_bound() {
-        enable().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .on_thread_park(park)
-            .build()
-            .unwrap();
+        let rt = ring_runtime();
         const MANY: usize = 80;
         const EACH: usize = 256 << 10;
         const SLOW: usize = 8 << 20;
