@@ -91,8 +91,10 @@ thread_local! {
 /// Set before the load starts, by the binary.
 pub fn enable() -> io::Result<()> {
     let uring = build()?;
-    drop(Pool::new(&uring)?);
+    let pool = Pool::new(&uring)?;
+    // The ring first: the kernel lets go of the pool as it closes.
     drop(uring);
+    drop(pool);
     ON.store(true, Ordering::Relaxed);
     Ok(())
 }
@@ -705,6 +707,7 @@ impl Ringed {
     fn fd(&self) -> RawFd {
         self.stream.as_ref().map_or(-1, AsRawFd::as_raw_fd)
     }
+
     /// Hand `wbuf` to the ring when no send is in flight: the bytes of a
     /// send that completed since. Bytes a send left are sent again before
     /// anything newer. `None` off the thread of this socket's ring.
