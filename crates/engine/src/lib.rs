@@ -20,6 +20,7 @@ mod pace;
 mod realtime;
 mod record;
 pub mod rng;
+mod slots;
 mod timer;
 mod worker;
 

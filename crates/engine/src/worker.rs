@@ -18,8 +18,9 @@ use tokio::time::Instant;
 
 use crate::pace::{Indices, Next, Share, Source, Token};
 use crate::record::Shared;
+use crate::slots::Slots;
 use crate::timer::Timer;
-use crate::{Driver, EngineConfig, Event, Tag, WARMUP_INDEX_BASE};
+use crate::{Driver, EngineConfig, Event, WARMUP_INDEX_BASE};
 
 /// A listener's drain goes on while deliveries arrive, for at most this
 /// many drain periods after the last issuing worker was done.
@@ -51,15 +52,6 @@ pub(crate) struct Ends {
     pub talking: Arc<AtomicUsize>,
     /// This worker issues nothing and only listens.
     pub listener: bool,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    intended: Instant,
-    sent: Instant,
-    kind: usize,
-    phase: usize,
-    busy: bool,
 }
 
 /// Direct mode holds one operation waiting for a slot; managed mode a bounded queue.
@@ -132,18 +124,13 @@ struct Role {
 
 pub(crate) struct Worker<D> {
     driver: D,
-    /// Operations in flight by tag. Made as they are first needed, up to
-    /// `depth`: a connection allowed a thousand in flight that only ever
-    /// has a few holds a few (docs/scale.md).
-    slots: Vec<Slot>,
-    /// Tags of `slots` that are not busy.
-    free: Vec<Tag>,
-    depth: usize,
-    inflight: usize,
+    /// Operations in flight by tag (see `slots`).
+    slots: Slots,
     source: Source,
     phase: usize,
-    /// The measured phase's source, made when the warm-up ends.
-    main: Option<Source>,
+    /// The measured phase's source, made when the warm-up ends (boxed:
+    /// read once, and every connection's task would carry its size).
+    main: Option<Box<Source>>,
     /// The thread's recorder, and this worker's place among its workers.
     rec: Shared,
     local: usize,
@@ -227,15 +214,12 @@ impl<D: Driver> Worker<D> {
                 (Some(measure_start), max_lag),
                 cfg.seed ^ WARMUP_INDEX_BASE,
             );
-            (warm, WARMUP, Some(main))
+            (warm, WARMUP, Some(Box::new(main)))
         };
         let listen = ends.listener || driver.listens();
         Worker {
             driver,
-            slots: Vec::new(),
-            free: Vec::new(),
-            depth: depth.max(1),
-            inflight: 0,
+            slots: Slots::new(depth, start),
             admit: Admission {
                 queue: VecDeque::with_capacity(queue_cap.min(1 << 16)),
                 queue_cap,
@@ -347,14 +331,14 @@ impl<D: Driver> Worker<D> {
             }
             tokio::select! {
                 biased;
-                ev = self.driver.recv(), if self.inflight > 0 || self.role.listen => {
+                ev = self.driver.recv(), if self.slots.busy() > 0 || self.role.listen => {
                     let now = Instant::now();
                     self.complete(ev, now);
                     self.since_yield += 1;
                     // Answers that came in with this one (one read, many
                     // pipelined replies) complete at the same instant:
                     // one clock read per read, not per reply.
-                    while (self.inflight > 0 || self.role.listen) && self.link.connected {
+                    while (self.slots.busy() > 0 || self.role.listen) && self.link.connected {
                         let Some(ev) = self.driver.try_recv() else { break };
                         self.complete(ev, now);
                         self.since_yield += 1;
@@ -374,30 +358,8 @@ impl<D: Driver> Worker<D> {
         self.fold(true);
     }
 
-    /// Whether an operation may start: a free slot, or room for a new one.
-    #[inline]
-    fn has_free(&self) -> bool {
-        !self.free.is_empty() || self.slots.len() < self.depth
-    }
-
-    /// A new slot, while fewer than `depth` exist; its tag.
-    fn new_slot(&mut self) -> Option<Tag> {
-        if self.slots.len() >= self.depth {
-            return None;
-        }
-        let tag = Tag::try_from(self.slots.len()).ok()?;
-        self.slots.push(Slot {
-            intended: self.clock.start,
-            sent: self.clock.start,
-            kind: 0,
-            phase: MEASURED,
-            busy: false,
-        });
-        Some(tag)
-    }
-
     fn outstanding(&self) -> usize {
-        self.inflight + self.admit.queue.len() + usize::from(self.admit.held.is_some())
+        self.slots.busy() + self.admit.queue.len() + usize::from(self.admit.held.is_some())
     }
 
     fn finished(&mut self, now: Instant) -> bool {
@@ -433,7 +395,7 @@ impl<D: Driver> Worker<D> {
     fn admit(&mut self, now: Instant) -> Option<Instant> {
         let mut budget = ADMIT_BUDGET;
         loop {
-            if self.has_free() {
+            if self.slots.has_free() {
                 if let Some((tok, phase)) = self
                     .admit
                     .held
@@ -464,7 +426,7 @@ impl<D: Driver> Worker<D> {
                         let mut rec = self.rec.borrow_mut();
                         self.driver.take_counts(&mut rec.snaps[WARMUP].domains);
                         drop(rec);
-                        self.source = main;
+                        self.source = *main;
                         self.phase = MEASURED;
                     }
                     _ => {
@@ -480,7 +442,7 @@ impl<D: Driver> Worker<D> {
     /// not. Lateness is judged when it starts (see `start_op`).
     fn offer(&mut self, tok: Token, now: Instant) {
         let phase = self.phase;
-        if self.has_free() {
+        if self.slots.has_free() {
             self.start_op(tok, phase, now);
         } else if !self.admit.managed {
             self.admit.held = Some((tok, phase));
@@ -518,11 +480,11 @@ impl<D: Driver> Worker<D> {
     }
 
     fn start_op(&mut self, tok: Token, phase: usize, now: Instant) {
-        let Some(tag) = self.free.pop().or_else(|| self.new_slot()) else {
+        let Some(tag) = self.slots.take(now) else {
             return;
         };
         if now.saturating_duration_since(tok.intended) > self.clock.max_lag {
-            self.free.push(tag);
+            self.slots.untake(tag);
             let kind = self.driver.kind_of(tok.index);
             self.rec.borrow_mut().snaps[phase].failed(kind, OpError::new(ErrorKind::Dropped), None);
             return;
@@ -534,14 +496,7 @@ impl<D: Driver> Worker<D> {
             self.rec.borrow_mut().snaps[phase]
                 .lagged(kind, now.saturating_duration_since(tok.intended));
         }
-        self.slots[tag as usize] = Slot {
-            intended: tok.intended,
-            sent: now,
-            kind,
-            phase,
-            busy: true,
-        };
-        self.inflight += 1;
+        self.slots.fill(tag, tok.intended, now, kind, phase);
     }
 
     fn complete(&mut self, ev: Event, now: Instant) {
@@ -559,7 +514,7 @@ impl<D: Driver> Worker<D> {
                 domain,
             } => self.rec.borrow_mut().snaps[self.phase].delivery(kind, latency, domain),
             Event::Done { tag, result } => {
-                let Some(slot) = self.slots.get_mut(tag as usize).filter(|s| s.busy) else {
+                let Some(s) = self.slots.release(tag) else {
                     // A driver answered a tag it was not given: count it
                     // as a protocol error rather than trust it.
                     self.rec.borrow_mut().snaps[self.phase].failed(
@@ -569,10 +524,6 @@ impl<D: Driver> Worker<D> {
                     );
                     return;
                 };
-                slot.busy = false;
-                let s = *slot;
-                self.free.push(tag);
-                self.inflight -= 1;
                 let mut rec = self.rec.borrow_mut();
                 let snap = &mut rec.snaps[s.phase];
                 match result {
@@ -591,15 +542,10 @@ impl<D: Driver> Worker<D> {
     /// The connection is gone: everything in flight on it failed.
     fn fail_in_flight(&mut self, e: OpError, now: Instant) {
         let mut rec = self.rec.borrow_mut();
-        for (tag, slot) in self.slots.iter_mut().enumerate() {
-            if slot.busy {
-                slot.busy = false;
-                let timing = (now - slot.intended, now - slot.sent);
-                rec.snaps[slot.phase].failed(slot.kind, e, Some(timing));
-                self.free.push(tag as Tag);
-            }
-        }
-        self.inflight = 0;
+        self.slots.release_all(|slot| {
+            let timing = (now - slot.intended, now - slot.sent);
+            rec.snaps[slot.phase].failed(slot.kind, e, Some(timing));
+        });
         self.link.connected = false;
         self.link.down_since.get_or_insert(now);
     }
@@ -652,7 +598,7 @@ impl<D: Driver> Worker<D> {
             rec.snaps[phase].failed(kind, conn, None);
         }
         if self.ending.counted && !self.ending.stopping {
-            let left = self.main.as_ref().unwrap_or(&self.source).remaining();
+            let left = self.main.as_deref().unwrap_or(&self.source).remaining();
             if let Some(k) = rec.snaps[MEASURED].kinds.first_mut() {
                 k.errors.by_kind[ErrorKind::Connect.index()] += left;
             }
@@ -677,14 +623,7 @@ impl<D: Driver> Worker<D> {
             self.admit.queue.clear();
         }
         let mut oldest = None;
-        if self.inflight > 0 {
-            let first = self
-                .slots
-                .iter()
-                .filter(|s| s.busy)
-                .map(|s| s.sent)
-                .min()
-                .unwrap_or(now);
+        if let Some(first) = self.slots.oldest_sent() {
             let graced = self
                 .ending
                 .stopped_at

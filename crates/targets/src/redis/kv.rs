@@ -514,7 +514,7 @@ impl KvBackend for RedisTarget {
     async fn connect(&self) -> Result<Self::Conn, TargetError> {
         Ok(RedisKvConn {
             stream: RedisBackend::connect(self, 0, self.round_robin()).await?,
-            parts: Fifo::with_capacity(64),
+            parts: Fifo::new(),
             names: self.kv.clone(),
             at: self.at.clone(),
             admin: None,

@@ -58,7 +58,7 @@ impl<C: HttpConn> HttpDriver<C> {
         HttpDriver {
             conn,
             load,
-            pending: Fifo::with_capacity(64),
+            pending: Fifo::new(),
             closing: false,
             counts: [0; DOMAINS.len()],
             sent: Sent::default(),
@@ -110,7 +110,7 @@ impl<C: HttpConn> HttpDriver<C> {
         let server = self.conn.server();
         // Nothing of the old socket's buffers came along.
         let (load, out) = (&*self.load, self.conn.out());
-        let mut again = Fifo::with_capacity(self.pending.len());
+        let mut again = Fifo::new();
         while let Some(p) = self.pending.pop() {
             load.write(out, server, p.index);
             again.push(p, &[]);

@@ -61,7 +61,7 @@ impl<C: ByteStream> MemcacheDriver<C> {
         MemcacheDriver {
             conn,
             load,
-            pending: Fifo::with_capacity(64),
+            pending: Fifo::new(),
             keys,
             counts: [0; 2],
             hits: 0,

@@ -107,7 +107,7 @@ impl<S: ByteStream> RespPubSub<S> {
         RespPubSub {
             publisher,
             subscriber: None,
-            tags: Fifo::with_capacity(64),
+            tags: Fifo::new(),
             channels: Vec::new(),
             carried: (0, 0),
         }

@@ -177,7 +177,7 @@ impl<S: ByteStream> RespConn<S> {
     pub fn new(stream: S) -> Self {
         RespConn {
             stream,
-            tags: Fifo::with_capacity(64),
+            tags: Fifo::new(),
         }
     }
 
