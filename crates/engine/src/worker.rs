@@ -130,8 +130,9 @@ pub(crate) struct Worker<D> {
     slots: Slots,
     source: Source,
     phase: usize,
-    /// The measured phase's source, made when the warm-up ends (boxed:
-    /// read once, and every connection's task would carry its size).
+    /// The measured phase's source, waiting for the warm-up to end
+    /// (boxed: taken once, and every connection's task would carry its
+    /// size).
     main: Option<Box<Source>>,
     /// The thread's recorder, and this worker's place among its workers.
     rec: Shared,
