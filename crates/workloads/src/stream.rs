@@ -116,10 +116,9 @@ impl<T> Fifo<T> {
 
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
+        // The queue holds something only behind a front.
         let first = self.front.take();
-        if first.is_some() && !self.rest.is_empty() {
-            self.front = self.rest.pop_front();
-        }
+        self.front = self.rest.pop_front();
         first
     }
 
