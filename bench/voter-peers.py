@@ -14,8 +14,8 @@ number uniform in 0..9,999,999, a contestant uniform in 1..6, at most
 
 - pgbench: a script (-f, -M prepared, -n) whose \\set lines draw the call;
   the area code comes from a binary tree of CASE expressions over the
-  table (nine comparisons a call, none of them a query). -j = the cores,
-  as loadrig's runtime threads.
+  table (nine comparisons a call, none of them a query). -j = loadrig's
+  runtime threads (1, its default on PostgreSQL, and pgbench's).
 - sysbench: a Lua script with the table in a Lua array and the CALL
   prepared once per thread (bind parameters set per event); --threads =
   CLIENTS.
@@ -37,6 +37,8 @@ verify makes the bench INVALID (exit 2). Targets: throughput >= 1.0x the
 peer's, CPU per call <= 0.8x; exit 1 when one is missed.
 
 LOADRIG_IO=uring: loadrig's runs use --io uring (docs/io-uring.md).
+LOADRIG_THREADS=N: loadrig's runs use --threads N, and pgbench -j N
+(default 1: loadrig's default on PostgreSQL and MariaDB).
 """
 import json
 import os
@@ -51,6 +53,7 @@ peer = sys.argv[1]
 rounds, seconds, clients = (int(a) for a in sys.argv[2:5])
 LOADRIG = "target/release/loadrig"
 IO = ["--io", os.environ["LOADRIG_IO"]] if os.environ.get("LOADRIG_IO") else []
+THREADS = int(os.environ.get("LOADRIG_THREADS") or 1)
 CORES = os.cpu_count() or 2
 CONTESTANTS = 6
 MAX_VOTES = 20_000
@@ -140,7 +143,7 @@ end
 def peer_run(script):
     if peer == "pgbench":
         out, cpu = run(["pgbench", "-h", "127.0.0.1", "-U", "bench", "-n", "-M", "prepared", "-f", script,
-                        "-c", str(clients), "-j", str(CORES), "-T", str(seconds), "bench"])
+                        "-c", str(clients), "-j", str(THREADS), "-T", str(seconds), "bench"])
         tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", out)
         n = re.search(r"number of transactions actually processed: (\d+)", out)
         failed = re.search(r"number of failed transactions: (\d+)", out)
@@ -160,7 +163,7 @@ def peer_run(script):
 def loadrig_run(seed):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "r.json")
-        _, cpu = run([LOADRIG, "run", "voter", *IO, "--target", URL, "--generator", "erlvolt",
+        _, cpu = run([LOADRIG, "run", "voter", *IO, "--threads", str(THREADS), "--target", URL, "--generator", "erlvolt",
                       "--contestants", str(CONTESTANTS), "--max-votes", str(MAX_VOTES),
                       "--clients", str(clients), "--duration", str(seconds), "--seed", str(seed),
                       "--keep", "--max-error-rate", "0", "-q", "--out", path])
@@ -179,7 +182,7 @@ sql("TRUNCATE votes; TRUNCATE votes_by_phone;" if peer == "pgbench"
 version = sql("SHOW server_version" if peer == "pgbench" else "SELECT VERSION()")
 print(f"{'PostgreSQL' if peer == 'pgbench' else 'MariaDB'} {version} on 127.0.0.1, the Voter, {clients} clients, "
       f"{seconds} s per run, {rounds} rounds, {CORES} cores shared by server and clients"
-      + (f", loadrig with --io {IO[1]}" if IO else ""))
+      + f", loadrig with --threads {THREADS}" + (f" --io {IO[1]}" if IO else ""))
 
 with tempfile.TemporaryDirectory() as d:
     script = os.path.join(d, "voter.pgbench" if peer == "pgbench" else "voter.lua")

@@ -11,6 +11,10 @@ pub struct TargetFacts {
     /// Connections a run opens when `--connections` is not given; `None`:
     /// one per client. Never more than the clients.
     pub default_connections: Option<u32>,
+    /// Runtime threads a run drives the load with when `--threads` is not
+    /// given and the workload has no default of its own; `None`: one per
+    /// core.
+    pub default_threads: Option<usize>,
     /// Whether several processes can share the target's data (a fresh
     /// temporary database is private to the process that made it).
     pub shared: bool,

@@ -354,6 +354,7 @@ fn facts_of<T: TargetInfo>(t: &T, url: &str) -> TargetFacts {
     TargetFacts {
         label: mask_password(url),
         default_connections: t.default_connections(),
+        default_threads: t.default_threads(),
         shared: t.shared(),
         max_depth: t.max_depth(),
     }

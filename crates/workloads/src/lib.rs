@@ -165,6 +165,14 @@ pub trait TargetInfo {
     fn default_connections(&self) -> Option<u32> {
         None
     }
+    /// Runtime threads when neither `--threads` nor the workload says;
+    /// `None`: one per core. Where most calls cost the client a sleep and
+    /// a wake-up (PostgreSQL, MariaDB: one call in flight per connection,
+    /// the server's answer slower than the client's turn), one thread
+    /// sleeps less often per call than two (docs/mariadb.md).
+    fn default_threads(&self) -> Option<usize> {
+        None
+    }
     /// Whether several processes can share this target's data.
     fn shared(&self) -> bool {
         true

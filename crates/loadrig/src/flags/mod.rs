@@ -783,6 +783,26 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn sql_servers_are_driven_by_one_thread_unless_told() {
+        let cores = super::cores();
+        for (url, threads) in [
+            ("postgres://u:p@127.0.0.1/db", 1),
+            ("mysql://u:p@127.0.0.1/db", 1),
+            ("sqlite:///tmp/x.db", cores),
+            ("voltdb://127.0.0.1", cores),
+        ] {
+            assert_eq!(parse(&["-t", url]).unwrap().threads, threads, "{url}");
+            assert_eq!(
+                parse(&["-t", url, "--threads", "3"]).unwrap().threads,
+                3,
+                "{url}"
+            );
+        }
+        let kv = parse_all(&["loadrig", "run", "kv", "-t", "mysql://u:p@h/db"]).unwrap();
+        assert_eq!(kv.threads, 1);
+    }
+
+    #[test]
     fn memcache_defaults_are_memaslaps() {
         let s = parse_all(&["loadrig", "run", "memcache"]).unwrap();
         assert_eq!(s.target, "memcache://127.0.0.1:11211");

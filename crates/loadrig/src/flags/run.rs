@@ -153,7 +153,7 @@ pub struct RunArgs {
     /// Sample the server's own statistics (and its process, when local) once per lap, into the report
     #[arg(long, value_enum, value_name = "on|off", default_value_t = OnOff::On)]
     pub server_stats: OnOff,
-    /// Threads driving the load [default: the number of cores]
+    /// Threads driving the load [default: the number of cores; 1 on PostgreSQL and MariaDB, as pgbench -j]
     #[arg(long, value_parser = count::<usize>)]
     pub threads: Option<usize>,
     /// An operation unanswered this long fails as a timeout
@@ -320,6 +320,7 @@ impl RunArgs {
             threads: self
                 .threads
                 .or(workload_defaults.threads)
+                .or(facts.default_threads)
                 .unwrap_or_else(cores),
             timeout_secs: self.timeout,
             max_error_rate: Some(self.max_error_rate),

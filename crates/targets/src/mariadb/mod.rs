@@ -257,6 +257,12 @@ impl TargetInfo for MariadbTarget {
         MAX_DEPTH
     }
 
+    /// One, as pgbench's `-j` (docs/mariadb.md: 8% to 12% less CPU per
+    /// call than two threads here, at the same throughput).
+    fn default_threads(&self) -> Option<usize> {
+        Some(1)
+    }
+
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
         let (host, port, _) = self.at.server(0);
         let own: Box<dyn loadrig_workloads::stats::StatsSource> =
