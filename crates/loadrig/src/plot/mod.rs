@@ -305,13 +305,47 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
     }
     let latency = LineChart {
         title: format!("Latency against {x_label}"),
-        x_label,
+        x_label: x_label.clone(),
         y_label: "latency (ms)".into(),
         x_axis: axis,
         lines: lat,
-        failed,
+        failed: failed.clone(),
     };
-    vec![Chart::Line(rate), Chart::Line(latency)]
+    let mut charts = vec![Chart::Line(rate), Chart::Line(latency)];
+    // The client's own cost, when the CSVs hold it (a sweep before these
+    // columns, or a peer's row without them, leaves them out).
+    type Pick = fn(&crate::sweep::table::Figures) -> f64;
+    let client: [(&str, &str, Pick); 2] = [
+        ("Client CPU per operation", "CPU (us/op)", |f| {
+            f.cpu_us_per_op
+        }),
+        ("Client peak memory", "peak RSS (MiB)", |f| f.peak_mib),
+    ];
+    for (title, y_label, pick) in client {
+        let lines: Vec<Line> = sweeps
+            .iter()
+            .map(|(n, t)| Line {
+                name: if many { n.to_string() } else { y_label.into() },
+                points: ok_points(t, pick)
+                    .into_iter()
+                    .filter(|(_, y)| y.is_finite())
+                    .collect(),
+                dashed: false,
+            })
+            .filter(|l| !l.points.is_empty())
+            .collect();
+        if !lines.is_empty() {
+            charts.push(Chart::Line(LineChart {
+                title: format!("{title} against {x_label}"),
+                x_label: x_label.clone(),
+                y_label: y_label.into(),
+                x_axis: axis,
+                lines,
+                failed: failed.clone(),
+            }));
+        }
+    }
+    charts
 }
 
 pub fn report_charts(reports: &[(&str, &Report)]) -> anyhow::Result<Vec<Chart>> {

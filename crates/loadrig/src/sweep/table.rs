@@ -10,7 +10,11 @@ use loadrig_metrics::Histo;
 use loadrig_report::Report;
 
 /// The CSV's header, exactly (golden file: sweep-csv.txt).
-pub const HEADER: &str = "param,value,x,status,throughput,avg_ms,p50_ms,p99_ms,p99_9_ms,max_ms,ops,errors,elapsed_secs,report";
+pub const HEADER: &str = "param,value,x,status,throughput,avg_ms,p50_ms,p99_ms,p99_9_ms,max_ms,ops,errors,elapsed_secs,report,cpu_us_per_op,peak_mib";
+
+/// The header before the client's CPU and memory were columns: such a
+/// CSV still reads, those two figures unknown.
+const HEADER_14: &str = "param,value,x,status,throughput,avg_ms,p50_ms,p99_ms,p99_9_ms,max_ms,ops,errors,elapsed_secs,report";
 
 /// What one point measured (absent when the run left no report).
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +29,10 @@ pub struct Figures {
     pub ops: u64,
     pub errors: u64,
     pub elapsed_secs: f64,
+    /// The client's CPU per operation over the load (the report's).
+    pub cpu_us_per_op: f64,
+    /// The client's peak resident memory, MiB.
+    pub peak_mib: f64,
 }
 
 impl Figures {
@@ -45,6 +53,8 @@ impl Figures {
             ops: r.measured.ops,
             errors: r.measured.errors,
             elapsed_secs: r.measured.elapsed_secs,
+            cpu_us_per_op: r.client.cpu_us_per_op,
+            peak_mib: r.client.max_rss_bytes as f64 / (1024.0 * 1024.0),
         })
     }
 }
@@ -112,24 +122,27 @@ impl Table {
     pub fn csv(&self) -> String {
         let mut o = format!("{HEADER}\n");
         for p in &self.points {
-            let figs = match &p.figures {
-                Some(f) => format!(
-                    "{:.2},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{:.3}",
-                    f.throughput,
-                    f.avg_ms,
-                    f.p50_ms,
-                    f.p99_ms,
-                    f.p99_9_ms,
-                    f.max_ms,
-                    f.ops,
-                    f.errors,
-                    f.elapsed_secs
+            let (figs, client) = match &p.figures {
+                Some(f) => (
+                    format!(
+                        "{:.2},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{:.3}",
+                        f.throughput,
+                        f.avg_ms,
+                        f.p50_ms,
+                        f.p99_ms,
+                        f.p99_9_ms,
+                        f.max_ms,
+                        f.ops,
+                        f.errors,
+                        f.elapsed_secs
+                    ),
+                    format!("{:.3},{:.1}", f.cpu_us_per_op, f.peak_mib),
                 ),
-                None => ",,,,,,,,".to_string(),
+                None => (",,,,,,,,".to_string(), ",".to_string()),
             };
             let _ = writeln!(
                 o,
-                "{},{},{},{},{figs},{}",
+                "{},{},{},{},{figs},{},{client}",
                 field(&self.param),
                 field(&p.value),
                 p.x,
@@ -143,23 +156,27 @@ impl Table {
     /// Read a sweep CSV back; `None` when `text` is not one.
     pub fn parse(text: &str) -> Option<Result<Table, String>> {
         let mut lines = text.lines();
-        if lines.next()?.trim() != HEADER {
-            return None;
-        }
+        let width = match lines.next()?.trim() {
+            HEADER => 16,
+            HEADER_14 => 14,
+            _ => return None,
+        };
         let mut param = String::new();
         let mut points = Vec::new();
         for (i, line) in lines.enumerate().filter(|(_, l)| !l.trim().is_empty()) {
             let f = split_csv(line);
-            if f.len() != 14 {
+            if f.len() != width {
                 return Some(Err(format!(
-                    "line {}: {} fields, a sweep row has 14",
+                    "line {}: {} fields, a sweep row has {width}",
                     i + 2,
                     f.len()
                 )));
             }
+            // Past the row's width (an older CSV's client columns): no number.
             let num = |j: usize| -> Result<f64, String> {
-                f[j].parse::<f64>()
-                    .map_err(|_| format!("line {}: '{}' is not a number", i + 2, f[j]))
+                let v = f.get(j).map_or("", String::as_str);
+                v.parse::<f64>()
+                    .map_err(|_| format!("line {}: '{v}' is not a number", i + 2))
             };
             let figures = if f[4].is_empty() {
                 None
@@ -177,6 +194,8 @@ impl Table {
                     ops: f[10].parse().unwrap_or(0),
                     errors: f[11].parse().unwrap_or(0),
                     elapsed_secs: num(12).unwrap_or(f64::NAN),
+                    cpu_us_per_op: num(14).unwrap_or(f64::NAN),
+                    peak_mib: num(15).unwrap_or(f64::NAN),
                 })
             };
             param.clone_from(&f[0]);
@@ -280,6 +299,8 @@ mod tests {
                         ops: 1000,
                         errors: 0,
                         elapsed_secs: 0.81,
+                        cpu_us_per_op: 6.25,
+                        peak_mib: 13.5,
                     }),
                     report: "point-01.json".into(),
                 },
@@ -302,6 +323,24 @@ mod tests {
         let back = Table::parse(&text).unwrap().unwrap();
         assert_eq!(back, t);
         assert!(Table::parse("\"test\",\"rps\"\n").is_none());
+    }
+
+    #[test]
+    fn a_csv_without_the_client_columns_still_reads() {
+        let text =
+            format!("{HEADER_14}\nc,50,50,ok,1000.00,0.5,0.4,1.5,2.0,3.0,100,0,0.1,p.json\n");
+        let t = Table::parse(&text).unwrap().unwrap();
+        let f = t.points[0].figures.as_ref().unwrap();
+        assert_eq!(
+            (f.throughput, t.points[0].report.as_str()),
+            (1000.0, "p.json")
+        );
+        assert!(f.cpu_us_per_op.is_nan() && f.peak_mib.is_nan());
+        let wide = format!("{HEADER}\nc,50,50,ok,1000.00,0.5,0.4,1.5,2.0,3.0,100,0,0.1,p.json\n");
+        assert!(
+            Table::parse(&wide).unwrap().is_err(),
+            "a 14-field row under the 16-column header"
+        );
     }
 
     #[test]

@@ -72,6 +72,16 @@ fn sweep_over_three_values_writes_three_reports_and_one_csv() {
         );
         let tput: f64 = f[4].parse().unwrap();
         assert!((tput - rep.measured.throughput).abs() < 0.01, "{row}");
+        // The client's own cost, as the point's report gives it.
+        let cpu: f64 = f[14].parse().unwrap();
+        assert!(cpu > 0.0, "{row}: the client's CPU per operation");
+        assert!((cpu - rep.client.cpu_us_per_op).abs() < 0.001, "{row}");
+        let peak: f64 = f[15].parse().unwrap();
+        let mib = rep.client.max_rss_bytes as f64 / (1024.0 * 1024.0);
+        assert!(
+            peak > 1.0 && (peak - mib).abs() < 0.1,
+            "{row}: peak {peak} MiB"
+        );
     }
     // The shape: the header exactly, then every field with its digits
     // as `#`.
@@ -101,6 +111,11 @@ fn sweep_over_three_values_writes_three_reports_and_one_csv() {
     assert!(r.stderr.contains("left)"), "{}", r.dump());
     let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
     assert!(svg.contains("Throughput against clients") && svg.contains("Latency against clients"));
+    assert!(
+        svg.contains("Client CPU per operation against clients")
+            && svg.contains("Client peak memory against clients"),
+        "the client's cost against the parameter"
+    );
     let rate = std::fs::read_to_string(gp.join("clients.rate")).unwrap();
     let xs: Vec<&str> = rate.lines().map(|l| l.split(' ').next().unwrap()).collect();
     assert_eq!(xs, ["1", "2", "4"], "{rate}");
