@@ -259,11 +259,14 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
             what.to_string()
         }
     };
+    // A figure a row leaves empty (a peer's row without latencies, an
+    // older CSV without the client's columns) is no point.
     let ok_points = |t: &Table, pick: fn(&crate::sweep::table::Figures) -> f64| {
         t.points
             .iter()
             .filter(|p| p.ok())
             .filter_map(|p| p.figures.as_ref().map(|f| (p.x, pick(f))))
+            .filter(|(_, y)| y.is_finite())
             .collect::<Vec<_>>()
     };
     let failed: Vec<f64> = sweeps
@@ -303,6 +306,7 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
             dashed: true,
         });
     }
+    lat.retain(|l| !l.points.is_empty());
     let latency = LineChart {
         title: format!("Latency against {x_label}"),
         x_label: x_label.clone(),
@@ -311,7 +315,10 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
         lines: lat,
         failed: failed.clone(),
     };
-    let mut charts = vec![Chart::Line(rate), Chart::Line(latency)];
+    let mut charts = vec![Chart::Line(rate)];
+    if !latency.lines.is_empty() {
+        charts.push(Chart::Line(latency));
+    }
     // The client's own cost, when the CSVs hold it (a sweep before these
     // columns, or a peer's row without them, leaves them out).
     type Pick = fn(&crate::sweep::table::Figures) -> f64;
@@ -326,10 +333,7 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
             .iter()
             .map(|(n, t)| Line {
                 name: if many { n.to_string() } else { y_label.into() },
-                points: ok_points(t, pick)
-                    .into_iter()
-                    .filter(|(_, y)| y.is_finite())
-                    .collect(),
+                points: ok_points(t, pick),
                 dashed: false,
             })
             .filter(|l| !l.points.is_empty())
@@ -584,4 +588,71 @@ fn screenshot(page: &Path, out: &Path, width: u32, height: u32) -> anyhow::Resul
         bail!("chromium could not take the screenshot ({status})");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::table::{Figures, Point};
+
+    fn titles(t: &Table) -> Vec<String> {
+        sweep_charts(&[("s", t)])
+            .iter()
+            .filter_map(|c| match c {
+                Chart::Line(l) => Some(l.title.clone()),
+                Chart::Bar(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_sweep_draws_only_the_figures_its_rows_hold() {
+        let point = |x: f64, latency: f64, client: f64| Point {
+            value: x.to_string(),
+            x,
+            status: "ok".into(),
+            figures: Some(Figures {
+                throughput: 1000.0 * x,
+                avg_ms: latency,
+                p50_ms: latency,
+                p99_ms: latency,
+                p99_9_ms: latency,
+                max_ms: latency,
+                ops: 10,
+                errors: 0,
+                elapsed_secs: 1.0,
+                cpu_us_per_op: client,
+                peak_mib: client,
+            }),
+            report: String::new(),
+        };
+        let all = Table {
+            param: "clients".into(),
+            points: vec![point(1.0, 0.5, 5.0), point(2.0, 0.6, 5.5)],
+        };
+        assert_eq!(
+            titles(&all),
+            [
+                "Throughput against clients",
+                "Latency against clients",
+                "Client CPU per operation against clients",
+                "Client peak memory against clients"
+            ]
+        );
+        // A peer's rows: neither latencies nor the client's figures.
+        let bare = Table {
+            param: "clients".into(),
+            points: vec![
+                point(1.0, f64::NAN, f64::NAN),
+                point(2.0, f64::NAN, f64::NAN),
+            ],
+        };
+        assert_eq!(titles(&bare), ["Throughput against clients"]);
+        // No empty figure becomes a point drawn at NaN.
+        let svg: String = sweep_charts(&[("s", &bare)])
+            .iter()
+            .map(Chart::svg)
+            .collect();
+        assert!(!svg.contains("NaN"), "{svg}");
+    }
 }
