@@ -259,15 +259,27 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
             what.to_string()
         }
     };
+    type Pick = fn(&crate::sweep::table::Figures) -> f64;
     // A figure a row leaves empty (a peer's row without latencies, an
     // older CSV without the client's columns) is no point.
-    let ok_points = |t: &Table, pick: fn(&crate::sweep::table::Figures) -> f64| {
+    let ok_points = |t: &Table, pick: Pick| {
         t.points
             .iter()
             .filter(|p| p.ok())
             .filter_map(|p| p.figures.as_ref().map(|f| (p.x, pick(f))))
             .filter(|(_, y)| y.is_finite())
             .collect::<Vec<_>>()
+    };
+    // One figure, a line per sweep (named `single` when there is one).
+    let series = |pick: Pick, single: &str| -> Vec<Line> {
+        sweeps
+            .iter()
+            .map(|(n, t)| Line {
+                name: if many { n.to_string() } else { single.into() },
+                points: ok_points(t, pick),
+                dashed: false,
+            })
+            .collect()
     };
     let failed: Vec<f64> = sweeps
         .iter()
@@ -278,14 +290,7 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
         x_label: x_label.clone(),
         y_label: "operations/s".into(),
         x_axis: axis,
-        lines: sweeps
-            .iter()
-            .map(|(n, t)| Line {
-                name: if many { n.to_string() } else { "ops/s".into() },
-                points: ok_points(t, |f| f.throughput),
-                dashed: false,
-            })
-            .collect(),
+        lines: series(|f| f.throughput, "ops/s"),
         failed: failed.clone(),
     };
     let mut lat = Vec::new();
@@ -321,7 +326,6 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
     }
     // The client's own cost, when the CSVs hold it (a sweep before these
     // columns, or a peer's row without them, leaves them out).
-    type Pick = fn(&crate::sweep::table::Figures) -> f64;
     let client: [(&str, &str, Pick); 2] = [
         ("Client CPU per operation", "CPU (us/op)", |f| {
             f.cpu_us_per_op
@@ -329,15 +333,8 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
         ("Client peak memory", "peak RSS (MiB)", |f| f.peak_mib),
     ];
     for (title, y_label, pick) in client {
-        let lines: Vec<Line> = sweeps
-            .iter()
-            .map(|(n, t)| Line {
-                name: if many { n.to_string() } else { y_label.into() },
-                points: ok_points(t, pick),
-                dashed: false,
-            })
-            .filter(|l| !l.points.is_empty())
-            .collect();
+        let mut lines = series(pick, y_label);
+        lines.retain(|l| !l.points.is_empty());
         if !lines.is_empty() {
             charts.push(Chart::Line(LineChart {
                 title: format!("{title} against {x_label}"),

@@ -12,9 +12,10 @@ use loadrig_report::Report;
 /// The CSV's header, exactly (golden file: sweep-csv.txt).
 pub const HEADER: &str = "param,value,x,status,throughput,avg_ms,p50_ms,p99_ms,p99_9_ms,max_ms,ops,errors,elapsed_secs,report,cpu_us_per_op,peak_mib";
 
-/// The header before the client's CPU and memory were columns: such a
-/// CSV still reads, those two figures unknown.
-const HEADER_14: &str = "param,value,x,status,throughput,avg_ms,p50_ms,p99_ms,p99_9_ms,max_ms,ops,errors,elapsed_secs,report";
+/// The columns the header ends with since the client's CPU and memory
+/// were added: a CSV from before, without them, still reads, those two
+/// figures unknown.
+const CLIENT_COLUMNS: &str = ",cpu_us_per_op,peak_mib";
 
 /// What one point measured (absent when the run left no report).
 #[derive(Debug, Clone, PartialEq)]
@@ -158,7 +159,7 @@ impl Table {
         let mut lines = text.lines();
         let width = match lines.next()?.trim() {
             HEADER => 16,
-            HEADER_14 => 14,
+            h if HEADER.strip_suffix(CLIENT_COLUMNS) == Some(h) => 14,
             _ => return None,
         };
         let mut param = String::new();
@@ -327,8 +328,8 @@ mod tests {
 
     #[test]
     fn a_csv_without_the_client_columns_still_reads() {
-        let text =
-            format!("{HEADER_14}\nc,50,50,ok,1000.00,0.5,0.4,1.5,2.0,3.0,100,0,0.1,p.json\n");
+        let old = HEADER.strip_suffix(CLIENT_COLUMNS).unwrap();
+        let text = format!("{old}\nc,50,50,ok,1000.00,0.5,0.4,1.5,2.0,3.0,100,0,0.1,p.json\n");
         let t = Table::parse(&text).unwrap().unwrap();
         let f = t.points[0].figures.as_ref().unwrap();
         assert_eq!(
