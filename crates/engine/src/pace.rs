@@ -103,16 +103,19 @@ enum Pace {
     },
 }
 
-/// Start tokens for one worker in one phase.
+/// Start tokens for one worker in one phase. Laid out by hand
+/// (`repr(C)`), in the order [`Source::next`] reads it: a closed loop's next
+/// token reads its first 64 bytes only (docs/scale.md).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub(crate) struct Source {
-    pace: Pace,
+    finished: bool,
     indices: Indices,
     /// No operation starts at or after this instant (duration stop).
     deadline: Option<Instant>,
+    pace: Pace,
     /// An operation later than this is dropped rather than started.
     max_lag: Duration,
-    finished: bool,
 }
 
 /// How this worker's share of the load is sized.

@@ -44,15 +44,16 @@ impl Slot {
     }
 }
 
+#[repr(C)]
 pub(crate) struct Slots {
-    first: Slot,
-    rest: Vec<Slot>,
-    /// The most slots there may be.
-    depth: usize,
-    /// The top of the free stack, or [`NONE`].
-    free: Tag,
     /// Slots that are busy.
     busy: usize,
+    /// The top of the free stack, or [`NONE`].
+    free: Tag,
+    /// The most slots there may be.
+    depth: usize,
+    first: Slot,
+    rest: Vec<Slot>,
 }
 
 impl Slots {

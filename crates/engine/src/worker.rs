@@ -67,6 +67,7 @@ struct Admission {
 }
 
 /// The connection's health: up or down since when, and the backoff between attempts.
+#[repr(C)]
 struct LinkState {
     connected: bool,
     down_since: Option<Instant>,
@@ -74,17 +75,26 @@ struct LinkState {
 }
 
 /// The worker's own times: where it started, its next lap and housekeeping, and the limits it applies.
+#[repr(C)]
 struct Clock {
+    next_check: Instant,
     max_lag: Duration,
     timeout: Duration,
     interval: Duration,
     start: Instant,
     next_lap: Instant,
-    next_check: Instant,
 }
 
 /// How a worker comes to an end: the run's stop flag, its own drain, and whether it has gone quiet.
+#[repr(C)]
 struct Ending {
+    /// The last completion, delivery or broken connection: the run's end.
+    last_event: Option<Instant>,
+    /// The last completion or delivery: what a drain waits on.
+    last_arrival: Option<Instant>,
+    /// When a listening worker saw the last issuing worker done: its
+    /// drain starts there ([`Ending::drain_until`]).
+    drain_from: Option<Instant>,
     stop: Arc<AtomicBool>,
     stopping: bool,
     /// When this worker saw the stop signal: in-flight operations get
@@ -94,13 +104,6 @@ struct Ending {
     quiet: bool,
     talking: Arc<AtomicUsize>,
     drain: Duration,
-    /// When a listening worker saw the last issuing worker done: its
-    /// drain starts there ([`Ending::drain_until`]).
-    drain_from: Option<Instant>,
-    /// The last completion, delivery or broken connection: the run's end.
-    last_event: Option<Instant>,
-    /// The last completion or delivery: what a drain waits on.
-    last_arrival: Option<Instant>,
     /// `-n`: the run owes an account of every operation, issued or not.
     counted: bool,
 }
@@ -124,37 +127,43 @@ struct Role {
     listener: bool,
 }
 
+#[repr(C)]
 pub(crate) struct Worker<D> {
-    driver: D,
-    /// Operations in flight by tag (see `slots`).
-    slots: Slots,
+    // Laid out by hand (`repr(C)`): first what one operation reads and
+    // writes, then the driver, then what only housekeeping, laps and the
+    // run's edges use. With thousands of connections a worker has left the
+    // processor's caches by the time its next answer comes, and each cache
+    // line an operation touches is one more miss (docs/scale.md).
     source: Source,
-    phase: usize,
-    /// The measured phase's source, waiting for the warm-up to end
-    /// (boxed: taken once, and every connection's task would carry its
-    /// size).
-    main: Option<Box<Source>>,
     /// The thread's recorder, and this worker's place among its workers.
     rec: Shared,
-    local: usize,
+    phase: usize,
     since_yield: u32,
     /// The open loop and bursts: operations have intended starts, so the
     /// worker wakes for them precisely and records each one's send lag.
     paced: bool,
-    /// The precise wake-up for the next intended start (see `timer`).
-    timer: Timer,
-    /// The last stretch before an intended start spent polling (`--spin`).
-    spin: Duration,
-    /// Direct or managed: the operation held for a slot, or the queue.
-    admit: Admission,
+    /// Whether it issues, listens, or both.
+    role: Role,
     /// Whether the connection is up, and the reconnect backoff.
     link: LinkState,
+    /// Operations in flight by tag (see `slots`).
+    slots: Slots,
     /// Lap, housekeeping and timeout times.
     clock: Clock,
     /// How the worker comes to an end: stop flag, drain, quiet.
     ending: Ending,
-    /// Whether it issues, listens, or both.
-    role: Role,
+    /// Direct or managed: the operation held for a slot, or the queue.
+    admit: Admission,
+    driver: D,
+    local: usize,
+    /// The measured phase's source, waiting for the warm-up to end
+    /// (boxed: taken once, and every connection's task would carry its
+    /// size).
+    main: Option<Box<Source>>,
+    /// The precise wake-up for the next intended start (see `timer`).
+    timer: Timer,
+    /// The last stretch before an intended start spent polling (`--spin`).
+    spin: Duration,
     /// Per-kind counts of operations passed over (reused, see `pass_over`).
     tally: Vec<u64>,
 }
@@ -298,98 +307,107 @@ impl<D: Driver> Worker<D> {
         }
     }
 
-    pub async fn run(mut self) {
-        let sleep = tokio::time::sleep_until(self.clock.start);
-        tokio::pin!(sleep);
-        // The first start on time too: tokio's sleep alone would leave it
-        // up to a millisecond late. (A wake-up before it is harmless: the
-        // loop waits again for what is not yet due.)
-        if self.paced {
-            self.timer.arm(self.clock.start);
-        }
-        tokio::select! {
-            biased;
-            () = &mut sleep => {}
-            () = self.timer.fired(), if self.paced => {}
-        }
-        let mut armed = self.clock.start;
-        // The sleep has been polled since it was last reset, so it holds
-        // this task's waker and will wake it when `armed` passes.
-        let mut registered = false;
-        // The clock as last read, when nothing can have waited since.
-        let mut fresh: Option<Instant> = None;
-        loop {
-            let now = fresh.take().unwrap_or_else(Instant::now);
-            if now >= self.clock.next_check {
-                self.housekeeping(now);
-            }
-            if !self.link.connected {
-                // Boxed: reconnecting (a dial, a login, a back-off) is the
-                // largest state this loop can be in and the rarest, and
-                // every connection's task would otherwise carry its size.
-                Box::pin(self.reconnect()).await;
-                continue;
-            }
-            let due = self.admit(now);
-            if self.finished(now) {
-                break;
-            }
-            let mut wake = due.map_or(self.clock.next_check, |d| d.min(self.clock.next_check));
-            if let Some(t) = self.ending.drain_until() {
-                wake = wake.min(t);
-            }
-            if wake <= now {
-                tokio::task::yield_now().await;
-                continue;
-            }
-            if wake != armed {
-                sleep.as_mut().reset(wake);
-                armed = wake;
-                registered = false;
-            }
-            // tokio's sleep is a millisecond coarse: an intended start
-            // gets the precise timer too, and whichever fires first wins.
-            // With --spin the timer fires that much early and the rest is
-            // spun: the task yields until the start is due, and each yield
-            // lets the reactor poll (a zero-timeout epoll_wait) and the
-            // thread's other tasks run, so no reply waits for the spin.
-            let precise = self.paced && due == Some(wake);
-            let spinning = precise && wake - now <= self.spin;
-            if precise && !spinning {
-                self.timer.arm(wake.checked_sub(self.spin).unwrap_or(wake));
-            }
-            if spinning {
-                // A spinning thread does not sleep: what the sockets
-                // queued for the thread's sleep (io_uring) goes now.
-                crate::park_hook();
+    /// The connection's whole life: wait for the start, then issue and
+    /// complete until the source is done. Not an `async fn`: one taking
+    /// `mut self` keeps its argument and a moved copy of it, both in the
+    /// task (a second worker, 984 bytes for Redis, in every connection's
+    /// task). The `async move` block holds the one worker it works on, at
+    /// the start of its state.
+    #[allow(clippy::manual_async_fn)]
+    pub fn run(mut self) -> impl Future<Output = ()> {
+        async move {
+            let sleep = tokio::time::sleep_until(self.clock.start);
+            tokio::pin!(sleep);
+            // The first start on time too: tokio's sleep alone would leave it
+            // up to a millisecond late. (A wake-up before it is harmless: the
+            // loop waits again for what is not yet due.)
+            if self.paced {
+                self.timer.arm(self.clock.start);
             }
             tokio::select! {
                 biased;
-                ev = self.driver.recv(), if self.slots.busy() > 0 || self.role.listen => {
-                    let now = Instant::now();
-                    self.complete(ev, now);
-                    self.since_yield += 1;
-                    // Answers that came in with this one (one read, many
-                    // pipelined replies) complete at the same instant:
-                    // one clock read per read, not per reply.
-                    while (self.slots.busy() > 0 || self.role.listen) && self.link.connected {
-                        let Some(ev) = self.driver.try_recv() else { break };
+                () = &mut sleep => {}
+                () = self.timer.fired(), if self.paced => {}
+            }
+            let mut armed = self.clock.start;
+            // The sleep has been polled since it was last reset, so it holds
+            // this task's waker and will wake it when `armed` passes.
+            let mut registered = false;
+            // The clock as last read, when nothing can have waited since.
+            let mut fresh: Option<Instant> = None;
+            loop {
+                let now = fresh.take().unwrap_or_else(Instant::now);
+                if now >= self.clock.next_check {
+                    self.housekeeping(now);
+                }
+                if !self.link.connected {
+                    // Boxed: reconnecting (a dial, a login, a back-off) is the
+                    // largest state this loop can be in and the rarest, and
+                    // every connection's task would otherwise carry its size.
+                    Box::pin(self.reconnect()).await;
+                    continue;
+                }
+                let due = self.admit(now);
+                if self.finished(now) {
+                    break;
+                }
+                let mut wake = due.map_or(self.clock.next_check, |d| d.min(self.clock.next_check));
+                if let Some(t) = self.ending.drain_until() {
+                    wake = wake.min(t);
+                }
+                if wake <= now {
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                if wake != armed {
+                    sleep.as_mut().reset(wake);
+                    armed = wake;
+                    registered = false;
+                }
+                // tokio's sleep is a millisecond coarse: an intended start
+                // gets the precise timer too, and whichever fires first wins.
+                // With --spin the timer fires that much early and the rest is
+                // spun: the task yields until the start is due, and each yield
+                // lets the reactor poll (a zero-timeout epoll_wait) and the
+                // thread's other tasks run, so no reply waits for the spin.
+                let precise = self.paced && due == Some(wake);
+                let spinning = precise && wake - now <= self.spin;
+                if precise && !spinning {
+                    self.timer.arm(wake.checked_sub(self.spin).unwrap_or(wake));
+                }
+                if spinning {
+                    // A spinning thread does not sleep: what the sockets
+                    // queued for the thread's sleep (io_uring) goes now.
+                    crate::park_hook();
+                }
+                tokio::select! {
+                    biased;
+                    ev = self.driver.recv(), if self.slots.busy() > 0 || self.role.listen => {
+                        let now = Instant::now();
                         self.complete(ev, now);
                         self.since_yield += 1;
+                        // Answers that came in with this one (one read, many
+                        // pipelined replies) complete at the same instant:
+                        // one clock read per read, not per reply.
+                        while (self.slots.busy() > 0 || self.role.listen) && self.link.connected {
+                            let Some(ev) = self.driver.try_recv() else { break };
+                            self.complete(ev, now);
+                            self.since_yield += 1;
+                        }
+                        fresh = Some(now);
+                        if self.since_yield >= YIELD_EVERY {
+                            self.since_yield = 0;
+                            fresh = None;
+                            tokio::task::yield_now().await;
+                        }
                     }
-                    fresh = Some(now);
-                    if self.since_yield >= YIELD_EVERY {
-                        self.since_yield = 0;
-                        fresh = None;
-                        tokio::task::yield_now().await;
-                    }
+                    () = self.timer.fired(), if precise && !spinning => {}
+                    () = tokio::task::yield_now(), if spinning => {}
+                    () = coarse(sleep.as_mut(), &mut registered) => {}
                 }
-                () = self.timer.fired(), if precise && !spinning => {}
-                () = tokio::task::yield_now(), if spinning => {}
-                () = coarse(sleep.as_mut(), &mut registered) => {}
             }
+            self.fold(true);
         }
-        self.fold(true);
     }
 
     fn outstanding(&self) -> usize {
@@ -711,5 +729,75 @@ impl<D: Driver> Worker<D> {
         } else {
             rec.set_pending(self.local, outstanding);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use loadrig_spec::{LoadSpec, Pacing, Shard};
+
+    use super::*;
+
+    /// A driver that never answers: only the size of the task matters.
+    struct Silent;
+
+    impl Driver for Silent {
+        fn kind_of(&self, _: u64) -> usize {
+            0
+        }
+
+        fn send(&mut self, _: u64, _: crate::Tag) -> usize {
+            0
+        }
+
+        fn recv(&mut self) -> impl Future<Output = Event> + Send {
+            std::future::pending()
+        }
+
+        async fn reconnect(&mut self) -> Result<(), OpError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_connection_task_holds_its_worker_once() {
+        let cfg = EngineConfig {
+            load: LoadSpec {
+                clients: 1,
+                connections: 1,
+                pipeline: 1,
+                pacing: Pacing::Steady,
+                dispatch: Dispatch::Direct,
+                stop: Stop::Count(1),
+                max_lag_secs: 60.0,
+                shard: Shard::WHOLE,
+            },
+            seed: 1,
+            warmup: Duration::ZERO,
+            interval: Duration::from_secs(1),
+            timeout: Duration::from_secs(1),
+            kinds: 1,
+            domains: 0,
+            listeners: 0,
+            drain: Duration::ZERO,
+            spin: Duration::ZERO,
+        };
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let rec = crate::record::Recorder::shared(0, 1, (1, 0), tx);
+        let ends = Ends {
+            stop: Arc::default(),
+            talking: Arc::default(),
+            listener: false,
+        };
+        let worker = Worker::new(&cfg, 0, Silent, Instant::now(), ends, rec, 0);
+        let size = std::mem::size_of_val(&worker);
+        let task = worker.run();
+        // An `async fn run(mut self)` holds its argument and a moved copy:
+        // twice the worker, and a connection's task 1 KB larger for Redis.
+        let own = std::mem::size_of_val(&task) - size;
+        assert!(
+            own < size,
+            "the task holds {own} bytes besides its {size}-byte worker"
+        );
     }
 }
