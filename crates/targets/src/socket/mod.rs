@@ -14,6 +14,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
@@ -88,56 +89,67 @@ impl Socket {
 
     /// Write what is queued and wait until more bytes arrived. Cancel safe.
     pub async fn fill(&mut self) -> io::Result<()> {
+        std::future::poll_fn(|cx| self.poll_fill(cx)).await
+    }
+
+    /// [`Socket::fill`] as a poll: over TLS, on the ring, or on tokio's
+    /// reactor. A poll, not a future, so that a connection's task holds
+    /// none of its own for the wait (docs/scale.md). On the reactor it
+    /// writes what is queued, then reads once the socket is readable,
+    /// waiting through the socket's own reader and writer waker slots
+    /// rather than a waiter queued on the socket at each wait.
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         #[cfg(feature = "tls")]
         if self.tls.is_some() {
-            return self.fill_tls().await;
+            return self.poll_fill_tls(cx);
         }
         #[cfg(target_os = "linux")]
         if self.settle()? {
-            return std::future::poll_fn(|cx| self.poll_fill_ring(cx)).await;
+            return self.poll_fill_ring(cx);
         }
         loop {
             self.flush()?;
-            let interest = if self.wbuf.is_empty() {
-                Interest::READABLE
-            } else {
-                Interest::READABLE | Interest::WRITABLE
-            };
-            let Io::Poll(stream) = &self.io else {
-                return Err(closed());
-            };
-            let ready = stream.ready(interest).await?;
-            if ready.is_readable() {
-                let step = self.fit.before_read(&mut self.rbuf);
-                self.rbuf.reserve(step);
-                let room = self.rbuf.capacity() - self.rbuf.len();
-                // A short read took all the socket held: it is reported to
-                // tokio as WouldBlock, which clears the readiness tokio saw
-                // before the read, so the next wait does not begin with a
-                // read that fails (one system call per reply saved). Bytes
-                // that come after raise a newer readiness, which stays.
-                let rbuf = &mut self.rbuf;
-                let mut got = None;
-                let r = stream.try_io(Interest::READABLE, || {
-                    let n = stream.try_read_buf(rbuf)?;
-                    got = Some(n);
-                    if n > 0 && n < room {
-                        Err(io::ErrorKind::WouldBlock.into())
-                    } else {
-                        Ok(())
-                    }
-                });
-                match (got, r) {
-                    (Some(0), _) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                    (Some(n), _) => {
-                        self.fit.after_read(n, room);
-                        self.received += n as u64;
-                        loadrig_metrics::count_received(n);
-                        return Ok(());
-                    }
-                    (None, Err(e)) if e.kind() != io::ErrorKind::WouldBlock => return Err(e),
-                    (None, _) => {}
+            let stream = tcp(&self.io)?;
+            // What the socket did not take waits for room as well as for
+            // bytes: a server that reads nothing more until its answers
+            // are read would otherwise hold both ends.
+            if !self.wbuf.is_empty() && ready(stream.poll_write_ready(cx))? {
+                continue;
+            }
+            if !ready(stream.poll_read_ready(cx))? {
+                return Poll::Pending;
+            }
+            let step = self.fit.before_read(&mut self.rbuf);
+            self.rbuf.reserve(step);
+            let room = self.rbuf.capacity() - self.rbuf.len();
+            // A short read took all the socket held: it is reported to
+            // tokio as WouldBlock, which clears the readiness tokio saw
+            // before the read, so the next wait does not begin with a
+            // read that fails (one system call per reply saved). Bytes
+            // that come after raise a newer readiness, which stays.
+            let rbuf = &mut self.rbuf;
+            let mut got = None;
+            let r = stream.try_io(Interest::READABLE, || {
+                let n = stream.try_read_buf(rbuf)?;
+                got = Some(n);
+                if n > 0 && n < room {
+                    Err(io::ErrorKind::WouldBlock.into())
+                } else {
+                    Ok(())
                 }
+            });
+            match (got, r) {
+                (Some(0), _) => return Poll::Ready(Err(io::ErrorKind::UnexpectedEof.into())),
+                (Some(n), _) => {
+                    self.fit.after_read(n, room);
+                    self.received += n as u64;
+                    loadrig_metrics::count_received(n);
+                    return Poll::Ready(Ok(()));
+                }
+                (None, Err(e)) if e.kind() != io::ErrorKind::WouldBlock => {
+                    return Poll::Ready(Err(e))
+                }
+                (None, _) => {}
             }
         }
     }
@@ -256,6 +268,16 @@ fn closed() -> io::Error {
     io::Error::new(io::ErrorKind::NotConnected, "the socket is closed")
 }
 
+/// A readiness poll as whether the socket is ready now (`Pending`: the
+/// task's waker is kept in the socket's slot for that direction).
+fn ready(poll: Poll<io::Result<()>>) -> io::Result<bool> {
+    match poll {
+        Poll::Ready(Ok(())) => Ok(true),
+        Poll::Ready(Err(e)) => Err(e),
+        Poll::Pending => Ok(false),
+    }
+}
+
 #[cfg(target_os = "linux")]
 impl Socket {
     /// Onto this thread's ring while the engine's workers run on it (a
@@ -278,11 +300,7 @@ impl Socket {
 
     /// [`Socket::fill`] on the ring: hand what is queued to the ring, then
     /// wait for the receive.
-    fn poll_fill_ring(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        use std::task::Poll;
+    fn poll_fill_ring(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if let Err(e) = self.flush_ring() {
             return Poll::Ready(Err(e));
         }

@@ -6,6 +6,7 @@
 //! are the protocol's (plaintext), as on a plain socket.
 
 use std::io::{self, BufRead, Read, Write};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Buf;
@@ -13,7 +14,7 @@ use rustls::ClientConnection;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-use super::{tcp, Socket};
+use super::{ready, tcp, Socket};
 use crate::tls::{self, Check};
 
 /// The TLS state of a socket: boxed because it is large (a few KB of
@@ -81,24 +82,26 @@ impl Socket {
 
     /// [`Socket::fill`] over TLS: plaintext already decrypted is taken
     /// first, then the socket is read.
-    pub(super) async fn fill_tls(&mut self) -> io::Result<()> {
+    /// A poll, as the plaintext fill is, through the socket's own reader
+    /// and writer waker slots.
+    pub(super) fn poll_fill_tls(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
             self.flush()?;
             if self.take_plaintext()? {
-                return Ok(());
+                return Poll::Ready(Ok(()));
             }
-            let interest = if self.queued() {
-                Interest::READABLE | Interest::WRITABLE
-            } else {
-                Interest::READABLE
-            };
-            if tcp(&self.io)?.ready(interest).await?.is_readable() {
-                if let Some(conn) = self.tls.as_deref_mut() {
-                    read_tls(tcp(&self.io)?, conn)?;
-                }
-                if self.take_plaintext()? {
-                    return Ok(());
-                }
+            let stream = tcp(&self.io)?;
+            if self.queued() && ready(stream.poll_write_ready(cx))? {
+                continue;
+            }
+            if !ready(stream.poll_read_ready(cx))? {
+                return Poll::Pending;
+            }
+            if let Some(conn) = self.tls.as_deref_mut() {
+                read_tls(stream, conn)?;
+            }
+            if self.take_plaintext()? {
+                return Poll::Ready(Ok(()));
             }
         }
     }
