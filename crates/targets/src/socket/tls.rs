@@ -80,10 +80,9 @@ impl Socket {
             || self.ring_sending()
     }
 
-    /// [`Socket::fill`] over TLS: plaintext already decrypted is taken
-    /// first, then the socket is read.
-    /// A poll, as the plaintext fill is, through the socket's own reader
-    /// and writer waker slots.
+    /// [`Socket::fill`] over TLS, a poll as the plaintext one is:
+    /// plaintext already decrypted is taken first, then the socket is
+    /// read, waiting through its own reader and writer waker slots.
     pub(super) fn poll_fill_tls(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
             self.flush()?;
