@@ -89,6 +89,9 @@ impl Socket {
 
     /// Write what is queued and wait until more bytes arrived. Cancel safe.
     pub async fn fill(&mut self) -> io::Result<()> {
+        // Onto the ring or off it once per fill, not at every poll.
+        #[cfg(target_os = "linux")]
+        self.settle()?;
         std::future::poll_fn(|cx| self.poll_fill(cx)).await
     }
 
@@ -104,7 +107,7 @@ impl Socket {
             return self.poll_fill_tls(cx);
         }
         #[cfg(target_os = "linux")]
-        if self.settle()? {
+        if matches!(self.io, Io::Ring(_)) {
             return self.poll_fill_ring(cx);
         }
         loop {
@@ -282,12 +285,11 @@ fn ready(poll: Poll<io::Result<()>>) -> io::Result<bool> {
 impl Socket {
     /// Onto this thread's ring while the engine's workers run on it (a
     /// plaintext socket), back onto tokio's reactor otherwise once nothing
-    /// is in flight (a connection opened, or used, outside the load);
-    /// `true` when the socket is on the ring now.
-    fn settle(&mut self) -> io::Result<bool> {
+    /// is in flight (a connection opened, or used, outside the load).
+    fn settle(&mut self) -> io::Result<()> {
         #[cfg(feature = "tls")]
         if self.tls.is_some() {
-            return Ok(false);
+            return Ok(());
         }
         let here = ring::here();
         self.io = match (std::mem::replace(&mut self.io, Io::Gone), here) {
@@ -295,7 +297,7 @@ impl Socket {
             (Io::Ring(r), here) if here != Some(r.ring()) && !r.busy() => Io::Poll(r.into_tokio()?),
             (io, _) => io,
         };
-        Ok(matches!(self.io, Io::Ring(_)))
+        Ok(())
     }
 
     /// [`Socket::fill`] on the ring: hand what is queued to the ring, then
