@@ -170,7 +170,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Run { workload } => {
-            let (target, spec) = open_run(&workload)?;
+            let (target, mut spec) = open_run(&workload)?;
             let args = workload.parts()?.run;
             machine::admit(&spec)?;
             if let Some(out) = &args.out {
@@ -223,8 +223,10 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             let role = if args.child {
                 run::Role::Child
             } else if parent {
+                let mut child = flags::child_line(matches);
+                flags::share_subject(&mut spec, &mut child);
                 run::Role::Parent {
-                    child: flags::child_line(matches),
+                    child,
                     cpus: cpus.clone(),
                 }
             } else {

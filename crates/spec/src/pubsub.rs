@@ -27,12 +27,24 @@ pub struct PubSubSpec {
     pub request: bool,
     /// Seconds subscribers keep receiving after the last publish.
     pub drain_secs: f64,
+    /// The subject publishers send to (nats-bench's `<subject>`); a
+    /// request's reply subjects go under it. `None`: one of the run's
+    /// own. The processes of one run share the one their parent picks.
+    /// Absent from specs written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }
+
+/// Longest `--subject`: room left for a reply subject under it.
+pub const MAX_SUBJECT: usize = 200;
 
 impl PubSubSpec {
     pub fn validate(&self) -> Result<(), SpecError> {
         if self.pubs == 0 {
             return Err(SpecError::new("--pubs", "must be at least 1"));
+        }
+        if let Some(s) = &self.subject {
+            check_subject(s)?;
         }
         check_size(self.size)?;
         if self.request && self.subs == 0 {
@@ -115,6 +127,25 @@ fn check_size(size: usize) -> Result<(), SpecError> {
     Ok(())
 }
 
+/// Words of letters, digits, `-` and `_` joined by single dots: what NATS,
+/// MQTT (a dot becomes `/`) and Redis all take as it is, with no wildcard.
+fn check_subject(s: &str) -> Result<(), SpecError> {
+    let word = |w: &str| {
+        !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    if s.len() > MAX_SUBJECT || !s.split('.').all(word) {
+        return Err(SpecError::new(
+            "--subject",
+            format!(
+                "'{s}' is not a subject: words of letters, digits, '-' and '_' joined by single dots, at most {MAX_SUBJECT} bytes"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn check_drain(secs: f64) -> Result<(), SpecError> {
     crate::bounds::seconds("--drain", secs, true)
 }
@@ -131,6 +162,7 @@ mod tests {
             size: 128,
             request: false,
             drain_secs: 1.0,
+            subject: None,
         };
         assert!(s.validate().is_ok());
         s.size = 23;
@@ -139,6 +171,33 @@ mod tests {
         s.subs = 0;
         s.request = true;
         assert_eq!(s.validate().unwrap_err().flag, "--request");
+    }
+
+    #[test]
+    fn subjects_are_dotted_words() {
+        let mut s = PubSubSpec {
+            pubs: 1,
+            subs: 1,
+            size: 128,
+            request: false,
+            drain_secs: 1.0,
+            subject: Some("bench.run-1.t_2".into()),
+        };
+        assert!(s.validate().is_ok());
+        for bad in [
+            "",
+            "a..b",
+            ".a",
+            "a.",
+            "a.*",
+            "a.>",
+            "a b",
+            "a/b",
+            &"x".repeat(201),
+        ] {
+            s.subject = Some(bad.to_string());
+            assert_eq!(s.validate().unwrap_err().flag, "--subject", "{bad:?}");
+        }
     }
 
     #[test]

@@ -174,7 +174,7 @@ pub enum Workload {
         mut_arg("requests", |a| a.help(with_default("Messages in total, over all publishers", DEFAULT_REQUESTS))),
         mut_arg("clients", |a| a.hide(true)),
         mut_arg("connections", |a| a.hide(true)),
-        mut_arg("processes", |a| a.hide(true)),
+        mut_arg("processes", |a| a.help("Run in this many processes, each with --pubs and --subs of its own on one subject, merged and verified as one run")),
         mut_arg("keep", |a| a.hide(true)),
         mut_arg("queue", |a| a.hide(true)),
         mut_arg("slots", |a| a.hide(true)),
@@ -357,7 +357,7 @@ impl Workload {
             }
             Workload::Pubsub { run, pubsub } => {
                 one_connection_per_client(run)?;
-                one_process(run)?;
+                no_subject_across_hosts(run, pubsub)?;
                 no_managed_mode(run)?;
                 Parts {
                     run,
@@ -927,7 +927,6 @@ pub(crate) mod tests {
             (&["pubsub", "--keep"][..], "--keep"),
             (&["chat", "--keep"][..], "--keep"),
             (&["pubsub", "--queue", "5"][..], "--queue"),
-            (&["pubsub", "--processes", "2"][..], "--processes"),
         ] {
             let mut all = vec!["loadrig", "run"];
             all.extend_from_slice(args);

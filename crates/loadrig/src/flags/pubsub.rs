@@ -1,9 +1,9 @@
 //! The pubsub workload's flags: nats-bench's.
 
 use clap::Args;
-use loadrig_spec::{PubSubSpec, SpecError, WorkloadSpec};
+use loadrig_spec::{PubSubSpec, RunSpec, SpecError, WorkloadSpec};
 
-use super::{seconds, Defaults, RunArgs};
+use super::{seconds, ChildLine, Defaults, RunArgs};
 
 pub(super) const PUBSUB_HELP: &str =
     "As nats-bench: publishers to one subject, every subscriber should receive every \
@@ -41,15 +41,33 @@ pub(super) fn one_connection_per_client(run: &RunArgs) -> Result<(), SpecError> 
     Ok(())
 }
 
-/// Every pubsub subscriber should receive every publisher's message, and
-/// its tally is checked in the process that holds it: one process. (A
-/// chat group is whole in one process, so chat takes `--processes`.)
-pub(super) fn one_process(run: &RunArgs) -> Result<(), SpecError> {
-    if run.processes.is_some_and(|k| k > 1) {
+/// The processes of one pubsub run (`--processes`) publish and subscribe
+/// to one subject: every subscriber should receive every publisher's
+/// message, whichever process holds it. Without `--subject` the parent
+/// picks one of the run's own, gives it to every child and records it in
+/// its spec (the merged report's).
+pub fn share_subject(spec: &mut RunSpec, child: &mut ChildLine) {
+    if let WorkloadSpec::Pubsub(PubSubSpec {
+        subject: subject @ None,
+        ..
+    }) = &mut spec.workload
+    {
+        let s = loadrig_workloads::pubsub::fresh_subject();
+        child.args.push(format!("--subject={s}").into());
+        *subject = Some(s);
+    }
+}
+
+/// The shards of a many-host run (`--shard`, `--shards`) each verify
+/// their own subscribers against their own publishers, so they cannot
+/// share a subject: refused rather than verified wrong. (The children of
+/// `--processes`, given `--shard` by their parent, are verified together.)
+pub(super) fn no_subject_across_hosts(run: &RunArgs, pubsub: &PubSubArgs) -> Result<(), SpecError> {
+    if pubsub.subject.is_some() && !run.child && (run.shard.is_some() || run.shards.is_some()) {
         return Err(SpecError::new(
-            "--processes",
-            "pubsub runs in one process (every subscriber should receive every publisher's \
-             message, counted where it is received); chat takes --processes",
+            "--subject",
+            "the shards of a many-host pubsub run are verified apart and cannot share a subject; \
+             --processes runs one subject over several processes",
         ));
     }
     Ok(())
@@ -105,6 +123,9 @@ pub struct PubSubArgs {
     /// has arrived for this long (at most ten times this)
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "2")]
     pub drain: f64,
+    /// The subject to publish to (nats-bench's <subject>; replies go under it) [default: one of the run's own, shared by its --processes]
+    #[arg(long, value_name = "SUBJECT")]
+    pub subject: Option<String>,
 }
 
 impl PubSubArgs {
@@ -115,6 +136,7 @@ impl PubSubArgs {
             size: self.size,
             request: self.request,
             drain_secs: self.drain,
+            subject: self.subject.clone(),
         })
     }
 }

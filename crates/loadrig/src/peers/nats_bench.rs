@@ -75,7 +75,7 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
     }
     if let Some(subject) = g.words.first() {
         run.notes.push(format!(
-            "subject '{subject}': loadrig publishes on a subject of the run's own (lr.<8 hex digits>), apart from other runs"
+            "subject '{subject}': loadrig publishes on a subject of the run's own (lr.<8 hex digits>.t), apart from other runs; `loadrig run pubsub --subject {subject}` publishes on '{subject}'"
         ));
     }
     Ok(())

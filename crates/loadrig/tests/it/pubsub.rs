@@ -1,7 +1,8 @@
 //! pubsub and chat on the real brokers (started by `scripts/services up
 //! nats mosquitto redis`): every message to every subscriber counted
 //! exactly, request-reply on NATS, a subscriber cut off mid-run shows its
-//! losses and fails the run, chat's counts add up in both modes.
+//! losses and fails the run, chat's counts add up in both modes, pubsub
+//! and chat in several processes.
 
 use std::time::Duration;
 
@@ -376,6 +377,77 @@ fn chat_runs_in_several_processes() {
     );
 }
 
+/// pubsub in several processes (`--processes`): each runs `--pubs` and
+/// `--subs` of its own, all on one subject, so every subscriber of every
+/// process receives every publisher's messages; the parent verifies from
+/// the tallies the children hand it. Fails if the processes published to
+/// subjects of their own (each subscriber would have half), or numbered
+/// their publishers alike (the stamps of two would read as duplicates).
+#[test]
+fn pubsub_runs_in_several_processes_on_one_subject() {
+    let _brokers = hold("brokers");
+    let dir = tempfile::tempdir().unwrap();
+    // NATS with the subject the parent picks; Redis with one given.
+    let subject = format!("loadrig.it.{}", std::process::id());
+    for (name, target, extra) in [
+        ("nats", "nats://127.0.0.1:4222", None),
+        ("redis", "redis://127.0.0.1:6379", Some(subject.as_str())),
+    ] {
+        need_server(name, if name == "nats" { 4222 } else { 6379 });
+        let out = dir.path().join(format!("{name}-2p.json"));
+        let mut args = vec![
+            "run",
+            "pubsub",
+            "--target",
+            target,
+            "--processes",
+            "2",
+            "--pubs",
+            "2",
+            "--subs",
+            "3",
+            "-n",
+            "20000",
+            "--value-size",
+            "64",
+        ];
+        if let Some(s) = extra {
+            args.extend(["--subject", s]);
+        }
+        let (r, report) = run_to(&out, &args);
+        assert_eq!(r.code, 0, "{target}: {}", r.dump());
+        assert!(
+            r.stdout
+                .contains("verify ... ok (20,000 messages to each of 6 subscribers"),
+            "{target}: {}",
+            r.dump()
+        );
+        let got = checks(&report);
+        let received: Vec<_> = got.iter().filter(|c| c.0.ends_with("received")).collect();
+        assert_eq!(received.len(), 6, "{target}: {got:?}");
+        for c in received {
+            assert_eq!((c.1, c.2), (20_000, 20_000), "{target}: {c:?}");
+        }
+        for c in got.iter().filter(|c| !c.0.ends_with("received")) {
+            assert_eq!(c.2, 0, "{target}: {c:?}");
+        }
+        assert_eq!(report["processes"].as_array().map(Vec::len), Some(2));
+        let deliver = report["measured"]["kinds"]
+            .as_array()
+            .and_then(|k| k.iter().find(|k| k["name"] == "deliver"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(deliver["ok"].as_u64(), Some(120_000), "{target}: {deliver}");
+        // The subject the run used is in its spec: the one given, or the
+        // run's own as the parent picked it.
+        let used = report["spec"]["workload"]["subject"].as_str().unwrap_or("");
+        match extra {
+            Some(s) => assert_eq!(used, s),
+            None => assert!(used.starts_with("lr.") && used.ends_with(".t"), "{used}"),
+        }
+    }
+}
+
 /// Chat's messages sent (the send kind's ok) and received (the deliver
 /// kind's ok), from the report.
 fn sent_received(report: &serde_json::Value) -> (u64, u64) {
@@ -396,7 +468,8 @@ fn bad_flags_get_one_line_and_exit_2() {
         &["run", "pubsub", "--clients", "4"],
         &["run", "chat", "--cpg", "1"],
         &["run", "chat", "--mode", "realistic", "--rate", "10"],
-        &["run", "pubsub", "--processes", "2"],
+        &["run", "pubsub", "--subject", "a.*"],
+        &["run", "pubsub", "--subject", "a", "--shard", "0/2"],
     ] {
         let r = loadrig(args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.dump());

@@ -74,8 +74,15 @@ pub enum Role {
 /// clock, and where accounts go.
 #[derive(Debug)]
 pub struct Client {
-    /// Subject prefix of this run: `lr.<run id>`.
+    /// Subject prefix of this run: `lr.<run id>`, or `--subject`.
     pub prefix: String,
+    /// The subject a pubsub run's publishers send to: `<prefix>.t`, or
+    /// `--subject`.
+    topic: String,
+    /// Every publisher of the run is in this process, so a subscriber can
+    /// tell when it has them all (see [`ClientDriver::caught_up`]); not so
+    /// in a shard of a run (`--processes`).
+    pub alone: bool,
     pub size: usize,
     pub seed: u64,
     pub tallies: Arc<Tallies>,
@@ -95,6 +102,8 @@ pub struct Client {
 impl Client {
     pub fn new(prefix: String, size: usize, seed: u64) -> Client {
         Client {
+            topic: format!("{prefix}.t"),
+            alone: true,
             prefix,
             size,
             seed,
@@ -105,9 +114,16 @@ impl Client {
         }
     }
 
+    /// Publish to `subject` itself, with replies under it (`--subject`).
+    pub fn on_subject(mut self, subject: &str) -> Client {
+        subject.clone_into(&mut self.prefix);
+        subject.clone_into(&mut self.topic);
+        self
+    }
+
     /// The subject every publisher of a pubsub run sends to.
     pub fn topic(&self) -> Vec<u8> {
-        format!("{}.t", self.prefix).into_bytes()
+        self.topic.as_bytes().to_vec()
     }
 
     /// Client `n`'s inbox (chat) or reply prefix (requests).
@@ -507,9 +523,12 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
     /// A subscriber of a fan-out has every message once it has received
     /// as many new ones as the publishers sent (the engine asks only when
     /// they are all done). Chat members wait out the drain: what each
-    /// expects is spread over the group's tallies.
+    /// expects is spread over the group's tallies. So do the subscribers
+    /// of a run in several processes: the other processes' publishers
+    /// count elsewhere.
     fn caught_up(&self) -> bool {
         self.role == Role::Subscriber
+            && self.client.alone
             && self.tally.received >= self.client.published.load(Ordering::Acquire)
     }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
 use loadrig_spec::{PubSubSpec, RunSpec, Stop};
+use serde_json::value::RawValue;
 
 use super::client::{Client, ClientDriver, Role, DOMAINS, SEND};
 use super::tally::{ClientTally, Spread};
@@ -25,17 +26,31 @@ pub struct PubSubBench<B> {
     pub spec: PubSubSpec,
     pub stop: Stop,
     client: Arc<Client>,
+    /// The run's number of this process's first client: shard k of a run
+    /// (`--processes`) numbers its clients from k x (pubs + subs), so
+    /// that every publisher's stamp, and every client's tally, is its own
+    /// over the whole run.
+    first: u32,
 }
 
 impl<B: PubSubBackend> PubSubBench<B> {
     pub fn new(backend: B, own: &PubSubSpec, run: &RunSpec) -> Self {
         let (spec, stop) = (own.clone(), run.load.stop);
-        let client = Arc::new(Client::new(run_prefix(), spec.size, run.seed));
+        let mut client = Client::new(run_prefix(), spec.size, run.seed);
+        if let Some(s) = &spec.subject {
+            client = client.on_subject(s);
+        }
+        let shard = run.load.shard;
+        client.alone = shard.count <= 1;
+        let first = shard
+            .index
+            .saturating_mul(spec.pubs.saturating_add(spec.subs));
         PubSubBench {
             backend,
             spec,
             stop,
-            client,
+            client: Arc::new(client),
+            first,
         }
     }
 
@@ -50,6 +65,13 @@ pub(crate) fn run_prefix() -> String {
     let nanos = super::client::unix_now();
     let id = loadrig_engine::rng::mix64(nanos ^ (u64::from(std::process::id()) << 32));
     format!("lr.{:08x}", id as u32)
+}
+
+/// A subject of a run's own, `lr.<8 hex digits>.t`: what a pubsub run
+/// publishes to without `--subject`, and what the parent of `--processes`
+/// gives its children to share.
+pub fn fresh_subject() -> String {
+    format!("{}.t", run_prefix())
 }
 
 /// A subscription the broker refused or a connection that broke while
@@ -107,14 +129,15 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
     }
 
     async fn connect(&self, n: u32) -> Result<Self::Driver, TargetError> {
-        let mut conn = self.backend.connect(u64::from(n)).await?;
+        let id = self.first.saturating_add(n);
+        let mut conn = self.backend.connect(u64::from(id)).await?;
         let role = match (n < self.spec.pubs, self.spec.request) {
             (true, false) => Role::Publisher,
             (true, true) => Role::Requester,
             (false, _) => Role::Subscriber,
         };
         let subject = match role {
-            Role::Requester => Some([self.client.inbox(n).as_slice(), b".*"].concat()),
+            Role::Requester => Some([self.client.inbox(id).as_slice(), b".*"].concat()),
             Role::Subscriber => Some(self.client.topic()),
             _ => None,
         };
@@ -123,7 +146,7 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
                 .await
                 .map_err(|e| subscribe_failed(&self.label(), e))?;
         }
-        Ok(ClientDriver::new(conn, self.client.clone(), role, n))
+        Ok(ClientDriver::new(conn, self.client.clone(), role, id))
     }
 
     async fn verify(
@@ -187,6 +210,23 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
     }
 
     async fn finish(&mut self, _keep: bool) -> Result<(), TargetError> {
+        Ok(())
+    }
+
+    /// A child's clients' tallies: its subscribers received every
+    /// process's messages, and its publishers' sends are part of what
+    /// every subscriber of the run should have.
+    fn share(&self) -> Option<Box<RawValue>> {
+        serde_json::value::to_raw_value(&self.client.tallies.all()).ok()
+    }
+
+    /// The children's tallies, numbered over the whole run already
+    /// (`first`): taken as they are.
+    fn gather(&mut self, shares: Vec<Option<Box<RawValue>>>) -> Result<(), serde_json::Error> {
+        for share in shares.into_iter().flatten() {
+            let tallies: Vec<ClientTally> = serde_json::from_str(share.get())?;
+            self.client.tallies.adopt(tallies);
+        }
         Ok(())
     }
 }

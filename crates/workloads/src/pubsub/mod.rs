@@ -37,7 +37,7 @@ use crate::{TargetError, TargetInfo};
 
 pub use chat::ChatBench;
 pub use client::{Client, ClientDriver, Role, DELIVER, DOMAINS, SEND};
-pub use fanout::PubSubBench;
+pub use fanout::{fresh_subject, PubSubBench};
 pub use tally::{ClientTally, Spread, Tallies};
 
 /// How the broker confirms a publish.
