@@ -545,6 +545,7 @@ pub(crate) mod tests {
                 durability: None,
                 unread: Vec::new(),
                 cpu: None,
+                sources: Vec::new(),
             },
             started_unix_ms: started,
             kinds: &KINDS,

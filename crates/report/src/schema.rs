@@ -91,6 +91,10 @@ pub struct Environment {
     /// The CPU this process was pinned to (`--pin`, `--cpus`), if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<usize>,
+    /// The local addresses its connections left from (`--bind`, as it
+    /// takes them: `127.0.0.2-127.0.0.9`); absent without `--bind`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 /// Everything measured in one phase.

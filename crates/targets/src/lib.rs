@@ -83,7 +83,7 @@ pub use redis::{ClusterStream, RedisClusterTarget, RedisConn, RedisPubSubConn, R
 pub use socket::ring::{
     enable as enable_uring, park as uring_park, start as uring_start, stop as uring_stop,
 };
-pub use source::{bind_from, parse_sources};
+pub use source::{bind_from, bound_sources, parse_sources};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;
 #[cfg(feature = "voltdb")]

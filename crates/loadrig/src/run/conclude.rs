@@ -103,6 +103,7 @@ pub fn environment<B: Bench>(
         durability: bench.target().durability(),
         unread: bench.target().unread(),
         cpu: crate::pin::pinned(),
+        sources: loadrig_targets::bound_sources(),
     }
 }
 

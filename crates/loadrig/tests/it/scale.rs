@@ -57,15 +57,20 @@ fn two_thousand_redis_connections_all_ok_in_little_memory() {
 
 /// `--bind 127.0.0.2,127.0.0.3`: the connections are dealt over both
 /// source addresses, as the server sees them (`CLIENT LIST`'s `addr=`),
-/// half each. A redis-server of the test's own: the shared one runs in
-/// protected mode, which refuses loopback sources other than 127.0.0.1.
+/// half each, and the report records them as `--bind` takes them. A
+/// redis-server of the test's own: the shared one runs in protected mode,
+/// which refuses loopback sources other than 127.0.0.1.
 #[test]
 fn bind_deals_connections_over_source_addresses() {
     let server = own_redis();
     let url = format!("redis://127.0.0.1:{}", server.port);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bind.json");
     let mut run = Running::start(&[
         "run",
         "redis",
+        "--out",
+        out.to_str().unwrap(),
         "--target",
         &url,
         "--bind",
@@ -93,6 +98,13 @@ fn bind_deals_connections_over_source_addresses() {
     assert!(
         two + three == addrs.len() && (6..=7).contains(&addrs.len()) && two >= 3 && three >= 3,
         "{addrs:?}\n{}",
+        r.dump()
+    );
+    let report = crate::common::json(&out);
+    assert_eq!(
+        report["environment"]["sources"],
+        serde_json::json!(["127.0.0.2-127.0.0.3"]),
+        "{}",
         r.dump()
     );
 }
