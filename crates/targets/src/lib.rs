@@ -44,7 +44,8 @@ mod scrape;
     feature = "memcache",
     feature = "http",
     feature = "postgres",
-    feature = "mysql"
+    feature = "mysql",
+    feature = "etcd"
 ))]
 mod socket;
 mod source;

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use loadrig_workloads::stats::{Reading, Sampled, StatsSource};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// A page's text to its readings, or why it has none.
 pub(crate) type Parse = fn(&str) -> Result<Vec<Reading>, String>;
@@ -43,7 +42,8 @@ const MAX_ANSWER: u64 = 4 << 20;
 /// body of a 200 answer.
 pub(crate) async fn get(host: &str, port: u16, path: &str) -> std::io::Result<String> {
     let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
-    let mut s = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect((host, port)))
+    // From the next `--bind` address, as the load's connections.
+    let mut s = tokio::time::timeout(Duration::from_secs(2), crate::socket::dial(host, port))
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
     s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())

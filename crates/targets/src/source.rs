@@ -124,7 +124,10 @@ fn as_ranges(ips: &[IpAddr]) -> Vec<String> {
         feature = "nats",
         feature = "mqtt",
         feature = "memcache",
-        feature = "http"
+        feature = "http",
+        feature = "postgres",
+        feature = "mysql",
+        feature = "etcd"
     )),
     allow(dead_code)
 )]

@@ -125,7 +125,8 @@ impl<M: Unpin> Channel<M> {
     /// TLS), within `timeout`.
     pub async fn open(host: &str, port: u16, timeout: Duration) -> Result<Self, ChannelError> {
         let opening = async {
-            let tcp = TcpStream::connect((host, port)).await?;
+            // From the next `--bind` address, as every other target's.
+            let tcp = crate::socket::dial(host, port).await?;
             tcp.set_nodelay(true)?;
             let (send, conn) = h2::client::Builder::new()
                 .initial_window_size(STREAM_WINDOW)

@@ -369,8 +369,9 @@ pub(crate) fn said(e: &io::Error, product: &str) -> String {
 }
 
 /// Connect to `host:port`, from the next source address when `--bind` gave
-/// some: the first of the host's addresses of the source's family.
-async fn dial(host: &str, port: u16) -> io::Result<TcpStream> {
+/// some: the first of the host's addresses of the source's family. (Also
+/// the etcd client's, whose HTTP/2 runs on a plain stream.)
+pub(crate) async fn dial(host: &str, port: u16) -> io::Result<TcpStream> {
     let Some(source) = crate::source::next_source() else {
         return TcpStream::connect((host, port)).await;
     };
