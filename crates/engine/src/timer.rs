@@ -493,8 +493,10 @@ mod tests {
 
     /// Real time, not the paused clock: what the timerfd is for. A loose
     /// bound (a shared machine can be late by more than tens of us); the
-    /// point is that it is well under tokio's millisecond.
+    /// point is that it is well under tokio's millisecond. A timing test,
+    /// run alone by scripts/test ([`many_timers_wake_on_time`]).
     #[tokio::test]
+    #[ignore = "timing: run alone by scripts/test"]
     async fn wakes_well_inside_a_millisecond() {
         let mut t = Timer::new();
         let mut lates = Vec::new();
@@ -524,48 +526,71 @@ mod tests {
             .count()
     }
 
-    /// Many timers on one thread wake each at its own instant, in whatever
-    /// order they were armed, through one timerfd between them (a
-    /// connection must not cost a file descriptor for its timer); and the
-    /// timerfd goes when the last timer does.
+    /// 2,000 timers on this thread, armed in an order unlike their
+    /// instants (0, 7, 14, ... ms apart modulo 50 ms, a microsecond apart
+    /// within): the timerfds held while all wait, each timer's lateness
+    /// (`None`: it woke before its instant), and the timers.
     #[cfg(target_os = "linux")]
-    #[tokio::test]
-    async fn many_timers_share_one_timerfd() {
+    async fn many_timers() -> (usize, Vec<Option<Duration>>, Vec<Timer>) {
         const N: u64 = 2_000;
         let start = Instant::now() + Duration::from_millis(20);
         let mut tasks = tokio::task::JoinSet::new();
         for i in 0..N {
-            // Armed in an order unlike their instants: 0, 7, 14, ... ms
-            // apart modulo 50 ms, a microsecond apart within.
             let at = start + Duration::from_micros((i * 7_000) % 50_000 + i);
             tasks.spawn(async move {
                 let mut t = Timer::new();
                 t.sleep_until(at).await;
-                (Instant::now() - at, t)
+                (Instant::now().checked_duration_since(at), t)
             });
         }
         tokio::time::sleep_until(start).await;
         // Every timer armed and waiting; other tests in this process may
         // hold a few timerfds of their own.
         let held = timerfds();
-        let mut lates = Vec::new();
-        let mut timers = Vec::new();
+        let (mut lates, mut timers) = (Vec::new(), Vec::new());
         while let Some(r) = tasks.join_next().await {
             let (late, t) = r.unwrap();
             lates.push(late);
             timers.push(t);
         }
-        lates.sort();
-        let median = lates[lates.len() / 2];
-        assert!(held < 10, "{held} timerfds for {N} timers");
-        assert!(
-            median < Duration::from_micros(500),
-            "median late {median:?}"
-        );
+        (held, lates, timers)
+    }
+
+    /// Many timers on one thread wake each at or after its own instant, in
+    /// whatever order they were armed, through one timerfd between them (a
+    /// connection must not cost a file descriptor for its timer); and the
+    /// timerfd goes when the last timer does. How late they wake is
+    /// [`many_timers_wake_on_time`]'s, run alone.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn many_timers_share_one_timerfd() {
+        let (held, lates, timers) = many_timers().await;
+        assert!(held < 10, "{held} timerfds for {} timers", timers.len());
+        let early = lates.iter().filter(|l| l.is_none()).count();
+        assert_eq!(early, 0, "{early} timers woke before their instant");
         drop(timers);
         assert!(
             fine::shared_gone(),
             "the thread's timer outlived its last user"
+        );
+    }
+
+    /// The same 2,000 timers wake well inside tokio's millisecond. A
+    /// timing test: ignored in the suite's parallel run (a machine busy
+    /// elsewhere, as the VoltDB cluster rejoining after the integration
+    /// tests, delays any wake-up by milliseconds) and run alone by
+    /// scripts/test, in release.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    #[ignore = "timing: run alone by scripts/test"]
+    async fn many_timers_wake_on_time() {
+        let (_, lates, _) = many_timers().await;
+        let mut lates: Vec<Duration> = lates.into_iter().flatten().collect();
+        lates.sort();
+        let median = lates[lates.len() / 2];
+        assert!(
+            median < Duration::from_micros(500),
+            "median late {median:?}"
         );
     }
 
