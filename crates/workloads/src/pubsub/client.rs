@@ -79,9 +79,9 @@ pub struct Client {
     /// The subject a pubsub run's publishers send to: `<prefix>.t`, or
     /// `--subject`.
     topic: String,
-    /// Every publisher of the run is in this process, so a subscriber can
-    /// tell when it has them all (see [`ClientDriver::caught_up`]); not so
-    /// in a shard of a run (`--processes`).
+    /// Every publisher on the subject is in this process, so a subscriber
+    /// can tell when it has them all (see [`ClientDriver::caught_up`]);
+    /// not so in a process of a run in several (`--processes`).
     pub alone: bool,
     pub size: usize,
     pub seed: u64,

@@ -41,7 +41,10 @@ impl<B: PubSubBackend> PubSubBench<B> {
             client = client.on_subject(s);
         }
         let shard = run.load.shard;
-        client.alone = shard.count <= 1;
+        // The processes of one run share a subject (their parent's pick
+        // or --subject); a shard of a many-host run, which may not take
+        // --subject, has one of its own and all its publishers.
+        client.alone = shard.count <= 1 || spec.subject.is_none();
         let first = shard
             .index
             .saturating_mul(spec.pubs.saturating_add(spec.subs));
