@@ -154,16 +154,21 @@ fn check_drain(secs: f64) -> Result<(), SpecError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn sizes_hold_the_stamp() {
-        let mut s = PubSubSpec {
+    /// One publisher, one subscriber, 128 bytes: valid.
+    fn one_to_one() -> PubSubSpec {
+        PubSubSpec {
             pubs: 1,
             subs: 1,
             size: 128,
             request: false,
             drain_secs: 1.0,
             subject: None,
-        };
+        }
+    }
+
+    #[test]
+    fn sizes_hold_the_stamp() {
+        let mut s = one_to_one();
         assert!(s.validate().is_ok());
         s.size = 23;
         assert_eq!(s.validate().unwrap_err().flag, "--value-size");
@@ -176,12 +181,8 @@ mod tests {
     #[test]
     fn subjects_are_dotted_words() {
         let mut s = PubSubSpec {
-            pubs: 1,
-            subs: 1,
-            size: 128,
-            request: false,
-            drain_secs: 1.0,
             subject: Some("bench.run-1.t_2".into()),
+            ..one_to_one()
         };
         assert!(s.validate().is_ok());
         for bad in [

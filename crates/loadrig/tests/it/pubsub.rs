@@ -106,37 +106,63 @@ fn two_publishers_three_subscribers_every_message_counted() {
             t.elapsed(),
             r.dump()
         );
-        assert!(
-            r.stdout
-                .contains("verify ... ok (20,000 messages to each of 3 subscribers"),
-            "{target}: {}",
-            r.dump()
-        );
-        let got = checks(&report);
-        let received: Vec<_> = got.iter().filter(|c| c.0.ends_with("received")).collect();
-        assert_eq!(received.len(), 3, "{target}: {got:?}");
-        for c in received {
-            assert_eq!((c.1, c.2), (20_000, 20_000), "{target}: {c:?}");
-        }
-        // Duplicated and out of order, per subscriber: six checks, none off.
-        let others: Vec<_> = got.iter().filter(|c| !c.0.ends_with("received")).collect();
-        assert_eq!(others.len(), 6, "{target}: {got:?}");
-        for c in others {
-            assert_eq!(c.2, 0, "{target}: {c:?}");
-        }
+        every_subscriber_has_all(&r, &report, &target, 3, 20_000);
         // nats-bench's report, then a row per subscriber.
         assert!(r.stdout.contains("Pub/Sub stats: "), "{}", r.dump());
         assert!(r.stdout.contains(" Pub stats: "), "{}", r.dump());
         assert!(r.stdout.contains("  [3] "), "{}", r.dump());
         assert!(r.stdout.contains(" | stddev "), "{}", r.dump());
-        // Every delivery is an operation with its latency.
-        let deliver = report["measured"]["kinds"]
-            .as_array()
-            .and_then(|k| k.iter().find(|k| k["name"] == "deliver"))
-            .cloned()
-            .unwrap_or_default();
-        assert_eq!(deliver["ok"].as_u64(), Some(60_000), "{target}: {deliver}");
     }
+}
+
+/// The run verified `sent` messages to each of `subs` subscribers, with
+/// the report's checks to match: each received them all, none duplicated
+/// or out of order; and every delivery is an operation of the deliver
+/// kind, with its latency.
+fn every_subscriber_has_all(
+    r: &Run,
+    report: &serde_json::Value,
+    target: &str,
+    subs: usize,
+    sent: i64,
+) {
+    let line = format!(
+        "verify ... ok ({} messages to each of {subs} subscribers",
+        group(sent)
+    );
+    assert!(r.stdout.contains(&line), "{target}: {line}\n{}", r.dump());
+    let got = checks(report);
+    let received: Vec<_> = got.iter().filter(|c| c.0.ends_with("received")).collect();
+    assert_eq!(received.len(), subs, "{target}: {got:?}");
+    for c in received {
+        assert_eq!((c.1, c.2), (sent, sent), "{target}: {c:?}");
+    }
+    // Duplicated and out of order, per subscriber: none off.
+    let others: Vec<_> = got.iter().filter(|c| !c.0.ends_with("received")).collect();
+    assert_eq!(others.len(), 2 * subs, "{target}: {got:?}");
+    for c in others {
+        assert_eq!(c.2, 0, "{target}: {c:?}");
+    }
+    let deliver = report["measured"]["kinds"]
+        .as_array()
+        .and_then(|k| k.iter().find(|k| k["name"] == "deliver"))
+        .cloned()
+        .unwrap_or_default();
+    let all = subs as u64 * sent as u64;
+    assert_eq!(deliver["ok"].as_u64(), Some(all), "{target}: {deliver}");
+}
+
+/// `1234567` as `1,234,567`, as the verify line writes it.
+fn group(n: i64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
 }
 
 #[test]
@@ -416,28 +442,10 @@ fn pubsub_runs_in_several_processes_on_one_subject() {
         }
         let (r, report) = run_to(&out, &args);
         assert_eq!(r.code, 0, "{target}: {}", r.dump());
-        assert!(
-            r.stdout
-                .contains("verify ... ok (20,000 messages to each of 6 subscribers"),
-            "{target}: {}",
-            r.dump()
-        );
-        let got = checks(&report);
-        let received: Vec<_> = got.iter().filter(|c| c.0.ends_with("received")).collect();
-        assert_eq!(received.len(), 6, "{target}: {got:?}");
-        for c in received {
-            assert_eq!((c.1, c.2), (20_000, 20_000), "{target}: {c:?}");
-        }
-        for c in got.iter().filter(|c| !c.0.ends_with("received")) {
-            assert_eq!(c.2, 0, "{target}: {c:?}");
-        }
+        // Two processes of three subscribers, each with every message of
+        // both processes' publishers.
+        every_subscriber_has_all(&r, &report, target, 6, 20_000);
         assert_eq!(report["processes"].as_array().map(Vec::len), Some(2));
-        let deliver = report["measured"]["kinds"]
-            .as_array()
-            .and_then(|k| k.iter().find(|k| k["name"] == "deliver"))
-            .cloned()
-            .unwrap_or_default();
-        assert_eq!(deliver["ok"].as_u64(), Some(120_000), "{target}: {deliver}");
         // The subject the run used is in its spec: the one given, or the
         // run's own as the parent picked it.
         let used = report["spec"]["workload"]["subject"].as_str().unwrap_or("");
