@@ -169,11 +169,13 @@ fn redis_info(name: &str) -> f64 {
 
 /// Redis: the commands INFO counted per lap are at least the run's own
 /// and at most what `redis-cli INFO` saw over the run (other tests share
-/// the server); the memory and the process's memory are Redis's.
+/// the server); the memory and the process's memory are Redis's (other
+/// tests' data included).
 #[test]
 fn redis_series_match_redis_cli() {
     need_server("redis", 6379);
     let before = redis_info("total_commands_processed");
+    let used_before = redis_info("used_memory");
     let rep = sampled(
         &[
             "run",
@@ -204,9 +206,18 @@ fn redis_series_match_redis_cli() {
         peak(&rep, "redis.connected_clients") >= 9.0,
         "8 clients and the sampler"
     );
-    let used = redis_info("used_memory");
+    // Redis's memory, as INFO says it: the series' peak is at least what
+    // it held before or after the run (within 4x) and at most INFO's own
+    // peak. Not against one reading after the run: another test may fill
+    // the shared server during this one and flush it before the reading
+    // (81 MB in the series against 4.8 MB after, once).
+    let used = used_before.min(redis_info("used_memory"));
+    let top = redis_info("used_memory_peak");
     let kept = peak(&rep, "redis.used_memory");
-    assert!(kept > used / 4.0 && kept < used * 4.0, "{kept} vs {used}");
+    assert!(
+        kept > used / 4.0 && kept <= top,
+        "{kept} against {used} before or after, {top} at INFO's peak"
+    );
     let rss = redis_info("used_memory_rss");
     let proc_rss = peak(&rep, "process.rss_bytes");
     assert!(
