@@ -92,9 +92,7 @@ fn as_ranges(ips: &[IpAddr]) -> Vec<String> {
     };
     for ip in ips {
         match (ip, run) {
-            (IpAddr::V4(v4), Some((a, b)))
-                if u32::from(*v4) == b.wrapping_add(1) && b != u32::MAX =>
-            {
+            (IpAddr::V4(v4), Some((a, b))) if b.checked_add(1) == Some(u32::from(*v4)) => {
                 run = Some((a, u32::from(*v4)));
             }
             (IpAddr::V4(v4), _) => {

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use loadrig_report::fmt::group_i;
+
 use crate::common::{hold, json, loadrig, need_server, Relay, Run};
 
 /// The brokers, with the URL scheme and port each is reached at.
@@ -128,7 +130,7 @@ fn every_subscriber_has_all(
 ) {
     let line = format!(
         "verify ... ok ({} messages to each of {subs} subscribers",
-        group(sent)
+        group_i(sent)
     );
     assert!(r.stdout.contains(&line), "{target}: {line}\n{}", r.dump());
     let got = checks(report);
@@ -150,19 +152,6 @@ fn every_subscriber_has_all(
         .unwrap_or_default();
     let all = subs as u64 * sent as u64;
     assert_eq!(deliver["ok"].as_u64(), Some(all), "{target}: {deliver}");
-}
-
-/// `1234567` as `1,234,567`, as the verify line writes it.
-fn group(n: i64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
 }
 
 #[test]
@@ -415,11 +404,16 @@ fn pubsub_runs_in_several_processes_on_one_subject() {
     let dir = tempfile::tempdir().unwrap();
     // NATS with the subject the parent picks; Redis with one given.
     let subject = format!("loadrig.it.{}", std::process::id());
-    for (name, target, extra) in [
-        ("nats", "nats://127.0.0.1:4222", None),
-        ("redis", "redis://127.0.0.1:6379", Some(subject.as_str())),
+    for (name, port, target, extra) in [
+        ("nats", 4222, "nats://127.0.0.1:4222", None),
+        (
+            "redis",
+            6379,
+            "redis://127.0.0.1:6379",
+            Some(subject.as_str()),
+        ),
     ] {
-        need_server(name, if name == "nats" { 4222 } else { 6379 });
+        need_server(name, port);
         let out = dir.path().join(format!("{name}-2p.json"));
         let mut args = vec![
             "run",
