@@ -106,6 +106,12 @@ pub struct EngineConfig {
     /// Paced loads: the last stretch before an intended start spent
     /// polling rather than asleep (`--spin`; 0: asleep to the end).
     pub spin: Duration,
+    /// Which phase of the run this is, kept in the [`Span`]s of the
+    /// indices its workers issue: 0, or in a run whose kinds run one after
+    /// the other (redis-benchmark's tests) the kind this phase runs.
+    ///
+    /// [`Span`]: loadrig_metrics::Span
+    pub phase: u32,
 }
 
 /// Run the load on the caller's thread alone ([`run_on`] with

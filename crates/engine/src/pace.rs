@@ -46,6 +46,8 @@ pub(crate) struct Indices {
     next: u64,
     stride: u64,
     end: u64,
+    /// Read only at the end, for the span issued.
+    first: u64,
 }
 
 impl Indices {
@@ -54,6 +56,22 @@ impl Indices {
             next: first,
             stride: stride.max(1),
             end,
+            first,
+        }
+    }
+
+    /// The indices taken so far, as a span of `phase`.
+    pub fn taken(&self, phase: u32) -> loadrig_metrics::Span {
+        let count = if self.next <= self.first {
+            0
+        } else {
+            (self.next - self.first).div_ceil(self.stride)
+        };
+        loadrig_metrics::Span {
+            phase,
+            first: self.first,
+            stride: self.stride,
+            count,
         }
     }
 
@@ -308,6 +326,11 @@ impl Source {
     /// Operations of this phase that will not be issued.
     pub fn remaining(&self) -> u64 {
         self.indices.remaining()
+    }
+
+    /// The indices this source has handed out, as a span of `phase`.
+    pub fn taken(&self, phase: u32) -> loadrig_metrics::Span {
+        self.indices.taken(phase)
     }
 
     pub fn is_done(&self) -> bool {

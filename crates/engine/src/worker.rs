@@ -166,6 +166,24 @@ pub(crate) struct Worker<D> {
     spin: Duration,
     /// Per-kind counts of operations passed over (reused, see `pass_over`).
     tally: Vec<u64>,
+    /// The indices this worker issued, for verification (cold: touched at
+    /// the warm-up's end, a stop and the worker's end).
+    issued: Issued,
+}
+
+/// What a worker's [`Span`]s are made of.
+///
+/// [`Span`]: loadrig_metrics::Span
+struct Issued {
+    /// The run's phase, written into each span.
+    phase: u32,
+    /// The warm-up's span, once the warm-up has handed over to the
+    /// measured source.
+    warm: Option<loadrig_metrics::Span>,
+    /// Operations taken from a source and then let go without being
+    /// accounted for (a stop clearing the held one and the queue), by
+    /// phase: the last ones taken, so the span ends before them.
+    unissued: [u64; 2],
 }
 
 /// tokio's sleep as one branch of the worker's wait, polled only when it
@@ -295,6 +313,11 @@ impl<D: Driver> Worker<D> {
                 listener: ends.listener,
             },
             tally: Vec::new(),
+            issued: Issued {
+                phase: cfg.phase,
+                warm: None,
+                unissued: [0; 2],
+            },
             link: LinkState {
                 connected: true,
                 down_since: None,
@@ -406,7 +429,30 @@ impl<D: Driver> Worker<D> {
                     () = coarse(sleep.as_mut(), &mut registered) => {}
                 }
             }
+            self.hand_spans();
             self.fold(true);
+        }
+    }
+
+    /// Put the spans of indices this worker issued into its thread's
+    /// recorder: the warm-up's and the measured source's, each less what
+    /// was taken and let go. A source still waiting for the warm-up to
+    /// end issued nothing.
+    fn hand_spans(&mut self) {
+        let current = self.source.taken(self.issued.phase);
+        let (warm, measured) = if current.first >= WARMUP_INDEX_BASE {
+            // Stopped (or given up) during the warm-up.
+            (Some(current), None)
+        } else {
+            (self.issued.warm, Some(current))
+        };
+        let mut rec = self.rec.borrow_mut();
+        for (which, span) in [(WARMUP, warm), (MEASURED, measured)] {
+            let Some(mut span) = span else { continue };
+            span.count = span.count.saturating_sub(self.issued.unissued[which]);
+            if span.count > 0 {
+                rec.snaps[which].spans.push(span);
+            }
         }
     }
 
@@ -478,6 +524,7 @@ impl<D: Driver> Worker<D> {
                         let mut rec = self.rec.borrow_mut();
                         self.driver.take_counts(&mut rec.snaps[WARMUP].domains);
                         drop(rec);
+                        self.issued.warm = Some(self.source.taken(self.issued.phase));
                         self.source = *main;
                         self.phase = MEASURED;
                     }
@@ -671,8 +718,15 @@ impl<D: Driver> Worker<D> {
             self.ending.stopped_at = Some(now);
             self.source.stop();
             self.main = None;
-            self.admit.held = None;
-            self.admit.queue.clear();
+            for (_, phase) in self
+                .admit
+                .held
+                .take()
+                .into_iter()
+                .chain(self.admit.queue.drain(..))
+            {
+                self.issued.unissued[phase] += 1;
+            }
         }
         let mut oldest = None;
         if let Some(first) = self.slots.oldest_sent() {
@@ -781,6 +835,7 @@ mod tests {
             listeners: 0,
             drain: Duration::ZERO,
             spin: Duration::ZERO,
+            phase: 0,
         };
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let rec = crate::record::Recorder::shared(0, 1, (1, 0), tx);

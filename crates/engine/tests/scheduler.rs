@@ -81,6 +81,7 @@ impl Driver for Fifo {
 fn config(load: LoadSpec) -> EngineConfig {
     EngineConfig {
         spin: Duration::ZERO,
+        phase: 0,
         load,
         seed: 1,
         warmup: Duration::ZERO,

@@ -11,6 +11,7 @@ mod outcome;
 mod proc;
 mod rusage;
 mod snapshot;
+mod spans;
 mod traffic;
 mod verdict;
 
@@ -21,5 +22,6 @@ pub use outcome::{Lap, Outcome};
 pub use proc::{ClientLap, ProcSample};
 pub use rusage::{raise_open_files, ProcessUsage, Usage};
 pub use snapshot::{ErrorCounts, KindStats, Snapshot};
+pub use spans::{issued, Span};
 pub use traffic::{count_received, count_sent, take_traffic};
 pub use verdict::{Check, Results, Verdict};

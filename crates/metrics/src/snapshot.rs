@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::{ErrorKind, Histo, OpError};
+use crate::{ErrorKind, Histo, OpError, Span};
 
 /// Error counts of one operation kind.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -126,6 +126,9 @@ pub struct Snapshot {
     /// Connections that gave up on the target (down for longer than the
     /// timeout) before the run's end.
     pub gave_up: u64,
+    /// The indices each worker issued, added once by each worker when it
+    /// is done (see [`Span`]); merged by concatenation.
+    pub spans: Vec<Span>,
 }
 
 impl Snapshot {
@@ -265,6 +268,7 @@ impl Snapshot {
         self.reconnects += other.reconnects;
         self.connect_failures += other.connect_failures;
         self.gave_up += other.gave_up;
+        self.spans.extend_from_slice(&other.spans);
     }
 
     /// Zero every count, keeping allocations for reuse.
@@ -284,6 +288,7 @@ impl Snapshot {
         self.reconnects = 0;
         self.connect_failures = 0;
         self.gave_up = 0;
+        self.spans.clear();
     }
 }
 

@@ -327,6 +327,7 @@ fn merge_measured<'a>(
         add(&mut out.gave_up, m.gave_up)?;
         add(&mut out.reopened_waiting, m.reopened_waiting)?;
         add(&mut out.reopen_failed_waiting, m.reopen_failed_waiting)?;
+        out.spans.extend_from_slice(&m.spans);
     }
     for (k, [lat, svc, lag]) in kinds.iter_mut().zip(&hists) {
         k.latency = HistSummary::of(lat);

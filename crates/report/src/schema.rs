@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use loadrig_metrics::{
-    ClientLap, ErrorKind, Histo, KindStats, Lap, Outcome, Results, Snapshot, Usage, Verdict,
+    ClientLap, ErrorKind, Histo, KindStats, Lap, Outcome, Results, Snapshot, Span, Usage, Verdict,
 };
 use loadrig_spec::{RunSpec, Shard};
 use serde::{Deserialize, Serialize};
@@ -130,6 +130,11 @@ pub struct Measured {
     pub reopened_waiting: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reopen_failed_waiting: u64,
+    /// The operation indices each worker issued, `[phase, first, stride,
+    /// count]` (loadrig_metrics::Span): what verification recomputes the
+    /// writes from. Absent from reports written before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<Span>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -355,6 +360,7 @@ impl Measured {
             gave_up: s.gave_up,
             reopened_waiting: 0,
             reopen_failed_waiting: 0,
+            spans: s.spans.clone(),
         }
     }
 
@@ -382,6 +388,7 @@ impl Measured {
         s.reconnects = self.reconnects;
         s.connect_failures = self.connect_failures;
         s.gave_up = self.gave_up;
+        s.spans.clone_from(&self.spans);
         Ok(s)
     }
 }

@@ -45,7 +45,7 @@ pub(super) async fn single<B: Bench>(
     } else {
         prepare(&mut bench, &mut p, &d).await?
     };
-    let cfg = EngineConfig {
+    let mut cfg = EngineConfig {
         load: spec.load.clone(),
         seed: spec.seed,
         warmup: Duration::from_secs_f64(spec.warmup_secs),
@@ -56,6 +56,7 @@ pub(super) async fn single<B: Bench>(
         listeners: bench.listeners(),
         drain: bench.drain(),
         spin: Duration::from_secs_f64(spec.spin_secs),
+        phase: 0,
     };
     // One phase running every kind, or (redis-benchmark's tests) one per
     // kind, one after the other, each over fresh connections.
@@ -91,6 +92,7 @@ pub(super) async fn single<B: Bench>(
     for phase in phases {
         if let Some(k) = phase {
             bench.enter(k);
+            cfg.phase = u32::try_from(k).unwrap_or(u32::MAX);
         }
         let conns = spec.load.connections as usize + cfg.listeners;
         let mut drivers = Vec::with_capacity(conns);

@@ -601,3 +601,7 @@ pub mod delayed;
 
 /// A Redis-compatible server that refuses SELECT, MGET, INFO, SCAN, ...
 pub mod subset;
+
+/// A proxy that renames the key of every n-th write: lost writes whose
+/// counts add up.
+pub mod lossy;

@@ -16,6 +16,7 @@ mod http;
 mod json;
 mod kube;
 mod kv;
+mod lossy;
 mod manual;
 mod memcache;
 mod multi;

@@ -423,7 +423,7 @@ fn no_server_is_exit_3() {
 }
 
 /// A second memcached of the test's own, on a free port.
-fn own_memcached() -> OwnServer {
+pub(crate) fn own_memcached() -> OwnServer {
     OwnServer::start(memcached_on, None, "scripts/services up memcached")
 }
 

@@ -9,9 +9,10 @@
 //! Then a sample of the keys the run stored is read back (after the
 //! counters, which the reads would move): each one present must hold its
 //! value exactly; absent ones must be explained by evictions (or by sets
-//! that failed). Which keys were stored is known for a run by count over
-//! the whole index space with no warm-up; otherwise the sample is drawn
-//! from the whole windows and only the values present are judged.
+//! that failed). Which keys were stored is recomputed from the indices
+//! the run issued, in every mode (by count or by time, with warm-up, over
+//! processes); only a report without them has its sample drawn from the
+//! whole windows, judging just the values present.
 //!
 //! Clean-up deletes every key the run may have written, on every server.
 //! `flush_all` is not used: the servers may hold other data.
@@ -20,7 +21,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Buf;
-use loadrig_metrics::{ErrorKind, Snapshot};
+use loadrig_metrics::{ErrorKind, Snapshot, Span};
 use loadrig_spec::Stop;
 use loadrig_wire::kv::memcache::text::{self, Response};
 use loadrig_wire::kv::memcache::McError;
@@ -118,35 +119,85 @@ pub(super) async fn stats<B: MemcacheBackend>(backend: &B) -> Result<Stats, Targ
     Ok(sum)
 }
 
-/// Slots of window `w` the run stored, when that is known: `Some(n)`
-/// means slots `0..n`. Known for a run by count over the whole index
-/// space that issued every operation it planned (`issued`: not one
-/// interrupted by a signal, which verifies what it issued, not its plan).
-fn stored(load: &Load, stop: Stop, whole: bool, issued: u64, w: u64) -> Option<u64> {
+/// Slots of window `w` a run by count over the whole index space would
+/// store: `Some(n)` means slots `0..n`; `None`, any slot (clean-up's
+/// superset).
+fn planned(load: &Load, stop: Stop, whole: bool, w: u64) -> Option<u64> {
     match stop {
-        Stop::Count(n) if whole && issued >= n => {
-            Some(load.sets_before(load.ops_in(w, n)).min(load.spec.window))
-        }
+        Stop::Count(n) if whole => Some(load.sets_before(load.ops_in(w, n)).min(load.spec.window)),
         _ => None,
     }
 }
 
-/// Up to [`SAMPLE`] (window, slot) pairs spread evenly over `0..slots(w)`
-/// of every window.
-fn sample(load: &Load, slots: impl Fn(u64) -> u64) -> Vec<(u64, u64)> {
-    let total: u64 = (0..load.windows).map(&slots).sum();
+/// A run of slots of one window: `len` slots from `from`, wrapping at the
+/// window's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slots {
+    window: u64,
+    from: u64,
+    len: u64,
+}
+
+/// The slots the run stored, recomputed from the spans of indices it
+/// issued (every mode: by count or by time, warm-up, every process):
+/// index `i` is operation `i / W` of window `i mod W`, and a window's
+/// sets fill its slots in order, wrapping. `None` when the counts carry
+/// no spans (an old report) or the spans are not strided by the windows.
+fn stored(load: &Load, spans: &[Span], ok: u64) -> Option<Vec<Slots>> {
+    if spans.is_empty() && ok > 0 {
+        return None;
+    }
+    let size = load.spec.window.max(1);
+    let mut runs = Vec::new();
+    for s in spans {
+        if s.stride != load.windows {
+            return None;
+        }
+        let j = s.first / load.windows;
+        let from = load.sets_before(j);
+        let sets = load
+            .sets_before(j.saturating_add(s.count))
+            .saturating_sub(from);
+        if sets > 0 {
+            runs.push(Slots {
+                window: s.first % load.windows,
+                from: from % size,
+                len: sets.min(size),
+            });
+        }
+    }
+    Some(runs)
+}
+
+/// Every slot of every window, as runs.
+fn all_slots(load: &Load) -> Vec<Slots> {
+    (0..load.windows)
+        .map(|window| Slots {
+            window,
+            from: 0,
+            len: load.spec.window,
+        })
+        .collect()
+}
+
+/// Up to about [`SAMPLE`] distinct (window, slot) pairs spread evenly over
+/// `runs`.
+fn sample(load: &Load, runs: &[Slots]) -> Vec<(u64, u64)> {
+    let size = load.spec.window.max(1);
+    let total: u64 = runs.iter().map(|r| r.len).fold(0, u64::saturating_add);
     let step = total.div_ceil(SAMPLE).max(1);
     let mut out = Vec::new();
     let mut pos = 0u64;
-    for w in 0..load.windows {
-        let n = slots(w);
-        let mut slot = (step - pos % step) % step;
-        while slot < n {
-            out.push((w, slot));
-            slot += step;
+    for r in runs {
+        let mut k = (step - pos % step) % step;
+        while k < r.len {
+            out.push((r.window, (r.from + k) % size));
+            k += step;
         }
-        pos += n;
+        pos += r.len;
     }
+    out.sort_unstable();
+    out.dedup();
     out
 }
 
@@ -237,11 +288,9 @@ pub(super) async fn verify<B: MemcacheBackend>(
         .in_doubt(get_doubt),
     ];
     let evicted = delta(after.evictions, before.evictions).max(0);
-    let issued: u64 = counted.kinds.iter().map(|k| k.count()).sum();
-    let exact = stored(load, bench.stop, bench.whole, issued, 0).is_some();
-    let keys = sample(load, |w| {
-        stored(load, bench.stop, bench.whole, issued, w).unwrap_or(load.spec.window)
-    });
+    let runs = stored(load, &counted.spans, ok(SET) as u64);
+    let exact = runs.is_some();
+    let keys = sample(load, runs.as_deref().unwrap_or(&all_slots(load)));
     let index: HashMap<(u64, u64), usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let mut present = vec![false; keys.len()];
     let mut bad = 0i64;
@@ -276,7 +325,7 @@ pub(super) async fn verify<B: MemcacheBackend>(
     } else {
         said.push(format!(
             "{} keys found of {} sampled, all with their values (which keys were stored is \
-             known only for a complete run by count with no warm-up)",
+             not known: a report without the indices issued)",
             group(there as u64),
             group(keys.len() as u64)
         ));
@@ -313,7 +362,7 @@ pub(super) async fn clean<B: MemcacheBackend>(bench: &MemcacheBench<B>) -> Resul
         let mut queued = 0;
         for w in 0..load.windows {
             // Every key planned: a superset of what an interrupted run stored.
-            let n = stored(load, bench.stop, bench.whole, u64::MAX, w).unwrap_or(load.spec.window);
+            let n = planned(load, bench.stop, bench.whole, w).unwrap_or(load.spec.window);
             for slot in 0..n {
                 load.key(w, slot, &mut key);
                 text::encode_delete(c.out(), &key, true)
@@ -361,20 +410,69 @@ mod tests {
         let load = Load::new(spec, 4, 1);
         // 100,000 operations over 4 windows: 2,500 sets each, the window
         // of 1,000 wrapped.
-        let all = u64::MAX;
+        assert_eq!(planned(&load, Stop::Count(100_000), true, 3), Some(1000));
+        assert_eq!(planned(&load, Stop::Count(400), true, 0), Some(10));
+        assert_eq!(planned(&load, Stop::Count(400), false, 0), None);
+        assert_eq!(planned(&load, Stop::Seconds(1.0), true, 0), None);
+        // Worker 1 issued 95 operations (10 sets), worker 3 none: window 1
+        // holds slots 0..10, the others nothing.
+        let span = |first: u64, count: u64| Span {
+            phase: 0,
+            first,
+            stride: 4,
+            count,
+        };
+        let runs = stored(&load, &[span(1, 95)], 10).unwrap();
         assert_eq!(
-            stored(&load, Stop::Count(100_000), true, all, 3),
-            Some(1000)
+            runs,
+            vec![Slots {
+                window: 1,
+                from: 0,
+                len: 10
+            }]
         );
-        assert_eq!(stored(&load, Stop::Count(400), true, 400, 0), Some(10));
-        assert_eq!(stored(&load, Stop::Count(400), false, all, 0), None);
-        assert_eq!(stored(&load, Stop::Seconds(1.0), true, all, 0), None);
-        // Interrupted: fewer issued than planned, so which keys is unknown.
-        assert_eq!(stored(&load, Stop::Count(400), true, 399, 0), None);
-        let s = sample(&load, |_| 1000);
+        // A warm-up's span lands mid-window, wrapping: 2^62 + 2 is window
+        // 2, operation 2^60 of it, whose sets start at slot 2^60/10 mod
+        // 1,000 (= 6, wrapping after 994).
+        let warm = stored(&load, &[span((1 << 62) + 2, 20_000)], 1).unwrap();
+        assert_eq!(warm.len(), 1);
+        assert_eq!((warm[0].window, warm[0].len), (2, 1000));
+        assert_eq!(warm[0].from, load.sets_before((1u64 << 62) / 4) % 1000);
+        // No spans: unknown, unless nothing was stored.
+        assert_eq!(stored(&load, &[], 5), None);
+        assert_eq!(stored(&load, &[], 0), Some(vec![]));
+        // Spans strided otherwise than the windows: unknown.
+        assert_eq!(
+            stored(
+                &load,
+                &[Span {
+                    stride: 3,
+                    ..span(0, 9)
+                }],
+                1
+            ),
+            None
+        );
+        let s = sample(&load, &all_slots(&load));
         assert_eq!(s.len(), 4000);
-        let s = sample(&load, |w| if w == 0 { 30_000 } else { 0 });
-        assert_eq!(s.len(), 10_000);
-        assert_eq!(&s[..2], &[(0, 0), (0, 3)]);
+        let one = Slots {
+            window: 0,
+            from: 0,
+            len: 30_000,
+        };
+        let s = sample(&load, &[one]);
+        // 30,000 slots of a 1,000-slot window: every third, wrapped, is
+        // each slot once.
+        assert_eq!(s.len(), 1000);
+        assert_eq!(&s[..2], &[(0, 0), (0, 1)]);
+        let wrapped = Slots {
+            window: 3,
+            from: 998,
+            len: 4,
+        };
+        assert_eq!(
+            sample(&load, &[wrapped]),
+            vec![(3, 0), (3, 1), (3, 998), (3, 999)]
+        );
     }
 }

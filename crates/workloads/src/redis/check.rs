@@ -12,14 +12,14 @@
 //! removes the families the run touched.
 
 use loadrig_metrics::{ErrorKind, Snapshot};
-use loadrig_spec::{RedisSpec, RedisTest, Stop};
+use loadrig_spec::{RedisSpec, RedisTest};
 use serde::{Deserialize, Serialize};
 
 use super::command::{self, put_digits};
 use super::read::{self, scan, Lacks, Reader};
 use super::{test_seed, RedisBackend, RedisBench, RespAdmin, Value};
 use crate::{group, group_i, Check, Results, TargetError, Verdict};
-use loadrig_engine::rng::Rng;
+use loadrig_engine::{rng::Rng, WARMUP_INDEX_BASE};
 
 /// Where a test's writes (or pops) land.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,6 +181,13 @@ impl Tally<'_> {
     fn kind(&self, t: RedisTest) -> Option<&loadrig_metrics::KindStats> {
         let i = self.spec.tests.iter().position(|x| *x == t)?;
         self.s.kinds.get(i)
+    }
+
+    /// The engine phase that ran test `t`: the tests run one after the
+    /// other, each its own phase numbered by its place.
+    fn phase(&self, t: RedisTest) -> Option<u32> {
+        let i = self.spec.tests.iter().position(|x| *x == t)?;
+        u32::try_from(i).ok()
     }
 
     fn ok(&self, t: RedisTest) -> i64 {
@@ -346,12 +353,12 @@ pub(super) async fn verify<B: RedisBackend>(
 }
 
 /// `key:*` after SET/MSET. Without `-r` every write goes to
-/// `key:__rand_int__`: it must hold the data. With `-r`, when the run
-/// issued every index of its `-n` and every write was acknowledged, the
-/// keys are known (each a pure function of seed and index): every one
-/// must be there, holding the data, except that a write that failed may
-/// have left its key out (a server killed and restarted loses far more).
-/// Otherwise only counts are checked.
+/// `key:__rand_int__`: it must hold the data. With `-r` the keys are
+/// known from the indices the run issued, in every mode (each key a pure
+/// function of seed and index, [`exact_writes`]): every one must be there,
+/// holding the data, except that a write that failed may have left its
+/// key out (a server killed and restarted loses far more). Counts that
+/// carry no spans (an old report) have only the keys found checked.
 async fn strings<B: RedisBackend>(
     bench: &RedisBench<B>,
     t: &Tally<'_>,
@@ -606,8 +613,8 @@ fn candidates(written: &[Write], tags: &[Vec<[u8; 3]>]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// `key:*` when which keys were written is not known (a run by time, or
-/// writes not all acknowledged): the ones present are found by SCAN. At
+/// `key:*` when which keys were written is not known (a report written
+/// before the spans were kept): the ones present are found by SCAN. At
 /// least one must be there when any write was acknowledged (a server that
 /// keeps nothing fails), no more than the writes issued, and every one must
 /// hold the data.
@@ -657,7 +664,7 @@ async fn found_keys<B: RedisBackend>(
     ));
     checks.push(Check::new("keys written holding other data", 0, wrong));
     said.push(format!(
-        "{} key:* found (which ones were written is not known: a run by time, a shard, or too many), all holding the data",
+        "{} key:* found (which ones were written is not known: a report without the indices issued), all holding the data",
         group(present_n as u64)
     ));
     Ok(())
@@ -669,54 +676,58 @@ fn number_of(key: &[u8]) -> Option<u64> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
-/// Every key SET and MSET wrote, when they are known (a run by count
-/// over the whole index space), as (the worker that issued it, the draw
-/// that chose its command's cluster tag, its number): the tag is drawn
-/// from the command's first key, so MSET's ten keys share their first's;
-/// operation `i` is worker `i mod connections`'s. In the order drawn, a
-/// key drawn twice listed twice. With how many writes failed.
+/// Every key SET and MSET wrote, recomputed from the indices the run
+/// issued (the counted snapshot's spans: every mode, by count or by time,
+/// warm-up and every process included), as (the worker that issued it,
+/// the draw that chose its command's cluster tag, its number): the tag is
+/// drawn from the command's first key, so MSET's ten keys share their
+/// first's; an index's worker is its position in the stride modulo the
+/// connections. In the order drawn, a key drawn twice listed twice. Past
+/// [`MAX_EXACT_DRAWS`] an even sample of the indices (every `step`-th of
+/// each worker's). With how many writes failed (in doubt, refused,
+/// dropped: each may have left its key out). `None` when the counts
+/// carry no spans (a report written before they were kept).
 fn exact_writes<B: RedisBackend>(
     bench: &RedisBench<B>,
     t: &Tally<'_>,
     r: u64,
 ) -> Option<(Vec<Write>, i64)> {
-    let Stop::Count(n) = bench.stop else {
-        return None;
-    };
-    if !bench.whole {
-        return None;
-    }
     let mut draws = 0u64;
     let mut failed = 0u64;
     let mut runs = Vec::new();
     for (test, per) in [(RedisTest::Set, 1u64), (RedisTest::Mset, 10)] {
-        let Some(k) = t.kind(test) else { continue };
-        // Every index issued: the failed ones among them too.
-        if k.count() != n {
+        let (Some(k), Some(phase)) = (t.kind(test), t.phase(test)) else {
+            continue;
+        };
+        let issued = loadrig_metrics::issued(&t.s.spans, phase);
+        if issued == 0 && k.ok > 0 {
             return None;
         }
-        failed += (n - k.ok.min(n)) * per;
-        draws += n * per;
-        runs.push((test, per));
+        failed = failed.saturating_add(k.count().saturating_sub(k.ok).saturating_mul(per));
+        draws = draws.saturating_add(issued.saturating_mul(per));
+        runs.push((test, per, phase));
     }
-    if draws > MAX_EXACT_DRAWS {
-        return None;
-    }
-    let mut written = Vec::with_capacity(usize::try_from(draws).unwrap_or(0));
-    for (test, per) in runs {
+    let step = draws.div_ceil(MAX_EXACT_DRAWS).max(1);
+    let mut written = Vec::with_capacity(usize::try_from(draws / step).unwrap_or(0));
+    for (test, per, phase) in runs {
         let seed = test_seed(bench.seed, test);
-        for i in 0..n {
-            let mut rng = Rng::for_op(seed, i);
-            let mut first = None;
-            let worker = i.checked_rem(bench.connections).unwrap_or(0);
-            for _ in 0..per {
-                let d = rng.below(r);
-                let tag = *first.get_or_insert(d);
-                written.push(Write {
-                    worker,
-                    tag,
-                    number: d % 1_000_000_000_000,
-                });
+        for span in t.s.spans.iter().filter(|s| s.phase == phase) {
+            for k in (0..span.count).step_by(usize::try_from(step).unwrap_or(usize::MAX)) {
+                let i = span.index(k);
+                let mut rng = Rng::for_op(seed, i);
+                let mut first = None;
+                let worker = (i & (WARMUP_INDEX_BASE - 1))
+                    .checked_rem(bench.connections)
+                    .unwrap_or(0);
+                for _ in 0..per {
+                    let d = rng.below(r);
+                    let tag = *first.get_or_insert(d);
+                    written.push(Write {
+                        worker,
+                        tag,
+                        number: d % 1_000_000_000_000,
+                    });
+                }
             }
         }
     }

@@ -1,0 +1,178 @@
+//! A proxy that loses writes the way a broken store does: every write is
+//! acknowledged by the real server behind it, and the server's own
+//! counters add up, but every `every`-th write lands under another key
+//! (its first byte changed), so the key the client wrote is not there.
+//! Replies pass back untouched, so pipelining and timing are the server's.
+//! Commands are parsed on the way in only to find the writes: RESP
+//! (`SET`, Redis) and memcached's text protocol (`set`).
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The protocol whose writes are counted and renamed.
+#[derive(Debug, Clone, Copy)]
+pub enum Proto {
+    Resp,
+    MemcacheText,
+}
+
+pub struct Lossy {
+    pub port: u16,
+    /// Writes renamed, over every connection.
+    pub lost: Arc<AtomicU64>,
+}
+
+impl Lossy {
+    /// Proxy a fresh local port to `127.0.0.1:upstream`, losing every
+    /// `every`-th write.
+    pub fn start(upstream: u16, proto: Proto, every: u64) -> Lossy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let writes = Arc::new(AtomicU64::new(0));
+        let lost = Arc::new(AtomicU64::new(0));
+        let (w, l) = (writes.clone(), lost.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                };
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || copy(s2, c2));
+                let (w, l) = (w.clone(), l.clone());
+                std::thread::spawn(move || rewrite(client, server, proto, every, &w, &l));
+            }
+        });
+        Lossy { port, lost }
+    }
+}
+
+/// Server to client, as it comes.
+fn copy(mut from: TcpStream, mut to: TcpStream) {
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 || to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}
+
+/// Client to server, whole commands at a time, every `every`-th write's
+/// key renamed in place (same length, so the framing stands).
+fn rewrite(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    proto: Proto,
+    every: u64,
+    writes: &AtomicU64,
+    lost: &AtomicU64,
+) {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut done = 0;
+        while let Some((len, key)) = command(&buf[done..], proto) {
+            if let Some(at) = key {
+                if writes.fetch_add(1, Ordering::Relaxed) % every == every - 1 {
+                    lost.fetch_add(1, Ordering::Relaxed);
+                    let b = &mut buf[done + at];
+                    *b = if *b == b'~' { b'!' } else { b'~' };
+                }
+            }
+            done += len;
+        }
+        if to.write_all(&buf[..done]).is_err() {
+            break;
+        }
+        buf.drain(..done);
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}
+
+/// The length of the whole command at the start of `b`, and where its key
+/// starts when it is a write; `None` while it is incomplete.
+fn command(b: &[u8], proto: Proto) -> Option<(usize, Option<usize>)> {
+    match proto {
+        Proto::Resp => resp(b),
+        Proto::MemcacheText => memcache(b),
+    }
+}
+
+fn line(b: &[u8], from: usize) -> Option<usize> {
+    b.get(from..)?
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .map(|i| from + i)
+}
+
+fn number(b: &[u8]) -> Option<i64> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// `*N\r\n` then N bulk strings; an inline command is one line.
+fn resp(b: &[u8]) -> Option<(usize, Option<usize>)> {
+    let end = line(b, 0)?;
+    if b.first() != Some(&b'*') {
+        return Some((end + 2, None));
+    }
+    let n = number(&b[1..end])?;
+    let mut pos = end + 2;
+    let mut args = Vec::new();
+    for _ in 0..n {
+        let e = line(b, pos)?;
+        let size = usize::try_from(number(b.get(pos + 1..e)?)?).ok()?;
+        let start = e + 2;
+        if b.len() < start + size + 2 {
+            return None;
+        }
+        args.push(start);
+        pos = start + size + 2;
+    }
+    let is_set = args
+        .first()
+        .and_then(|&a| b.get(a..a + 3))
+        .is_some_and(|name| name.eq_ignore_ascii_case(b"set"))
+        && n >= 3;
+    Some((pos, is_set.then(|| args[1])))
+}
+
+/// `set <key> <flags> <exptime> <bytes> [noreply]\r\n<data>\r\n`; any
+/// other command is one line.
+fn memcache(b: &[u8]) -> Option<(usize, Option<usize>)> {
+    let end = line(b, 0)?;
+    let head = &b[..end];
+    if !head.starts_with(b"set ") {
+        return Some((end + 2, None));
+    }
+    let bytes = head.split(|c| *c == b' ').nth(4).and_then(number)?;
+    let total = end + 2 + usize::try_from(bytes).ok()? + 2;
+    (b.len() >= total).then_some((total, Some(4)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_framed_and_writes_found() {
+        let set = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$2\r\nab\r\n";
+        assert_eq!(resp(set), Some((set.len(), Some(17))));
+        assert_eq!(&set[17..22], b"key:1");
+        assert_eq!(resp(&set[..set.len() - 1]), None);
+        assert_eq!(resp(b"*1\r\n$4\r\nPING\r\n"), Some((14, None)));
+        let mc = b"set kk 0 0 2\r\nab\r\nget kk\r\n";
+        assert_eq!(memcache(mc), Some((18, Some(4))));
+        assert_eq!(memcache(&mc[18..]), Some((8, None)));
+        assert_eq!(memcache(&mc[..10]), None);
+    }
+}
