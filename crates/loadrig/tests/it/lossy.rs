@@ -7,7 +7,7 @@
 //! missing keys counted) and once straight to the server (it passes, every
 //! key accounted for), so a check that could not fail would show.
 
-use crate::common::lossy::{Lossy, Proto};
+use crate::common::lossy::{Harm, Lossy, Proto};
 use crate::common::{check_of, run_reported, verdict};
 use crate::memcache::own_memcached;
 use crate::redis::own_redis;
@@ -46,7 +46,7 @@ fn judged(args: &[&str], mode: &[&str], url: &str, check: &str) -> (Option<(i64,
 #[test]
 fn lost_redis_writes_fail_verification_in_every_mode() {
     let server = own_redis();
-    let proxy = Lossy::start(server.port, Proto::Resp, 10);
+    let proxy = Lossy::start(server.port, Proto::Resp, 10, Harm::Key);
     let args = ["run", "redis", "--tests", "set", "-r", "1000000", "-c", "4"];
     let direct = format!("redis://127.0.0.1:{}", server.port);
     let lossy = format!("redis://127.0.0.1:{}", proxy.port);
@@ -72,7 +72,7 @@ fn lost_redis_writes_fail_verification_in_every_mode() {
 #[test]
 fn lost_memcached_writes_fail_verification_in_every_mode() {
     let server = own_memcached();
-    let proxy = Lossy::start(server.port, Proto::MemcacheText, 10);
+    let proxy = Lossy::start(server.port, Proto::MemcacheText, 10, Harm::Key);
     // Small values, so that memcached evicts nothing that would excuse
     // a missing key.
     let args = [
@@ -96,5 +96,48 @@ fn lost_memcached_writes_fail_verification_in_every_mode() {
         assert!(!passed, "{mode:?}: writes lost and verified ok");
         let missing = found.map_or(0, |(_, f)| f);
         assert!(missing > 0, "{mode:?}: none found missing");
+    }
+}
+
+/// A store that keeps every key but changes some values is caught by the
+/// after-run comparison of the values (Redis's `key:*` read back,
+/// memcached's sample), by count and by time.
+#[test]
+fn changed_values_fail_verification() {
+    let redis = own_redis();
+    let memcached = own_memcached();
+    let harmed = [
+        (
+            Lossy::start(redis.port, Proto::Resp, 10, Harm::Value),
+            "redis",
+            &["run", "redis", "--tests", "set", "-r", "1000000", "-c", "4"][..],
+            "keys written holding other data",
+        ),
+        (
+            Lossy::start(memcached.port, Proto::MemcacheText, 10, Harm::Value),
+            "memcache",
+            &[
+                "run",
+                "memcache",
+                "--ratio",
+                "1:0",
+                "--value-size",
+                "32",
+                "-c",
+                "4",
+            ][..],
+            "keys read back holding another value",
+        ),
+    ];
+    for (proxy, scheme, args, check) in &harmed {
+        let url = format!("{scheme}://127.0.0.1:{}", proxy.port);
+        for mode in [&["-n", "3000"][..], &["-d", "1"]] {
+            let (found, passed) = judged(args, mode, &url, check);
+            assert!(!passed, "{scheme} {mode:?}: changed values verified ok");
+            assert!(
+                found.is_some_and(|(want, got)| want == 0 && got > 0),
+                "{scheme} {mode:?}: {found:?}"
+            );
+        }
     }
 }

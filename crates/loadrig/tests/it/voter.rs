@@ -153,6 +153,50 @@ fn a_row_deleted_behind_the_clients_back_fails_verify_with_exit_1() {
     );
 }
 
+/// Votes moved from one contestant to another keep the row count: only
+/// the per-contestant check sees them.
+#[test]
+fn votes_moved_between_contestants_fail_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("voter.db");
+    let out = dir.path().join("r.json");
+    let url = format!("sqlite://{}", db.display());
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "-n",
+        "3000",
+        "--target",
+        &url,
+        "--no-verify",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let ok = loadrig(&["verify", out.to_str().unwrap()]);
+    assert_eq!(ok.code, 0, "untouched database must verify:\n{}", ok.dump());
+
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let moved = c
+        .execute(
+            "UPDATE votes SET contestant_number = 7 - contestant_number
+             WHERE rowid IN (SELECT rowid FROM votes WHERE contestant_number <> 7 - contestant_number LIMIT 5)",
+            [],
+        )
+        .unwrap();
+    assert_eq!(moved, 5);
+    drop(c);
+
+    let bad = loadrig(&["verify", out.to_str().unwrap()]);
+    assert_eq!(bad.code, 1, "{}", bad.dump());
+    assert!(
+        bad.stdout.contains("FAILED (votes for ")
+            && !bad.stdout.contains("rows added = votes accepted: expected"),
+        "{}",
+        bad.dump()
+    );
+}
+
 #[test]
 fn a_second_run_on_the_same_database_verifies_against_its_own_baseline() {
     let dir = tempfile::tempdir().unwrap();

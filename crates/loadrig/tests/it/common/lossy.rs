@@ -1,7 +1,8 @@
 //! A proxy that loses writes the way a broken store does: every write is
 //! acknowledged by the real server behind it, and the server's own
 //! counters add up, but every `every`-th write lands under another key
-//! (its first byte changed), so the key the client wrote is not there.
+//! (its first byte changed), so the key the client wrote is not there;
+//! or it lands with its value's first byte changed ([`Harm::Value`]).
 //! Replies pass back untouched, so pipelining and timing are the server's.
 //! Commands are parsed on the way in only to find the writes: RESP
 //! (`SET`, Redis) and memcached's text protocol (`set`).
@@ -11,11 +12,20 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// The protocol whose writes are counted and renamed.
+/// The protocol whose writes are counted and harmed.
 #[derive(Debug, Clone, Copy)]
 pub enum Proto {
     Resp,
     MemcacheText,
+}
+
+/// What happens to every `every`-th write.
+#[derive(Debug, Clone, Copy)]
+pub enum Harm {
+    /// Stored under another key: the one written is missing.
+    Key,
+    /// Stored with another value.
+    Value,
 }
 
 pub struct Lossy {
@@ -25,9 +35,9 @@ pub struct Lossy {
 }
 
 impl Lossy {
-    /// Proxy a fresh local port to `127.0.0.1:upstream`, losing every
+    /// Proxy a fresh local port to `127.0.0.1:upstream`, harming every
     /// `every`-th write.
-    pub fn start(upstream: u16, proto: Proto, every: u64) -> Lossy {
+    pub fn start(upstream: u16, proto: Proto, every: u64, harm: Harm) -> Lossy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let writes = Arc::new(AtomicU64::new(0));
@@ -44,7 +54,7 @@ impl Lossy {
                 let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
                 std::thread::spawn(move || copy(s2, c2));
                 let (w, l) = (w.clone(), l.clone());
-                std::thread::spawn(move || rewrite(client, server, proto, every, &w, &l));
+                std::thread::spawn(move || rewrite(client, server, (proto, harm), every, &w, &l));
             }
         });
         Lossy { port, lost }
@@ -63,11 +73,11 @@ fn copy(mut from: TcpStream, mut to: TcpStream) {
 }
 
 /// Client to server, whole commands at a time, every `every`-th write's
-/// key renamed in place (same length, so the framing stands).
+/// key or value changed in place (same length, so the framing stands).
 fn rewrite(
     mut from: TcpStream,
     mut to: TcpStream,
-    proto: Proto,
+    (proto, harm): (Proto, Harm),
     every: u64,
     writes: &AtomicU64,
     lost: &AtomicU64,
@@ -81,8 +91,12 @@ fn rewrite(
         };
         buf.extend_from_slice(&chunk[..n]);
         let mut done = 0;
-        while let Some((len, key)) = command(&buf[done..], proto) {
-            if let Some(at) = key {
+        while let Some((len, write)) = command(&buf[done..], proto) {
+            if let Some((key, value)) = write {
+                let at = match harm {
+                    Harm::Key => key,
+                    Harm::Value => value,
+                };
                 if writes.fetch_add(1, Ordering::Relaxed) % every == every - 1 {
                     lost.fetch_add(1, Ordering::Relaxed);
                     let b = &mut buf[done + at];
@@ -99,9 +113,12 @@ fn rewrite(
     let _ = to.shutdown(Shutdown::Write);
 }
 
+/// Where a write's key and value start.
+type Written = Option<(usize, usize)>;
+
 /// The length of the whole command at the start of `b`, and where its key
-/// starts when it is a write; `None` while it is incomplete.
-fn command(b: &[u8], proto: Proto) -> Option<(usize, Option<usize>)> {
+/// and value start when it is a write; `None` while it is incomplete.
+fn command(b: &[u8], proto: Proto) -> Option<(usize, Written)> {
     match proto {
         Proto::Resp => resp(b),
         Proto::MemcacheText => memcache(b),
@@ -120,7 +137,7 @@ fn number(b: &[u8]) -> Option<i64> {
 }
 
 /// `*N\r\n` then N bulk strings; an inline command is one line.
-fn resp(b: &[u8]) -> Option<(usize, Option<usize>)> {
+fn resp(b: &[u8]) -> Option<(usize, Written)> {
     let end = line(b, 0)?;
     if b.first() != Some(&b'*') {
         return Some((end + 2, None));
@@ -143,12 +160,12 @@ fn resp(b: &[u8]) -> Option<(usize, Option<usize>)> {
         .and_then(|&a| b.get(a..a + 3))
         .is_some_and(|name| name.eq_ignore_ascii_case(b"set"))
         && n >= 3;
-    Some((pos, is_set.then(|| args[1])))
+    Some((pos, is_set.then(|| (args[1], args[2]))))
 }
 
 /// `set <key> <flags> <exptime> <bytes> [noreply]\r\n<data>\r\n`; any
 /// other command is one line.
-fn memcache(b: &[u8]) -> Option<(usize, Option<usize>)> {
+fn memcache(b: &[u8]) -> Option<(usize, Written)> {
     let end = line(b, 0)?;
     let head = &b[..end];
     if !head.starts_with(b"set ") {
@@ -156,7 +173,7 @@ fn memcache(b: &[u8]) -> Option<(usize, Option<usize>)> {
     }
     let bytes = head.split(|c| *c == b' ').nth(4).and_then(number)?;
     let total = end + 2 + usize::try_from(bytes).ok()? + 2;
-    (b.len() >= total).then_some((total, Some(4)))
+    (b.len() >= total).then_some((total, Some((4, end + 2))))
 }
 
 #[cfg(test)]
@@ -166,12 +183,13 @@ mod tests {
     #[test]
     fn commands_are_framed_and_writes_found() {
         let set = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$2\r\nab\r\n";
-        assert_eq!(resp(set), Some((set.len(), Some(17))));
+        assert_eq!(resp(set), Some((set.len(), Some((17, 28)))));
+        assert_eq!(&set[28..30], b"ab");
         assert_eq!(&set[17..22], b"key:1");
         assert_eq!(resp(&set[..set.len() - 1]), None);
         assert_eq!(resp(b"*1\r\n$4\r\nPING\r\n"), Some((14, None)));
         let mc = b"set kk 0 0 2\r\nab\r\nget kk\r\n";
-        assert_eq!(memcache(mc), Some((18, Some(4))));
+        assert_eq!(memcache(mc), Some((18, Some((4, 14)))));
         assert_eq!(memcache(&mc[18..]), Some((8, None)));
         assert_eq!(memcache(&mc[..10]), None);
     }
