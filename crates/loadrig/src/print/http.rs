@@ -145,7 +145,10 @@ fn errors(k: &KindReport, kind: ErrorKind) -> u64 {
 }
 
 /// The block wrk prints, from `Running ...` to `Transfer/sec:`.
-pub fn wrk_lines(r: &Report) -> anyhow::Result<Vec<String>> {
+/// `with_rates`: with its closing rates (`Requests/sec`, over successful
+/// requests only; `Transfer/sec`), left out for a run that failed beyond
+/// its error gate.
+pub fn wrk_lines(r: &Report, with_rates: bool) -> anyhow::Result<Vec<String>> {
     let WorkloadSpec::Http(own) = &r.spec.workload else {
         return Ok(Vec::new());
     };
@@ -228,11 +231,13 @@ pub fn wrk_lines(r: &Report) -> anyhow::Result<Vec<String>> {
             0.0
         }
     };
-    out.push(format!("Requests/sec: {:9.2}", per_sec(answered as f64)));
-    out.push(format!(
-        "Transfer/sec: {:>10}B",
-        binary(per_sec(m.bytes_received as f64))
-    ));
+    if with_rates {
+        out.push(format!("Requests/sec: {:9.2}", per_sec(m.ok as f64)));
+        out.push(format!(
+            "Transfer/sec: {:>10}B",
+            binary(per_sec(m.bytes_received as f64))
+        ));
+    }
     Ok(out)
 }
 

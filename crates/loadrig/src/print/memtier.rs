@@ -9,6 +9,11 @@ use loadrig_spec::WorkloadSpec;
 
 const RULE: usize = 124;
 
+/// Whether the run prints memtier's table (a memtier load, `--ratio`).
+pub fn styled(r: &Report) -> bool {
+    matches!(&r.spec.workload, WorkloadSpec::Redis(s) if s.mix.is_some())
+}
+
 /// The table, or nothing when the run is not memtier's load.
 pub fn all_stats(r: &Report) -> anyhow::Result<Vec<String>> {
     let WorkloadSpec::Redis(spec) = &r.spec.workload else {
@@ -52,10 +57,7 @@ pub fn all_stats(r: &Report) -> anyhow::Result<Vec<String>> {
     for (row, kind) in [("Sets", "SET"), ("Gets", "GET")] {
         let k = m.kinds.iter().find(|k| k.name == kind);
         let (ops, lat) = match k {
-            Some(k) => (
-                k.ok + k.errors.iter().map(|(_, n)| n).sum::<u64>(),
-                Some(&k.latency),
-            ),
+            Some(k) => (k.ok, Some(&k.latency)),
             None => (0, None),
         };
         let (hit, miss) = match kind {
@@ -106,7 +108,7 @@ pub fn all_stats(r: &Report) -> anyhow::Result<Vec<String>> {
     lines.push(format!(
         "{:<6}{:14.2}{:13.2}{:13.2}{lat}{:13.2}",
         "Totals",
-        per_sec(m.ops),
+        per_sec(m.ok),
         per_sec(hits),
         per_sec(misses),
         per_sec(m.bytes_sent + m.bytes_received) / 1024.0,

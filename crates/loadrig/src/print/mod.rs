@@ -39,6 +39,8 @@ pub struct Printer {
     resources: bool,
     /// The Erlvolt bench's setup this run follows: its lines, not loadrig's laps.
     preset: Option<loadrig_spec::Preset>,
+    /// `--max-error-rate`: a test failing more than this gets no rate line.
+    gate: Option<f64>,
 }
 
 impl Printer {
@@ -68,6 +70,7 @@ impl Printer {
             total_secs,
             resources: false,
             preset: spec.preset,
+            gate: spec.max_error_rate,
         }
     }
 
@@ -147,6 +150,21 @@ impl Printer {
     /// `-q` line for the redis workload), in every mode.
     pub fn test_line(&mut self, title: &str, s: &Snapshot, kind: usize, elapsed: Duration) {
         if let Some(k) = s.kinds.get(kind) {
+            // A test that failed beyond the gate has no rate to give: one
+            // line on standard error says so, none looks like a result.
+            if beyond_gate(k.count(), k.errors.total(), self.gate) {
+                let why = k
+                    .errors
+                    .server_classes
+                    .first()
+                    .map_or(String::new(), |(c, _)| format!(" ({c})"));
+                eprintln!(
+                    "{title}: {} of {} requests failed{why}, more than --max-error-rate allows: no rate",
+                    percent(k.errors.total(), k.count()),
+                    group(k.count())
+                );
+                return;
+            }
             let line = redis::quiet_line(title, k, elapsed);
             match &mut self.tests_out {
                 Some(out) => {
@@ -230,19 +248,52 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
     lines.extend(error_lines(&report.measured));
     lines.push(overall(report));
     let style = report.spec.workload.output();
+    // A run that failed beyond its gate prints no peer's rate line: a
+    // script reading `Requests/sec`, `TPS` or `T/sec` must not take a
+    // failed run for a result. The overall line above says what did
+    // complete, per second, with the failures beside it.
+    let m = &report.measured;
+    let failed = beyond_gate(m.ops, m.errors, report.spec.max_error_rate);
     if style.net_rate {
-        lines.push(net_rate(&report.measured));
-        lines.push(memaslap_line(&report.measured));
+        lines.push(net_rate(m));
+        if !failed {
+            lines.push(memaslap_line(m));
+        }
     }
     if style.wrk {
-        lines.extend(http::wrk_lines(report)?);
+        lines.extend(http::wrk_lines(report, !failed)?);
     }
     if style.guide_units {
-        lines.push(guide_units(&report.measured));
+        lines.push(guide_units(m));
     }
-    lines.extend(erlvolt::closing(report));
-    lines.extend(memtier::all_stats(report)?);
+    let peer =
+        style.net_rate || style.wrk || report.spec.preset.is_some() || memtier::styled(report);
+    if failed && peer {
+        lines.push(format!(
+            "no rate in the peer's format: {} of the operations failed, more than --max-error-rate allows",
+            percent(m.errors, m.ops)
+        ));
+    } else {
+        lines.extend(erlvolt::closing(report));
+        lines.extend(memtier::all_stats(report)?);
+    }
     Ok(lines)
+}
+
+/// Whether `failed` of `ops` is more than the error gate (`--max-error-rate`)
+/// allows.
+pub fn beyond_gate(ops: u64, failed: u64, max: Option<f64>) -> bool {
+    max.is_some_and(|max| ops > 0 && failed as f64 / ops as f64 > max)
+}
+
+/// `12.34%` of `all`.
+fn percent(n: u64, all: u64) -> String {
+    let p = if all == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / all as f64
+    };
+    format!("{p:.2}%")
 }
 
 pub fn header(spec: &RunSpec) -> String {
@@ -549,7 +600,7 @@ pub fn memaslap_line(m: &Measured) -> String {
         "Run time: {:.1}s Ops: {} TPS: {:.0} Net_rate: {:.1}M/s",
         m.elapsed_secs,
         m.ops,
-        per_sec(m.ops as f64),
+        per_sec(m.ok as f64),
         per_sec((m.bytes_sent + m.bytes_received) as f64) / (1024.0 * 1024.0),
     )
 }

@@ -3,15 +3,16 @@
 //! layout (redis-benchmark 7.0's `printf` formats), figures from loadrig's
 //! measurements.
 //!
-//! `rps` is the replies per second over the test's own time (ok replies
-//! and error replies both: redis-benchmark counts every reply as a
-//! finished request); latencies are loadrig's per-request latency
+//! `rps` is the successful replies per second over the test's own time
+//! (redis-benchmark counts error replies too; loadrig's rates count
+//! completed operations only, and a test failing beyond the error gate
+//! gets no line at all); latencies are loadrig's per-request latency
 //! (completion minus intended start: in the closed loop, minus its send),
 //! in milliseconds, from the test's HDR histogram.
 
 use std::time::Duration;
 
-use loadrig_metrics::{ErrorKind, KindStats};
+use loadrig_metrics::KindStats;
 use loadrig_report::{KindReport, Report};
 
 /// redis-benchmark 7.0's CSV header, exactly.
@@ -31,30 +32,29 @@ fn per_sec(n: u64, secs: f64) -> f64 {
 
 /// `SET: 123456.79 requests per second, p50=0.231 msec`
 pub fn quiet_line(title: &str, k: &KindStats, elapsed: Duration) -> String {
-    let answered = k.ok + k.errors.get(ErrorKind::Server);
     format!(
         "{title}: {:.2} requests per second, p50={:.3} msec",
-        per_sec(answered, elapsed.as_secs_f64()),
+        per_sec(k.ok, elapsed.as_secs_f64()),
         ms(k.latency.percentile(50.0))
     )
 }
 
-/// The header, then one row per test, in run order.
+/// The header, then one row per test, in run order; a test that failed
+/// beyond the error gate has no row (its line on standard error says so).
 pub fn csv_rows(r: &Report) -> Vec<String> {
     let mut out = vec![HEADER.to_string()];
     for k in &r.measured.kinds {
+        let failed = k.count - k.ok.min(k.count);
+        if super::beyond_gate(k.count, failed, r.spec.max_error_rate) {
+            continue;
+        }
         out.push(row(k, k.secs(r.measured.elapsed_secs)));
     }
     out
 }
 
 fn row(k: &KindReport, secs: f64) -> String {
-    let server = k
-        .errors
-        .iter()
-        .find(|(e, _)| e == ErrorKind::Server.name())
-        .map_or(0, |(_, n)| *n);
-    let rps = per_sec(k.ok + server, secs);
+    let rps = per_sec(k.ok, secs);
     // The summary has no p95; the histogram is exact.
     let p95 = k.latency.histogram().map_or(0.0, |h| {
         if h.is_empty() {

@@ -26,6 +26,7 @@ mod percentiles;
 mod phases;
 mod plot;
 mod pubsub;
+mod rates;
 mod reading;
 mod readme;
 mod redis;

@@ -14,7 +14,7 @@ use loadrig_spec::{RedisSpec, RedisTest, RunSpec, Stop};
 use super::check;
 use super::command::{self, classify, Template};
 use super::mix::{self, Mix};
-use super::{RedisBackend, RespConn};
+use super::{cmd, RedisBackend, RespAdmin, RespConn, Value};
 use crate::stream::{self, ByteStream, StreamDriver};
 use crate::{Bench, Results, TargetError, Verdict};
 
@@ -242,6 +242,16 @@ impl<B: RedisBackend> RedisBench<B> {
     }
 }
 
+/// Whether an error reply says the client is not logged in, or not
+/// allowed (Redis's NOAUTH, WRONGPASS and NOPERM, and the older `ERR`
+/// wordings of a missing or wrong password).
+fn refuses_login(why: &str) -> bool {
+    let code = why.split_whitespace().next().unwrap_or("");
+    matches!(code, "NOAUTH" | "WRONGPASS" | "NOPERM")
+        || why.starts_with("ERR invalid password")
+        || why.starts_with("ERR operation not permitted")
+}
+
 impl<B: RedisBackend> Bench for RedisBench<B> {
     type Driver = RedisDriver<B::Conn>;
     type Target = B;
@@ -275,8 +285,22 @@ impl<B: RedisBackend> Bench for RedisBench<B> {
 
     async fn prepare(&mut self) -> Result<(), TargetError> {
         // Nothing to create: the tests make their keys. A server that is
-        // not there (or refuses the login or the database) is found by
-        // the baseline or the first connection.
+        // not there (or refuses the login or the database) is found here,
+        // before any load, as redis-benchmark stops at once: every server
+        // pinged, and an answer that asks for a login (NOAUTH, WRONGPASS,
+        // NOPERM) ends the run with the target's exit code rather than
+        // counting every request of the load as failed.
+        for s in 0..self.backend.servers() {
+            let mut a = self.backend.admin(s, self.spec.db()).await?;
+            if let Some(Value::Error(why)) = a.call(&[cmd(&["PING"])]).await?.pop() {
+                if refuses_login(&why) {
+                    return Err(TargetError::Unreachable {
+                        target: format!("Redis server {}", s + 1),
+                        reason: format!("the server wants a login: {why}"),
+                    });
+                }
+            }
+        }
         Ok(())
     }
 
