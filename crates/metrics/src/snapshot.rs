@@ -28,7 +28,7 @@ impl ErrorCounts {
     }
 
     pub fn total(&self) -> u64 {
-        self.by_kind.iter().sum()
+        self.by_kind.iter().fold(0, |a, b| a.saturating_add(*b))
     }
 
     pub fn get(&self, k: ErrorKind) -> u64 {
@@ -37,11 +37,11 @@ impl ErrorCounts {
 
     pub fn merge(&mut self, other: &ErrorCounts) {
         for (a, b) in self.by_kind.iter_mut().zip(other.by_kind) {
-            *a += b;
+            *a = a.saturating_add(b);
         }
         for &(class, n) in &other.server_classes {
             match self.server_classes.iter_mut().find(|(c, _)| *c == class) {
-                Some((_, m)) => *m += n,
+                Some((_, m)) => *m = m.saturating_add(n),
                 None => self.server_classes.push((class, n)),
             }
         }
@@ -78,7 +78,7 @@ impl KindStats {
     /// Everything recorded under this kind: operations settled, or for a
     /// kind of deliveries, the messages received.
     pub fn count(&self) -> u64 {
-        self.ok + self.errors.total()
+        self.ok.saturating_add(self.errors.total())
     }
 
     /// Operations of this kind that succeeded, deliveries not included.
@@ -94,8 +94,10 @@ impl KindStats {
             self.latency.add(&o.same);
             self.service.add(&o.same);
         }
-        self.ok += o.ok;
-        self.delivered += o.delivered;
+        // Counts saturate: snapshots rebuilt from a report file may hold
+        // any number.
+        self.ok = self.ok.saturating_add(o.ok);
+        self.delivered = self.delivered.saturating_add(o.delivered);
         self.errors.merge(&o.errors);
     }
 
@@ -219,21 +221,30 @@ impl Snapshot {
         self.kinds
             .iter()
             .map(|k| k.count().saturating_sub(k.delivered))
-            .sum()
+            .fold(0, u64::saturating_add)
     }
 
     /// Operations that succeeded (deliveries not included).
     pub fn ok_ops(&self) -> u64 {
-        self.kinds.iter().map(KindStats::ok_ops).sum()
+        self.kinds
+            .iter()
+            .map(KindStats::ok_ops)
+            .fold(0, u64::saturating_add)
     }
 
     /// Messages received by listeners (docs/rates.md).
     pub fn deliveries(&self) -> u64 {
-        self.kinds.iter().map(|k| k.delivered).sum()
+        self.kinds
+            .iter()
+            .map(|k| k.delivered)
+            .fold(0, u64::saturating_add)
     }
 
     pub fn errors(&self) -> u64 {
-        self.kinds.iter().map(|k| k.errors.total()).sum()
+        self.kinds
+            .iter()
+            .map(|k| k.errors.total())
+            .fold(0, u64::saturating_add)
     }
 
     /// Latency of the operations of all kinds together; kinds that are
@@ -261,13 +272,13 @@ impl Snapshot {
             self.domains.resize(other.domains.len(), 0);
         }
         for (a, b) in self.domains.iter_mut().zip(&other.domains) {
-            *a += b;
+            *a = a.saturating_add(*b);
         }
-        self.bytes_sent += other.bytes_sent;
-        self.bytes_received += other.bytes_received;
-        self.reconnects += other.reconnects;
-        self.connect_failures += other.connect_failures;
-        self.gave_up += other.gave_up;
+        self.bytes_sent = self.bytes_sent.saturating_add(other.bytes_sent);
+        self.bytes_received = self.bytes_received.saturating_add(other.bytes_received);
+        self.reconnects = self.reconnects.saturating_add(other.reconnects);
+        self.connect_failures = self.connect_failures.saturating_add(other.connect_failures);
+        self.gave_up = self.gave_up.saturating_add(other.gave_up);
         self.spans.extend_from_slice(&other.spans);
     }
 

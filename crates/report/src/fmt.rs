@@ -11,6 +11,16 @@ pub fn sig3(v: f64) -> String {
     format!("{v:.decimals$}")
 }
 
+/// Seconds as a [`Duration`], whatever the number (one read from a report
+/// may be anything): negative and NaN are zero, too large is the longest
+/// duration there is. `Duration::from_secs_f64` panics on those.
+pub fn seconds(s: f64) -> Duration {
+    if s.is_nan() || s <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
+}
+
 /// A duration with a unit that suits it: 850ns, 12.3us, 1.25ms, 2.50s.
 pub fn dur(d: Duration) -> String {
     let ns = d.as_nanos() as f64;

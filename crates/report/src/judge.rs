@@ -44,7 +44,7 @@ impl Report {
         let passed = actual.is_some_and(|a| t.cmp.holds(a, t.value));
         let shown = match actual {
             None => format!("no kind named '{}'", t.kind.as_deref().unwrap_or("")),
-            Some(a) if t.metric.is_time() => dur(std::time::Duration::from_secs_f64(a.max(0.0))),
+            Some(a) if t.metric.is_time() => dur(crate::fmt::seconds(a)),
             Some(a) if t.metric == Metric::ErrorRate => format!("{}%", sig3(a * 100.0)),
             Some(a) => format!("{}/s", group(a.round() as u64)),
         };

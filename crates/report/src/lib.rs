@@ -77,6 +77,12 @@ impl Report {
                 reason: format!("schema '{}', this loadrig reads '{SCHEMA}'", report.schema),
             });
         }
+        // The run spec within bounds, as a command line's must be: what
+        // reads the report (verify, plot, merge) sizes its work by it.
+        report.spec.validate().map_err(|e| ReportError::Format {
+            path: p,
+            reason: format!("its run spec: {e}"),
+        })?;
         Ok(report)
     }
 }

@@ -76,7 +76,10 @@ impl Report {
             } else {
                 cpu * 1e6 / measured.ops as f64
             },
-            max_rss_bytes: reports.iter().map(|r| r.client.max_rss_bytes).sum(),
+            max_rss_bytes: reports
+                .iter()
+                .map(|r| r.client.max_rss_bytes)
+                .fold(0, u64::saturating_add),
         };
         let started = reports
             .iter()

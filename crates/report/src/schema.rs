@@ -270,14 +270,15 @@ impl ClientLapReport {
     }
 
     /// Both processes' resources in the same lap: everything adds.
+    /// Counts saturate: a report read from a file may hold any number.
     pub fn add(&mut self, o: &ClientLapReport) {
         self.cpu_user_secs += o.cpu_user_secs;
         self.cpu_system_secs += o.cpu_system_secs;
-        self.rss_bytes += o.rss_bytes;
-        self.bytes_out += o.bytes_out;
-        self.bytes_in += o.bytes_in;
-        self.connections += o.connections;
-        self.reconnects += o.reconnects;
+        self.rss_bytes = self.rss_bytes.saturating_add(o.rss_bytes);
+        self.bytes_out = self.bytes_out.saturating_add(o.bytes_out);
+        self.bytes_in = self.bytes_in.saturating_add(o.bytes_in);
+        self.connections = self.connections.saturating_add(o.connections);
+        self.reconnects = self.reconnects.saturating_add(o.reconnects);
     }
 }
 

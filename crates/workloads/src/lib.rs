@@ -189,6 +189,13 @@ pub trait TargetInfo {
     fn embedded_cpu(&self) -> impl Future<Output = Vec<(&'static str, std::time::Duration)>> {
         async { Vec::new() }
     }
+    /// Why the data the run wrote can no longer be read where it was
+    /// written (an embedded database's file removed or replaced during
+    /// the run), if it cannot: verification then fails, whatever the open
+    /// connection still reads.
+    fn lost(&self) -> Option<String> {
+        None
+    }
     /// The server's own statistics this target can sample beside the load
     /// (its protocol's, its local process's); none by default.
     fn server_stats(&self) -> Vec<Box<dyn stats::StatsSource>> {

@@ -504,7 +504,7 @@ pub fn table(s: &Snapshot, kinds: &[&str], m: &Measured) -> Vec<String> {
             .kinds
             .get(i)
             .map_or(m.elapsed_secs, |r| r.secs(m.elapsed_secs));
-        let elapsed = Duration::from_secs_f64(secs.max(0.0));
+        let elapsed = loadrig_report::fmt::seconds(secs);
         // Send lag (actual send minus intended start) only where there
         // is an intended start: the open loop and bursts. In the closed
         // loop it is 0 by construction and not recorded.

@@ -179,7 +179,17 @@ pub async fn conclude<B: Bench>(
                 d.cold("verify", bench.verify(baseline, &counted)),
             );
             let v = match verifying.await {
-                Some(Ok(v)) => v,
+                // Verified through a connection that still reads what the
+                // path no longer names: the data is gone all the same.
+                Some(Ok(mut v)) => {
+                    if let Some(why) = bench.target().lost() {
+                        v.checks
+                            .push(loadrig_workloads::Check::new(why.clone(), 0, 1));
+                        v.passed = Some(false);
+                        v.summary = format!("FAILED ({why})");
+                    }
+                    v
+                }
                 None => {
                     report.interrupted = true;
                     cut_short = true;

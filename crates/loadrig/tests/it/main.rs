@@ -7,6 +7,7 @@
 mod cli;
 mod cluster;
 mod common;
+mod crafted;
 mod etcd;
 mod expect;
 mod fuzz;

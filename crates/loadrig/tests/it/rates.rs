@@ -131,11 +131,7 @@ fn a_server_that_wants_a_login_stops_the_run_before_the_load() {
     ]);
     assert_eq!(r.code, 3, "{}", r.dump());
     assert_eq!(r.stdout, "", "{}", r.dump());
-    let errors: Vec<&str> = r
-        .stderr
-        .lines()
-        .filter(|l| l.contains("error: "))
-        .collect();
+    let errors: Vec<&str> = r.stderr.lines().filter(|l| l.contains("error: ")).collect();
     assert_eq!(errors.len(), 1, "{}", r.dump());
     assert!(errors[0].contains("NOAUTH"), "{}", r.dump());
     // Stopped at prepare: no load ran.

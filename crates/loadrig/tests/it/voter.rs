@@ -328,6 +328,35 @@ fn bursts_and_managed_mode_run_end_to_end() {
     );
 }
 
+/// The database file removed while the run writes to it: the open
+/// connection still reads the removed file, so its counts agree; the run
+/// fails all the same, naming what happened, in every mode.
+#[test]
+fn a_database_removed_mid_run_fails_verification() {
+    for stop in [&["--duration", "2"][..], &["-n", "150000"]] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("v.db");
+        let url = format!("sqlite://{}", db.display());
+        let mut args = vec!["run", "voter", "--target", &url, "--interval", "0.2"];
+        args.extend(stop);
+        let mut run = Running::start(&args);
+        run.until_first_lap();
+        for f in ["v.db", "v.db-wal", "v.db-shm"] {
+            let _ = std::fs::remove_file(dir.path().join(f));
+        }
+        let r = run.finish();
+        assert_eq!(r.code, 1, "{stop:?}: {}", r.dump());
+        assert!(
+            r.stdout.contains(&format!(
+                "verify ... FAILED (the database file {} was removed during the run)",
+                db.display()
+            )),
+            "{stop:?}: {}",
+            r.dump()
+        );
+    }
+}
+
 /// SIGINT (Ctrl-C), SIGTERM and SIGHUP each stop the load; the report
 /// is still written, marked interrupted, and the exit code is 1.
 #[test]

@@ -90,6 +90,10 @@ pub struct SqliteTarget {
     sync: Sync,
     /// The database file's directory and its filesystem type.
     place: (PathBuf, String),
+    /// The file opened (device, inode): the path must still name it when
+    /// the run is verified, or what was verified is not what the path
+    /// holds.
+    file: Option<(u64, u64)>,
     jobs: mpsc::Sender<Job>,
     /// The kv workload's statements, for the dataset it names.
     kv: std::sync::Arc<kv::Sql>,
@@ -141,6 +145,7 @@ impl SqliteTarget {
         let checkpointer = checkpoint::Checkpointer::start(&path, sync, temp.is_none(), tx.clone())
             .map_err(unreachable)?;
         let place = place::of(&path);
+        let file = identity(&path);
         thread::Builder::new()
             .name("loadrig-sqlite".into())
             .spawn(move || serve(conn, rx))
@@ -149,6 +154,7 @@ impl SqliteTarget {
             path,
             sync,
             place,
+            file,
             jobs: tx,
             kv: std::sync::Arc::new(kv::Sql::new("kv")),
             checkpointer,
@@ -398,4 +404,23 @@ impl TargetInfo for SqliteTarget {
     async fn embedded_cpu(&self) -> Vec<(&'static str, std::time::Duration)> {
         self.threads_cpu().await
     }
+
+    /// The file was removed or replaced since it was opened: the open
+    /// connection still reads the old one, which nobody can read again.
+    fn lost(&self) -> Option<String> {
+        let now = identity(&self.path);
+        (self.file.is_some() && now != self.file).then(|| {
+            format!(
+                "the database file {} was {} during the run",
+                self.path.display(),
+                if now.is_none() { "removed" } else { "replaced" }
+            )
+        })
+    }
+}
+
+/// The (device, inode) of the file at `path`, if there is one.
+fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
