@@ -199,7 +199,11 @@ fn checked_v2(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, DecodeError> {
     if payload as usize > v2.len().saturating_sub(V2_HEADER) {
         return Err(bad("payload length beyond the bytes present"));
     }
-    if digits > 5 || high > 1 << 62 {
+    // The counts the decoder allocates follow from the header alone: 5
+    // digits up to 2^62 is 48 MB from a few bytes (a report of such laps
+    // took `merge` to 21 GB). loadrig records 3 digits up to an hour
+    // (`MAX_NANOS`, under 2^42): at most about 280 KB each.
+    if digits > 3 || high > 1 << 44 {
         return Err(bad("a range or precision no histogram of loadrig has"));
     }
     Ok(v2)

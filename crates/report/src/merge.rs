@@ -396,15 +396,18 @@ fn merge_laps(
     interval_secs: f64,
 ) -> Result<Vec<LapReport>, ReportError> {
     let interval_ms = (interval_secs * 1e3).max(1.0);
-    let mut slots: BTreeMap<i64, (LapReport, Histo)> = BTreeMap::new();
+    // Each slot keeps its histogram encoded, as the laps carry theirs: the
+    // memory merging takes grows with the reports' bytes, not with the
+    // laps times a decoded histogram's size.
+    let mut slots: BTreeMap<i64, LapReport> = BTreeMap::new();
     for r in reports {
         for l in &r.laps {
             let middle = l.unix_ms as f64 - l.length_secs * 500.0;
             let slot = ((middle - origin_ms as f64) / interval_ms).floor() as i64;
-            let h = decode_hdr(&l.latency_hdr)
-                .map_err(|e| ReportError::Merge(format!("lap at unix_ms {}: {e}", l.unix_ms)))?;
+            let bad = |e: String| ReportError::Merge(format!("lap at unix_ms {}: {e}", l.unix_ms));
+            let h = decode_hdr(&l.latency_hdr).map_err(bad)?;
             match slots.get_mut(&slot) {
-                Some((acc, hist)) => {
+                Some(acc) => {
                     acc.elapsed_secs = acc.elapsed_secs.max(l.elapsed_secs);
                     acc.length_secs = acc.length_secs.max(l.length_secs);
                     acc.unix_ms = acc.unix_ms.max(l.unix_ms);
@@ -425,21 +428,17 @@ fn merge_laps(
                         }
                         (a, b) => a.or(b),
                     };
+                    let mut hist = decode_hdr(&acc.latency_hdr).map_err(bad)?;
                     hist.add(&h);
+                    acc.latency_hdr = b64(&hist.encode());
                 }
                 None => {
-                    slots.insert(slot, (l.clone(), h));
+                    slots.insert(slot, l.clone());
                 }
             }
         }
     }
-    Ok(slots
-        .into_values()
-        .map(|(mut lap, hist)| {
-            lap.latency_hdr = b64(&hist.encode());
-            lap
-        })
-        .collect())
+    Ok(slots.into_values().collect())
 }
 
 #[cfg(test)]

@@ -373,9 +373,10 @@ pub fn report_charts(reports: &[(&str, &Report)]) -> anyhow::Result<Vec<Chart>> 
         let mut p50 = Vec::new();
         let mut p99 = Vec::new();
         for l in &laps {
-            let h = loadrig_report::decode_hdr(&l.latency_hdr)
-                .map_err(anyhow::Error::msg)
-                .with_context(|| format!("{name}: a lap's histogram"))?;
+            let h = loadrig_report::decode_hdr(&l.latency_hdr).map_err(|e| InputError {
+                path: name.to_string(),
+                reason: format!("a lap's histogram: {e}"),
+            })?;
             if !h.is_empty() {
                 let t = l.elapsed_secs - base;
                 p50.push((t, h.percentile(50.0).as_nanos() as f64 / 1e6));

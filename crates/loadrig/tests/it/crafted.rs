@@ -4,6 +4,8 @@
 //! documented exit code (0 to 3; never 101 from a panic or 134 from an
 //! abort) under an address-space limit of 1 GiB, so a report can make
 //! them allocate no more than a bound, and no number makes them panic.
+//! And a report of many laps whose histograms' headers claim the largest
+//! range and precision: the memory its reading takes is bounded too.
 
 use std::path::Path;
 use std::process::Command;
@@ -143,4 +145,69 @@ fn crafted_numbers_in_a_report_end_verify_cleanly() {
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     campaign(&base, &[&["verify", "C"]]);
+}
+
+/// A plain HdrHistogram V2 encoding, base64: a header claiming `digits`
+/// significant digits up to `high`, and one count of zero.
+fn claimed(digits: u32, high: u64) -> String {
+    use base64::Engine;
+    let mut v2 = Vec::new();
+    v2.extend(0x1c84_9313u32.to_be_bytes());
+    v2.extend(1u32.to_be_bytes());
+    v2.extend(0u32.to_be_bytes());
+    v2.extend(digits.to_be_bytes());
+    v2.extend(1u64.to_be_bytes());
+    v2.extend(high.to_be_bytes());
+    v2.extend(1f64.to_be_bytes());
+    v2.push(0);
+    base64::engine::general_purpose::STANDARD.encode(v2)
+}
+
+/// 600 laps, each histogram's header claiming a range and precision: 5
+/// digits up to 2^62 (48 MB of counts each; `merge` took 21 GB of such a
+/// report of 125 KB) is refused; the largest accepted, 3 digits up to
+/// 2^44, is read within the 1 GiB limit by every offline command.
+#[test]
+fn histograms_claiming_a_huge_range_cannot_blow_up_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        "null://",
+        "-n",
+        "500",
+        "-q",
+        "--out",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let report: Value = serde_json::from_slice(&std::fs::read(&base).unwrap()).unwrap();
+    let lap = report["laps"][0].clone();
+    for (digits, high, want) in [(5, 1u64 << 62, 2), (3, 1 << 44, 0)] {
+        let mut r = report.clone();
+        let hdr = claimed(digits, high);
+        r["laps"] = (0..600u64)
+            .map(|i| {
+                let mut l = lap.clone();
+                l["unix_ms"] = Value::from(lap["unix_ms"].as_u64().unwrap() + 1000 * i);
+                l["latency_hdr"] = Value::from(hdr.clone());
+                l
+            })
+            .collect();
+        let path = dir.path().join(format!("laps{digits}.json"));
+        std::fs::write(&path, serde_json::to_vec(&r).unwrap()).unwrap();
+        let p = path.to_str().unwrap();
+        let svg = dir.path().join("p.svg");
+        let html = dir.path().join("p.html");
+        for args in [
+            &["merge", p, p, "--force"][..],
+            &["plot", p, "-o", svg.to_str().unwrap()],
+            &["report", p, "-o", html.to_str().unwrap()],
+        ] {
+            let (code, err) = limited(args);
+            assert_eq!(code, want, "{digits} digits up to {high}: {args:?}: {err}");
+        }
+    }
 }
