@@ -328,7 +328,7 @@ fn open_run(
     parts.run.tls.apply()?;
     parts.run.apply_bind()?;
     parts.run.apply_io()?;
-    parts.run.apply_timeout();
+    parts.run.apply_limits();
     // The target first: it parses its URL and states the facts the spec
     // is resolved against, before anything connects.
     let target = plan::open(parts.workload.name(), Some(parts.target()))?;

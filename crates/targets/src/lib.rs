@@ -7,6 +7,7 @@
 #[cfg(feature = "etcd")]
 mod etcd;
 mod handshake;
+mod held;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(any(
@@ -65,6 +66,7 @@ use loadrig_workloads::{Capabilities, TargetError, TargetInfo};
 #[cfg(feature = "etcd")]
 pub use etcd::{EtcdConn, EtcdTarget};
 pub use handshake::limit_handshakes;
+pub use held::limit_replies;
 #[cfg(feature = "http")]
 pub use http::{HttpConn, HttpTarget};
 #[cfg(feature = "mysql")]

@@ -583,6 +583,27 @@ fn amount(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Bytes: a whole number, or with `k`, `m` or `g` for 1024, 1024^2 and
+/// 1024^3 (`64m`), from 4 KiB to 16 GiB.
+fn byte_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (num, scale) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 1 << 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size in bytes (e.g. 65536, 64k, 64m, 1g)"))?;
+    match n.checked_mul(scale) {
+        Some(b) if (4096..=16 << 30).contains(&b) => {
+            usize::try_from(b).map_err(|_| format!("'{s}' is too large"))
+        }
+        _ => Err(format!("'{s}': give 4k to 16g")),
+    }
+}
+
 /// A whole count, written as [`amount`] allows (`10k`, `1e5`).
 fn count<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
     let v = amount(s)?;

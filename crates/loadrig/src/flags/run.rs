@@ -12,7 +12,7 @@ use loadrig_spec::{
 
 use crate::start::StartRule;
 
-use super::{amount, cores, count, millis, seconds, unix_time, with_default, Defaults};
+use super::{amount, byte_size, cores, count, millis, seconds, unix_time, with_default, Defaults};
 
 /// A switch given as `on` or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -159,6 +159,9 @@ pub struct RunArgs {
     /// An operation unanswered this long fails as a timeout
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]
     pub timeout: f64,
+    /// Most bytes of replies one connection holds unread: a larger reply is a protocol error (k, m, g: 1024s)
+    #[arg(long, value_name = "BYTES", value_parser = byte_size, default_value = "16m")]
+    pub max_reply: usize,
     /// Exit 1 when failed or dropped operations exceed this fraction of all (1 turns the gate off)
     #[arg(long, value_name = "FRACTION", default_value_t = DEFAULT_MAX_ERROR_RATE)]
     pub max_error_rate: f64,
@@ -237,12 +240,14 @@ impl RunArgs {
     }
 
     /// Bound the opening of this process's connections, handshake and
-    /// login included, by `--timeout` (docs/limits.md), before any target
-    /// opens. A value the spec will refuse leaves the default.
-    pub fn apply_timeout(&self) {
+    /// login included, by `--timeout`, and what each holds of its replies
+    /// by `--max-reply` (docs/limits.md), before any target opens. A
+    /// timeout the spec will refuse leaves the default.
+    pub fn apply_limits(&self) {
         if loadrig_spec::bounds::seconds("--timeout", self.timeout, false).is_ok() {
             loadrig_targets::limit_handshakes(std::time::Duration::from_secs_f64(self.timeout));
         }
+        loadrig_targets::limit_replies(self.max_reply);
     }
 
     /// Check the flags together and build the run spec, resolved against

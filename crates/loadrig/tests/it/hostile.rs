@@ -187,3 +187,93 @@ fn hostile_servers_end_in_bounded_time_with_one_line() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n\n"));
 }
+
+/// A server of `proto` that answers each request with a reply claiming
+/// `claim` bytes and then sends them (64 KiB at a time, made on the fly):
+/// a legitimate reply, only too large.
+fn huge_reply(head: &'static [u8]) -> (u16, Arc<AtomicBool>) {
+    own_server(move |mut c, stop| {
+        let mut buf = [0u8; 4096];
+        // What a run asks before its load is answered as a server would.
+        let head = loop {
+            let n = match c.read(&mut buf) {
+                Ok(n) if n > 0 => n,
+                _ => return,
+            };
+            let said: &[u8] = match &buf[..n] {
+                b if b.starts_with(b"stats") => b"STAT cmd_set 0\r\nEND\r\n",
+                b if b.starts_with(b"version") => b"VERSION 1.6.21\r\n",
+                b if b.windows(4).any(|w| w == b"PING") => b"+PONG\r\n",
+                _ => break head,
+            };
+            if c.write_all(said).is_err() {
+                return;
+            }
+        };
+        if c.write_all(head).is_err() {
+            return;
+        }
+        let chunk = vec![b'x'; 64 << 10];
+        // 256 MiB at most, then close: the client gives up long before.
+        for _ in 0..4096 {
+            if stop.load(Ordering::Relaxed) || c.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// A Redis bulk string of 512 MiB and a memcached value of 1 GiB, each
+/// sent whole: every one breaks its connection as a counted protocol error
+/// once it passes `--max-reply` (here 4 MiB; a connection's buffer holds
+/// at most about twice that), and four connections' memory stays far
+/// below what the replies claim.
+#[test]
+fn replies_past_max_reply_are_counted_errors_in_bounded_memory() {
+    let cases: [(&str, &[u8], &[&str]); 2] = [
+        (
+            "redis",
+            b"$536870000\r\n",
+            &["run", "redis", "--tests", "get"],
+        ),
+        (
+            "memcache",
+            b"VALUE lrk 0 1073741824\r\n",
+            &["run", "memcache", "--ratio", "0:1"],
+        ),
+    ];
+    for (scheme, head, args) in cases {
+        let (port, stop) = huge_reply(head);
+        let url = format!("{scheme}://127.0.0.1:{port}");
+        let mut all = args.to_vec();
+        all.extend([
+            "--target",
+            &url,
+            "-n",
+            "8",
+            "-c",
+            "4",
+            "--max-error-rate",
+            "1",
+        ]);
+        all.extend(["--no-verify", "--server-stats", "off", "--max-reply", "4m"]);
+        let (r, report) = crate::common::run_reported(&all);
+        stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(("127.0.0.1", port));
+        let protocol: u64 = report
+            .measured
+            .kinds
+            .iter()
+            .flat_map(|k| &k.errors)
+            .filter(|(e, _)| e == "protocol")
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(protocol, 8, "{scheme}: {}", r.dump());
+        let rss = report.client.max_rss_bytes;
+        assert!(
+            rss < 100 << 20,
+            "{scheme}: peak memory {rss} bytes\n{}",
+            r.dump()
+        );
+    }
+}

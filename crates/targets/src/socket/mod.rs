@@ -102,6 +102,16 @@ impl Socket {
     /// waiting through the socket's own reader and writer waker slots
     /// rather than a waiter queued on the socket at each wait.
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Whoever reads this buffer has taken no whole frame from what it
+        // holds: a reply past the limit breaks the link (a protocol error)
+        // before it takes more memory.
+        let limit = crate::held::reply_limit();
+        if self.rbuf.len() >= limit {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a reply of more than {limit} bytes (--max-reply)"),
+            )));
+        }
         #[cfg(feature = "tls")]
         if self.tls.is_some() {
             return self.poll_fill_tls(cx);
