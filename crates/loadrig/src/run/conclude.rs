@@ -28,10 +28,13 @@ pub struct Prepared {
 
 /// Connect, prepare and record the baseline (recorded even with
 /// --no-verify, so `loadrig verify REPORT` can check later).
+/// A signal (`stop`) ends preparing at once: a load of ten million rows
+/// is not waited for. Nothing was measured, so no report: exit 1.
 pub async fn prepare<B: Bench>(
     bench: &mut B,
     p: &mut Printer,
     d: &Deadlines,
+    stop: &AtomicBool,
 ) -> anyhow::Result<Prepared> {
     p.phase("connect");
     let server_version = d.ask(bench.target().server_version()).await;
@@ -40,8 +43,14 @@ pub async fn prepare<B: Bench>(
         p.line(&format!("not read from the server: {}", unread.join("; ")));
     }
     p.phase("prepare");
-    d.cold("prepare", bench.prepare()).await?;
-    let baseline = d.cold("the baseline", bench.baseline()).await?;
+    let interrupted =
+        || anyhow::anyhow!("interrupted by a signal while preparing: nothing was run");
+    unless_stopped(false, stop, d.cold("prepare", bench.prepare()))
+        .await
+        .ok_or_else(interrupted)??;
+    let baseline = unless_stopped(false, stop, d.cold("the baseline", bench.baseline()))
+        .await
+        .ok_or_else(interrupted)??;
     Ok(Prepared {
         server_version,
         baseline,

@@ -55,7 +55,7 @@ pub async fn parent<B: Bench>(
         Printer::new(spec, opts.quiet, opts.data_on_stdout()).with_resources(opts.resources);
     p.header(spec, bench.target().durability().as_deref());
     let d = Deadlines::of(spec);
-    let prepared = conclude::prepare(&mut bench, &mut p, &d).await?;
+    let prepared = conclude::prepare(&mut bench, &mut p, &d, &stop).await?;
     // The parent waits for the children's reports instead of dying.
 
     let now = SystemTime::now();

@@ -30,7 +30,9 @@ pub async fn prepare<B: Bench>(
     let mut p = Printer::new(spec, quiet, out == Some(Path::new("-")));
     p.header(spec, bench.target().durability().as_deref());
     let d = Deadlines::of(spec);
-    let prepared = conclude::prepare(&mut bench, &mut p, &d).await?;
+    // No signal is caught here: one ends the process as it comes.
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let prepared = conclude::prepare(&mut bench, &mut p, &d, &never).await?;
     p.line("done");
     let record = Prepared {
         schema: PREPARED_SCHEMA.to_string(),

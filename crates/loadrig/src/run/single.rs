@@ -43,7 +43,7 @@ pub(super) async fn single<B: Bench>(
             baseline: serde_json::Value::Null,
         }
     } else {
-        prepare(&mut bench, &mut p, &d).await?
+        prepare(&mut bench, &mut p, &d, &stop).await?
     };
     let mut cfg = EngineConfig {
         load: spec.load.clone(),

@@ -14,10 +14,10 @@ pub mod table;
 
 use std::ffi::OsString;
 use std::fs::File;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -27,6 +27,7 @@ use crate::exit;
 use crate::flags::SweepArgs;
 use crate::plot::svg::{self, Chart};
 use crate::plot::InputError;
+use crate::signals::Watch;
 use table::{Figures, Point, Table};
 
 /// The parameter and its values, from `NAME=VALUES`.
@@ -147,11 +148,13 @@ fn secs(s: f64) -> String {
     }
 }
 
-/// Ctrl-C sets the flag instead of ending the sweep: the child, in the
-/// same process group, gets it too and ends its run with a report.
-fn ctrl_c_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let set = flag.clone();
+/// SIGINT, SIGTERM and SIGHUP stop the sweep as they stop a run
+/// ([`crate::signals`]): the first is passed on to the point running,
+/// which ends its run with a report, and the sweep writes the table of
+/// the points done; a second kills the point and ends the sweep at once.
+/// The watch runs on a thread of its own, the sweep being synchronous.
+fn watch_signals() -> anyhow::Result<Watch> {
+    let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -160,12 +163,12 @@ fn ctrl_c_flag() -> Arc<AtomicBool> {
             return;
         };
         rt.block_on(async {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                set.store(true, Ordering::Relaxed);
-            }
+            let _ = tx.send(crate::signals::watch());
+            std::future::pending::<()>().await;
         });
     });
-    flag
+    rx.recv()
+        .map_err(|_| anyhow::anyhow!("could not watch for signals"))
 }
 
 pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
@@ -176,7 +179,8 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     let dir = &args.dir;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let me = std::env::current_exe().context("finding this binary to run the points")?;
-    let stop = ctrl_c_flag();
+    let signals = watch_signals()?;
+    let stop = signals.stop.clone();
     let mut table = Table {
         param: name.clone(),
         points: Vec::new(),
@@ -205,13 +209,20 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         let log =
             File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
         let err_log = log.try_clone()?;
-        let status = Command::new(&me)
+        // Its own process group: a terminal's Ctrl-C reaches it once,
+        // passed on by the sweep, as every other signal is.
+        let mut point = Command::new(&me)
             .args(child_args(&args.run, &name, value, &report_path))
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err_log)
-            .status()
+            .process_group(0)
+            .spawn()
             .with_context(|| format!("starting {}", me.display()))?;
+        signals.adopt(point.id());
+        let status = point.wait();
+        signals.release(point.id());
+        let status = status.with_context(|| format!("waiting for {}", me.display()))?;
         let code = status.code();
         let report = report_path
             .exists()

@@ -37,6 +37,7 @@ mod scale;
 mod servers;
 mod services;
 mod sqlite;
+mod stopping;
 mod subset;
 mod tls;
 mod uring;
