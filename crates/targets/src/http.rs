@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use loadrig_spec::SpecError;
+use loadrig_workloads::http::response::MAX_HEAD;
 use loadrig_workloads::http::{HttpBackend, HttpConn as Conn};
 use loadrig_workloads::{TargetError, TargetInfo};
 
@@ -114,6 +115,11 @@ impl HttpTarget {
                 })?;
                 let _ = self.version.set(name);
                 return Some(());
+            }
+            // A head that never ends is not waited for past the workload's
+            // own bound on heads: it would hold the buffer growing.
+            if c.rbuf.len() > MAX_HEAD {
+                return None;
             }
             c.fill().await.ok()?;
         }

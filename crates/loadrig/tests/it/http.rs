@@ -2,8 +2,9 @@
 //! 8088-8091, one root, WebDAV under /dav/): GET over four ports verified,
 //! PUT written and read back, a file changed during the run caught, a 404
 //! counted as wrk's Non-2xx; small servers of the tests' own that answer
-//! garbage, close after each response (HTTP/1.0), reset, never answer, or
-//! cut the same body into chunks differently; `--processes`;
+//! garbage, close after each response (HTTP/1.0), reset, never answer,
+//! cut the same body into chunks differently, send interim 1xx responses,
+//! 1 GiB bodies, or heads and chunks without end; `--processes`;
 //! bad flags; wrk's closing lines matched against a real wrk run's.
 
 use std::io::{Read, Write};
@@ -502,14 +503,10 @@ fn processes_take_the_url_and_the_parent_verifies() {
     );
 }
 
-/// The same body, cut into chunks differently from one response to the
-/// next, with a chunk extension and a trailer; one response per request
-/// head read (pipelined ones too).
-fn chunked(mut c: TcpStream) {
-    let cuts: [&[u8]; 2] = [
-        b"5\r\nhello\r\n0\r\n\r\n",
-        b"2;x=1\r\nhe\r\n3\r\nllo\r\n0\r\nX-T: 1\r\n\r\n",
-    ];
+/// Answer each request head read (pipelined ones too) with
+/// `answer(n, out)`, `n` counting them from 0: the tests' requests carry
+/// no body.
+fn answer_each(mut c: TcpStream, mut answer: impl FnMut(usize, &mut Vec<u8>)) {
     let (mut n, mut got) = (0, Vec::new());
     let mut buf = [0u8; 4096];
     loop {
@@ -520,14 +517,26 @@ fn chunked(mut c: TcpStream) {
         let mut out = Vec::new();
         while let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
             got.drain(..end + 4);
-            out.extend_from_slice(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
-            out.extend_from_slice(cuts[n % 2]);
+            answer(n, &mut out);
             n += 1;
         }
         if c.write_all(&out).is_err() {
             return;
         }
     }
+}
+
+/// The same body, cut into chunks differently from one response to the
+/// next, with a chunk extension and a trailer.
+fn chunked(c: TcpStream) {
+    let cuts: [&[u8]; 2] = [
+        b"5\r\nhello\r\n0\r\n\r\n",
+        b"2;x=1\r\nhe\r\n3\r\nllo\r\n0\r\nX-T: 1\r\n\r\n",
+    ];
+    answer_each(c, |n, out| {
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        out.extend_from_slice(cuts[n % 2]);
+    });
 }
 
 #[test]
@@ -544,4 +553,145 @@ fn chunked_bodies_are_framed_and_compared_by_their_data() {
         "{}",
         r.dump()
     );
+}
+
+/// Interim responses before the real one: 103 Early Hints (a `Link` for
+/// the browser), and now and then a 100 Continue too.
+fn hinted(c: TcpStream) {
+    answer_each(c, |n, out| {
+        out.extend_from_slice(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n");
+        if n % 3 == 0 {
+            out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+    });
+}
+
+#[test]
+fn interim_responses_are_skipped_not_taken_for_the_answer() {
+    let (port, done) = own_server(|c, _| hinted(c));
+    let url = format!("http://127.0.0.1:{port}/");
+    let (r, report) = http(&["-n", "2000", "-c", "2", "--threads", "1", "-P", "4", &url]);
+    done.store(true, Ordering::Relaxed);
+    let _ = TcpStream::connect(("127.0.0.1", port));
+    assert_all_ok(&r, &report, 2000);
+    assert_verified(&r, &report);
+    assert_eq!(domain(&report, "2xx"), 2000, "one status per request");
+    assert!(
+        r.stdout.contains("first one seen (5 bytes)"),
+        "{}",
+        r.dump()
+    );
+}
+
+const GIB: u64 = 1 << 30;
+
+/// Every GET answered with a body of 1 GiB, made as it is written (the
+/// same bytes each time, so the bodies compare equal).
+fn gibibyte(mut c: TcpStream) {
+    let piece: Vec<u8> = (0..64 * 1024).map(|i| (i % 251) as u8).collect();
+    while read_request(&mut c) {
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {GIB}\r\n\r\n");
+        if c.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        for _ in 0..GIB / piece.len() as u64 {
+            if c.write_all(&piece).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Most a run here may hold, whatever the bodies or heads it is sent: the
+/// process itself takes about 20 MiB.
+const BOUNDED: u64 = 100 << 20;
+
+/// Issue #40: a body is checked as it streams, not held whole. 1 GiB
+/// bodies on 4 connections held 3.9 GiB.
+#[test]
+fn a_gibibyte_body_streams_through_bounded_memory() {
+    let (port, done) = own_server(|c, _| gibibyte(c));
+    let url = format!("http://127.0.0.1:{port}/");
+    let (r, report) = http(&[
+        "-c",
+        "4",
+        "-n",
+        "8",
+        "--threads",
+        "2",
+        "--timeout",
+        "120",
+        "--max-error-rate",
+        "1",
+        &url,
+    ]);
+    done.store(true, Ordering::Relaxed);
+    let _ = TcpStream::connect(("127.0.0.1", port));
+    assert_all_ok(&r, &report, 8);
+    assert_verified(&r, &report);
+    assert!(
+        r.stdout.contains("first one seen (1,073,741,824 bytes)"),
+        "{}",
+        r.dump()
+    );
+    let peak = report.client.max_rss_bytes;
+    assert!(peak < BOUNDED, "peak RSS {} MiB\n{}", peak >> 20, r.dump());
+}
+
+/// After the first request: `head`, then bytes for ever (until the
+/// client goes).
+fn endless(mut c: TcpStream, head: &[u8], fill: u8) {
+    if !read_request(&mut c) || c.write_all(head).is_err() {
+        return;
+    }
+    let piece = [fill; 64 * 1024];
+    while c.write_all(&piece).is_ok() {}
+}
+
+/// A header line that never ends.
+fn endless_head(c: TcpStream) {
+    endless(
+        c,
+        b"HTTP/1.1 200 OK\r\nServer: endless\r\nX-Endless: ",
+        b'a',
+    );
+}
+
+/// A chunk of 2^60 bytes: more hex digits than any real chunk has.
+fn chunk_2_60(c: TcpStream) {
+    let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1000000000000000\r\n";
+    endless(c, head, b'c');
+}
+
+/// The longest chunk taken, 2^60 - 1 bytes, its data sent for ever.
+fn chunk_2_60_less_1(c: TcpStream) {
+    let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffff\r\n";
+    endless(c, head, b'c');
+}
+
+/// Issue #40: what a server sends without end is bounded. A head over
+/// 64 KiB and a chunk size that does not fit are protocol errors, the
+/// connection reopened; a chunk the size of which fits but never ends is
+/// read, dropped as it comes, until `--timeout`.
+#[test]
+fn endless_heads_and_chunks_are_bounded() {
+    let endless = [
+        (endless_head as fn(TcpStream), "protocol"),
+        (chunk_2_60, "protocol"),
+        (chunk_2_60_less_1, "timeout"),
+    ];
+    for (serve, kind) in endless {
+        let (r, report, took) = against(serve, &[]);
+        assert!(errors(&report, kind) > 0, "{kind}\n{}", r.dump());
+        assert_eq!(report.measured.ok, 0, "{}", r.dump());
+        let peak = report.client.max_rss_bytes;
+        assert!(
+            peak < BOUNDED,
+            "{kind}: peak RSS {} MiB\n{}",
+            peak >> 20,
+            r.dump()
+        );
+        assert!(took < Duration::from_secs(20), "{took:?}\n{}", r.dump());
+    }
 }

@@ -10,16 +10,18 @@
 //! warm-up (`0..n`), and otherwise from the highest index each driver
 //! sent (not known to the parent of `--processes` for a run by time).
 //! Clean-up deletes the run's directory on every server.
+//!
+//! Responses are read as during the run ([`Reader`]): bodies hashed as
+//! they stream, never held whole.
 
 use std::time::Duration;
 
-use bytes::Buf;
-use loadrig_metrics::{Check, Snapshot};
+use loadrig_metrics::{Check, ErrorKind, Snapshot};
 use loadrig_spec::Stop;
 
 use super::driver::HttpBench;
 use super::load::{DOMAINS, REOPENED};
-use super::response::{self, fingerprint};
+use super::response::Reader;
 use super::HttpBackend;
 use crate::stream::ByteStream;
 use crate::{group, Results, TargetError, Verdict};
@@ -37,25 +39,22 @@ fn failed(label: &str, what: &str, why: impl std::fmt::Display) -> TargetError {
     }
 }
 
-/// One response read back: its status and body's (length, hash), and
-/// whether the body is `want`.
+/// One response read back: its status and, for a `200`, its body's
+/// (length, hash).
 struct Got {
     status: u16,
-    print: (u64, u64),
-    matches: bool,
+    print: Option<(u64, u64)>,
 }
 
 /// Send `requests` (already encoded, in order) and read one response to
-/// each; `want(i, body)` says whether response `i`'s body is the one
-/// expected.
+/// each.
 async fn exchange<C: ByteStream>(
     c: &mut C,
     label: &str,
     what: &str,
     requests: usize,
-    want: impl Fn(usize, &[u8]) -> bool,
 ) -> Result<Vec<Got>, TargetError> {
-    exchange_within(c, label, what, requests, want, COLD_TIMEOUT).await
+    exchange_within(c, label, what, requests, COLD_TIMEOUT).await
 }
 
 /// [`exchange`] within `limit`.
@@ -64,23 +63,17 @@ async fn exchange_within<C: ByteStream>(
     label: &str,
     what: &str,
     requests: usize,
-    want: impl Fn(usize, &[u8]) -> bool,
     limit: Duration,
 ) -> Result<Vec<Got>, TargetError> {
     let work = async {
+        let mut reader = Reader::new(false, true);
         let mut got = Vec::with_capacity(requests);
         while got.len() < requests {
-            match response::parse(c.input(), false) {
-                Ok(Some(r)) => {
-                    let buf = c.input();
-                    let body: Vec<u8> = response::pieces(buf, &r.body).flatten().copied().collect();
-                    got.push(Got {
-                        status: r.status,
-                        print: fingerprint(buf, &r.body),
-                        matches: want(got.len(), &body),
-                    });
-                    buf.advance(r.len);
-                }
+            match reader.read(c.input()) {
+                Ok(Some(r)) => got.push(Got {
+                    status: r.status,
+                    print: r.print,
+                }),
                 Ok(None) => c
                     .fill()
                     .await
@@ -112,9 +105,10 @@ pub(super) async fn verify<B: HttpBackend>(
     counted: &Snapshot,
 ) -> Result<Verdict, TargetError> {
     let load = &*bench.load;
-    let wrong = counted.kinds.first().map_or(0, |k| {
-        k.errors.get(loadrig_metrics::ErrorKind::Verification)
-    }) as i64;
+    let wrong = counted
+        .kinds
+        .first()
+        .map_or(0, |k| k.errors.get(ErrorKind::Verification)) as i64;
     if load.put {
         return verify_puts(bench, counted, wrong).await;
     }
@@ -147,11 +141,9 @@ pub(super) async fn verify<B: HttpBackend>(
             // Within the run's --timeout: a server that answered nothing
             // during the run need not be waited for longer now.
             let limit = bench.timeout;
-            let got = exchange_within(&mut c, &label, "GET", 1, |_, _| true, limit).await;
-            let body = got
-                .ok()
-                .and_then(|g| g.first().map(|g| (g.status, g.print)));
-            now.push(body.and_then(|(status, print)| (status == 200).then_some(print)));
+            let got = exchange_within(&mut c, &label, "GET", 1, limit).await;
+            let first = got.ok().and_then(|g| g.into_iter().next());
+            now.push(first.and_then(|g| (g.status == 200).then_some(g.print).flatten()));
         }
         match load.first().or_else(|| now.first().copied().flatten()) {
             Some(first) => {
@@ -232,13 +224,13 @@ async fn verify_puts<B: HttpBackend>(
                 let path = format!("{}{}", load.dir, indices[i]);
                 request(c.out(), "GET", &path, &authority);
             }
-            let got = exchange(&mut c, &label, "GET", batch.len(), |k, body| {
-                body == load.body(indices[batch[k]])
-            })
-            .await?;
+            let got = exchange(&mut c, &label, "GET", batch.len()).await?;
             for (&i, g) in batch.iter().zip(got) {
+                // Bodies compared as the run compares them: by length and
+                // hash, computed as they streamed in.
+                let matches = g.print == Some(load.print(indices[i]));
                 match g.status {
-                    200 => found[i] = Some(g.matches || found[i] == Some(true)),
+                    200 => found[i] = Some(matches || found[i] == Some(true)),
                     404 => {}
                     s => return Err(failed(&label, "GET", format!("status {s} reading back"))),
                 }
@@ -305,7 +297,7 @@ pub(super) async fn clean<B: HttpBackend>(bench: &HttpBench<B>) -> Result<(), Ta
             &bench.load.dir,
             &bench.backend.authority(s),
         );
-        let got = exchange(&mut c, &label, "DELETE", 1, |_, _| true).await?;
+        let got = exchange(&mut c, &label, "DELETE", 1).await?;
         if let Some(g) = got.iter().find(|g| !matches!(g.status, 200..=299 | 404)) {
             return Err(failed(
                 &label,

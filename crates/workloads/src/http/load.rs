@@ -10,6 +10,8 @@ use std::sync::{Mutex, OnceLock};
 use loadrig_engine::WARMUP_INDEX_BASE;
 use loadrig_spec::HttpSpec;
 
+use super::response::Hasher;
+
 /// Status classes counted per response, then the connections reopened
 /// because the server said it closes them.
 pub const DOMAINS: [&str; 6] = ["2xx", "3xx", "4xx", "5xx", "other status", "reopened"];
@@ -150,14 +152,20 @@ impl Load {
         out.extend_from_slice(b"Content-Length: ");
         out.extend_from_slice(loadrig_wire::step::Decimal::new(len as u64).as_bytes());
         out.extend_from_slice(b"\r\n\r\n");
+        self.body_pieces(index, |p| out.extend_from_slice(p));
+    }
+
+    /// The body of `PUT` `index`, piece by piece, into `take`.
+    #[inline]
+    fn body_pieces(&self, index: u64, mut take: impl FnMut(&[u8])) {
         match &self.spec.body {
-            Some(b) => out.extend_from_slice(b.as_bytes()),
+            Some(b) => take(b.as_bytes()),
             None => {
                 let unit = self.unit(index);
-                let mut left = len;
+                let mut left = self.body_len();
                 while left > 0 {
                     let n = left.min(unit.len());
-                    out.extend_from_slice(&unit[..n]);
+                    take(&unit[..n]);
                     left -= n;
                 }
             }
@@ -183,15 +191,13 @@ impl Load {
         u
     }
 
-    /// The body `PUT` `index` wrote (cold path).
-    pub fn body(&self, index: u64) -> Vec<u8> {
-        match &self.spec.body {
-            Some(b) => b.as_bytes().to_vec(),
-            None => {
-                let unit = self.unit(index);
-                unit.iter().copied().cycle().take(self.body_len()).collect()
-            }
-        }
+    /// The (length, hash) of the body `PUT` `index` wrote, as a
+    /// [`Reader`](super::response::Reader) computes it reading that body
+    /// back (cold path).
+    pub fn print(&self, index: u64) -> (u64, u64) {
+        let mut h = Hasher::default();
+        self.body_pieces(index, |p| h.write(p));
+        h.finish()
     }
 
     /// Whether a `GET` body is the first one seen (or the run's first).
@@ -250,15 +256,19 @@ mod tests {
         assert_eq!(l.dir, "/dav/loadrig-9/");
         let mut out = BytesMut::new();
         l.write(&mut out, 0, 300);
-        let body = l.body(300);
-        assert_eq!(body.len(), 40);
-        assert_eq!(&body[..16], b"000000000000012c");
+        let body: Vec<u8> = b"000000000000012c0000000000000009"
+            .iter()
+            .copied()
+            .cycle()
+            .take(40)
+            .collect();
         let mut want =
             b"PUT /dav/loadrig-9/300 HTTP/1.1\r\nHost: h:1\r\nX-A: b\r\nContent-Length: 40\r\n\r\n"
                 .to_vec();
         want.extend_from_slice(&body);
         assert_eq!(&out[..], &want[..]);
-        assert_ne!(l.body(301), body);
+        assert_eq!(l.print(300), crate::http::response::fingerprint(&body));
+        assert_ne!(l.print(301), l.print(300));
     }
 
     #[test]

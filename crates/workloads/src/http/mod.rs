@@ -1,9 +1,10 @@
 //! The http workload: wrk's load on HTTP/1.1 servers. Each connection
 //! keeps `--pipeline` requests in flight over keep-alive (wrk's
-//! pipeline.lua), on one or several servers; every response is parsed
-//! where it lies in the read buffer ([`response`]), its status counted by
-//! class, its body framed by length or chunks and, for a `GET`, compared
-//! (by a hash) with the first body the run saw for the URL.
+//! pipeline.lua), on one or several servers; every response is read off
+//! the read buffer as it arrives ([`response`]), its status counted by
+//! class, its body framed by length or chunks, consumed as it streams and,
+//! for a `GET`, compared (by a hash) with the first body the run saw for
+//! the URL.
 //!
 //! It speaks to an [`HttpBackend`]: servers reached over plain byte
 //! streams. The workload encodes every request ([`load`]) and parses every

@@ -1,27 +1,69 @@
-//! One HTTP/1.x response at the front of a read buffer, without I/O: the
-//! status line and headers by `httparse`, the body framed here by
-//! `Content-Length` or chunked transfer coding. An incomplete response is
-//! `Ok(None)` (wait for more bytes), never an error; bytes that cannot be
-//! a response are [`Bad`].
+//! HTTP/1.x responses read off the front of a read buffer as their bytes
+//! arrive, without I/O: the head by `httparse` once it is whole, then the
+//! body framed here by `Content-Length` or chunked transfer coding and
+//! consumed piece by piece, hashed as it goes and dropped from the buffer.
+//! So a connection holds about one read of a body however large it is, not
+//! the whole of it (issue #40: a 1 GiB body held 1 GiB per connection).
+//!
+//! What has been read of a response lives in a [`Reader`], one per
+//! connection, kept by its owner across fills: nothing of it is held by a
+//! future, so a receive dropped between two fills loses nothing. An
+//! incomplete response is `Ok(None)` (wait for more bytes); bytes that
+//! cannot be a response are [`Bad`].
+//!
+//! Every input is bounded: a head over [`MAX_HEAD`] with no end yet, a
+//! chunk-size line over [`MAX_CHUNK_LINE`], a chunk size of 2^60 or more
+//! and trailers over [`MAX_HEAD`] are [`Bad`], not waited for. Interim
+//! responses (1xx but 101) are skipped: the real one follows.
 //!
 //! A response with neither length nor chunking is delimited by the
 //! server closing the connection (RFC 9112 section 6.3): a pipelined
 //! client cannot tell such a body from a lost connection, so it is
 //! refused as [`Bad::NoLength`] (wrk reads it to the close).
 
-use std::ops::Range;
+// Bytes from the network must not make this panic: the lints the wire
+// crate holds its codecs to, for this module.
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
+#![cfg_attr(
+    test,
+    allow(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::arithmetic_side_effects
+    )
+)]
+
+use bytes::{Buf, BytesMut};
 
 /// Headers a response may carry; nginx sends well under ten.
 const MAX_HEADERS: usize = 64;
 
+/// Longest head accepted (status line and headers), and longest trailer
+/// section: nginx's own default for a request head is 1 KiB, growing to
+/// 8 KiB buffers (`large_client_header_buffers`); 64 KiB leaves room for
+/// any real server and bounds what a connection holds before a body.
+pub const MAX_HEAD: usize = 64 * 1024;
+
 /// Longest chunk-size line accepted (hex digits and extensions).
-const MAX_CHUNK_LINE: usize = 1024;
+pub const MAX_CHUNK_LINE: usize = 1024;
+
+/// Most hex digits of a chunk size: below 2^60, so every sum of sizes
+/// and lengths fits a u64 with room to spare; no real chunk is that long.
+const MAX_SIZE_DIGITS: usize = 15;
 
 /// Why bytes are not a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Bad {
     #[error("not an HTTP/1.x response head")]
     Head,
+    #[error("a response head over {MAX_HEAD} bytes")]
+    LongHead,
     #[error("a bad Content-Length")]
     Length,
     #[error("a bad chunk")]
@@ -30,41 +72,186 @@ pub enum Bad {
     NoLength,
 }
 
-/// How the body lies in the buffer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Body {
-    /// These bytes, as they are.
-    Plain(Range<usize>),
-    /// These bytes hold chunks (sizes, data, ends of line) up to and
-    /// including the last chunk; [`chunks`] yields the data.
-    Chunked(Range<usize>),
-}
-
-/// A whole response at the front of the buffer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A whole response, read and dropped from the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
     /// Whether the connection stays open after it (HTTP/1.1 unless
     /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`).
     pub keep_alive: bool,
-    pub body: Body,
-    /// Bytes the whole response takes, head and body.
-    pub len: usize,
+    /// The body's [`fingerprint`], for a `200` when the reader hashes them.
+    pub print: Option<(u64, u64)>,
 }
 
-/// The response at the front of `buf`, if it is all there. `head_only`:
-/// the request was `HEAD`, so no body follows whatever the headers say.
-pub fn parse(buf: &[u8], head_only: bool) -> Result<Option<Response>, Bad> {
+/// Where a reader is in the response at the front of the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for a whole head (interim ones skipped).
+    Head,
+    /// This many bytes of a plain body still to come (0: it is whole).
+    Plain(u64),
+    /// A chunk-size line.
+    Size,
+    /// This many bytes of a chunk's data still to come.
+    Data(u64),
+    /// The line end closing a chunk's data.
+    DataEnd,
+    /// Trailer lines after the last chunk, this many bytes of them so far,
+    /// until an empty line.
+    Trailer(usize),
+}
+
+/// What has been read of the response at the front of a connection's read
+/// buffer. Invariant: the bytes it consumed are gone from the buffer and
+/// accounted for in its state; a new connection needs [`Reader::reset`].
+#[derive(Debug)]
+pub struct Reader {
+    /// The request was `HEAD`: no body follows whatever the headers say.
+    head_only: bool,
+    /// Hash the bodies of `200` responses ([`Response::print`]).
+    hashed: bool,
+    state: State,
+    status: u16,
+    keep_alive: bool,
+    hash: Option<Hasher>,
+}
+
+impl Reader {
+    pub fn new(head_only: bool, hashed: bool) -> Reader {
+        Reader {
+            head_only,
+            hashed,
+            state: State::Head,
+            status: 0,
+            keep_alive: false,
+            hash: None,
+        }
+    }
+
+    /// Forget a response half read: its connection is gone.
+    pub fn reset(&mut self) {
+        self.state = State::Head;
+        self.hash = None;
+    }
+
+    /// Consume what `buf` holds of the response at its front: the response
+    /// once it is whole (what follows it stays in `buf`), `Ok(None)` when
+    /// more bytes are needed. After `Err` the stream is out of step: the
+    /// connection must go, and the reader be [`reset`](Reader::reset).
+    pub fn read(&mut self, buf: &mut BytesMut) -> Result<Option<Response>, Bad> {
+        loop {
+            self.state = match self.state {
+                State::Head => match self.head(buf)? {
+                    Some(next) => next,
+                    None => return Ok(None),
+                },
+                State::Plain(0) => return Ok(Some(self.finish())),
+                State::Plain(left) => match self.take(buf, left) {
+                    0 => return Ok(None),
+                    n => State::Plain(left.saturating_sub(n)),
+                },
+                State::Size => match size_line(buf)? {
+                    None => return Ok(None),
+                    Some(0) => State::Trailer(0),
+                    Some(size) => State::Data(size),
+                },
+                State::Data(0) => State::DataEnd,
+                State::Data(left) => match self.take(buf, left) {
+                    0 => return Ok(None),
+                    n => State::Data(left.saturating_sub(n)),
+                },
+                State::DataEnd => match buf.get(..2) {
+                    None => return Ok(None),
+                    Some(b"\r\n") => {
+                        buf.advance(2);
+                        State::Size
+                    }
+                    Some(_) => return Err(Bad::Chunk),
+                },
+                State::Trailer(seen) => match trailer_line(buf, seen)? {
+                    None => return Ok(None),
+                    Some(None) => State::Plain(0),
+                    Some(Some(n)) => State::Trailer(seen.saturating_add(n)),
+                },
+            };
+        }
+    }
+
+    /// Skip interim heads and take the real one: the state its body starts
+    /// in, `None` until a head is whole.
+    fn head(&mut self, buf: &mut BytesMut) -> Result<Option<State>, Bad> {
+        loop {
+            let Some(h) = parse_head(buf)? else {
+                return Ok(None);
+            };
+            buf.advance(h.len);
+            // 1xx (100 Continue, 103 Early Hints) come before the response
+            // and answer nothing; 101 would switch protocols, which no
+            // request here asks for: it is taken as the (failed) response.
+            if (100..200).contains(&h.status) && h.status != 101 {
+                continue;
+            }
+            self.status = h.status;
+            self.keep_alive = h.keep_alive;
+            self.hash = (self.hashed && h.status == 200).then(Hasher::default);
+            let bodiless = self.head_only || h.status < 200 || h.status == 204 || h.status == 304;
+            return Ok(Some(if bodiless {
+                State::Plain(0)
+            } else if h.chunked {
+                State::Size
+            } else if let Some(n) = h.length {
+                State::Plain(n)
+            } else {
+                return Err(Bad::NoLength);
+            }));
+        }
+    }
+
+    /// Take up to `left` bytes of body from the front of `buf`, hashing
+    /// them if asked: how many it took.
+    fn take(&mut self, buf: &mut BytesMut, left: u64) -> u64 {
+        let n = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        if let (Some(h), Some(piece)) = (&mut self.hash, buf.get(..n)) {
+            h.write(piece);
+        }
+        buf.advance(n);
+        n as u64
+    }
+
+    fn finish(&mut self) -> Response {
+        self.state = State::Head;
+        Response {
+            status: self.status,
+            keep_alive: self.keep_alive,
+            print: self.hash.take().map(Hasher::finish),
+        }
+    }
+}
+
+/// A whole head at the front of a buffer.
+struct Head {
+    /// Bytes it takes, up to and including the empty line.
+    len: usize,
+    status: u16,
+    keep_alive: bool,
+    length: Option<u64>,
+    chunked: bool,
+}
+
+/// The head at the front of `buf`, if it is all there.
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, Bad> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut r = httparse::Response::new(&mut headers);
-    let head = match r.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
+    let len = match r.parse(buf) {
+        Ok(httparse::Status::Complete(n)) if n <= MAX_HEAD => n,
+        Ok(httparse::Status::Complete(_)) => return Err(Bad::LongHead),
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => return Err(Bad::LongHead),
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(_) => return Err(Bad::Head),
     };
     let status = r.code.ok_or(Bad::Head)?;
     let mut keep_alive = r.version == Some(1);
-    let mut length: Option<usize> = None;
+    let mut length: Option<u64> = None;
     let mut chunked = false;
     for h in r.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
@@ -86,28 +273,12 @@ pub fn parse(buf: &[u8], head_only: bool) -> Result<Option<Response>, Bad> {
             }
         }
     }
-    let bodiless = head_only || status < 200 || status == 204 || status == 304;
-    let (body, len) = if bodiless {
-        (Body::Plain(head..head), head)
-    } else if chunked {
-        match chunked_end(buf, head)? {
-            Some(end) => (Body::Chunked(head..end), end),
-            None => return Ok(None),
-        }
-    } else if let Some(n) = length {
-        let end = head.checked_add(n).ok_or(Bad::Length)?;
-        if buf.len() < end {
-            return Ok(None);
-        }
-        (Body::Plain(head..end), end)
-    } else {
-        return Err(Bad::NoLength);
-    };
-    Ok(Some(Response {
+    Ok(Some(Head {
+        len,
         status,
         keep_alive,
-        body,
-        len,
+        length,
+        chunked,
     }))
 }
 
@@ -116,119 +287,90 @@ fn last_token(v: &[u8]) -> &[u8] {
     v.rsplit(|&b| b == b',').next().unwrap_or(v).trim_ascii()
 }
 
-fn decimal(v: &[u8]) -> Option<usize> {
+fn decimal(v: &[u8]) -> Option<u64> {
     let v = v.trim_ascii();
-    if v.is_empty() || v.len() > 18 || !v.iter().all(u8::is_ascii_digit) {
+    if v.is_empty() || v.len() > 18 {
         return None;
     }
-    Some(
-        v.iter()
-            .fold(0usize, |n, &d| n * 10 + usize::from(d - b'0')),
-    )
+    v.iter().try_fold(0u64, |n, &d| {
+        let d = char::from(d).to_digit(10)?;
+        n.checked_mul(10)?.checked_add(u64::from(d))
+    })
 }
 
-/// One chunk at `at`: its data's range and where the next one starts;
-/// `Ok(None)` when not all there. The last chunk (size 0) has empty data
-/// and ends after its trailers.
-fn chunk(buf: &[u8], at: usize) -> Result<Option<(Range<usize>, usize)>, Bad> {
-    let rest = buf.get(at..).unwrap_or_default();
-    let Some(eol) = rest.iter().position(|&b| b == b'\n') else {
-        return if rest.len() > MAX_CHUNK_LINE {
-            Err(Bad::Chunk)
-        } else {
-            Ok(None)
-        };
+/// Where the line at the front of `buf` ends (the index of its `\n`),
+/// looking no further than `max` bytes: `Ok(None)` while it may still
+/// end, `Err` once it is longer.
+fn line_end(buf: &[u8], max: usize) -> Result<Option<usize>, Bad> {
+    let window = buf.get(..max.saturating_add(1)).unwrap_or(buf);
+    match window.iter().position(|&b| b == b'\n') {
+        Some(eol) => Ok(Some(eol)),
+        None if buf.len() > max => Err(Bad::Chunk),
+        None => Ok(None),
+    }
+}
+
+/// The line before `eol`, which must end in `\r\n`.
+fn crlf_line(buf: &[u8], eol: usize) -> Result<&[u8], Bad> {
+    buf.get(..eol)
+        .and_then(|l| l.strip_suffix(b"\r"))
+        .ok_or(Bad::Chunk)
+}
+
+/// The chunk-size line at the front of `buf`, taken from it: the chunk's
+/// size, once the line is whole.
+fn size_line(buf: &mut BytesMut) -> Result<Option<u64>, Bad> {
+    let Some(eol) = line_end(buf, MAX_CHUNK_LINE)? else {
+        return Ok(None);
     };
-    let line = rest[..eol].strip_suffix(b"\r").ok_or(Bad::Chunk)?;
+    let line = crlf_line(buf, eol)?;
     let hex = line
         .split(|&b| b == b';')
         .next()
         .unwrap_or(line)
         .trim_ascii();
-    if hex.is_empty() || hex.len() > 15 {
+    if hex.is_empty() || hex.len() > MAX_SIZE_DIGITS {
         return Err(Bad::Chunk);
     }
-    let mut size = 0usize;
-    for &d in hex {
-        let v = (d as char).to_digit(16).ok_or(Bad::Chunk)?;
-        size = size * 16 + v as usize;
-    }
-    let data = at + eol + 1;
-    if size == 0 {
-        // Trailer fields, then an empty line.
-        let mut pos = data;
-        loop {
-            let rest = buf.get(pos..).unwrap_or_default();
-            let Some(eol) = rest.iter().position(|&b| b == b'\n') else {
-                return Ok(None);
-            };
-            let line = rest[..eol].strip_suffix(b"\r").ok_or(Bad::Chunk)?;
-            pos += eol + 1;
-            if line.is_empty() {
-                return Ok(Some((data..data, pos)));
-            }
-        }
-    }
-    let end = data.checked_add(size).ok_or(Bad::Chunk)?;
-    match buf.get(end..end + 2) {
-        None => Ok(None),
-        Some(b"\r\n") => Ok(Some((data..end, end + 2))),
-        Some(_) => Err(Bad::Chunk),
-    }
+    let size = hex.iter().try_fold(0u64, |n, &d| {
+        let d = char::from(d).to_digit(16)?;
+        n.checked_mul(16)?.checked_add(u64::from(d))
+    });
+    let size = size.ok_or(Bad::Chunk)?;
+    buf.advance(eol.saturating_add(1));
+    Ok(Some(size))
 }
 
-/// Where the chunked body starting at `at` ends, if it is all there.
-fn chunked_end(buf: &[u8], mut at: usize) -> Result<Option<usize>, Bad> {
-    loop {
-        match chunk(buf, at)? {
-            None => return Ok(None),
-            Some((data, next)) => {
-                at = next;
-                if data.is_empty() {
-                    return Ok(Some(at));
-                }
-            }
-        }
-    }
-}
-
-/// The data of a body, piece by piece (one piece for a plain body).
-pub fn pieces<'a>(buf: &'a [u8], body: &Body) -> impl Iterator<Item = &'a [u8]> + 'a {
-    let (plain, mut at, end) = match body {
-        Body::Plain(r) => (Some(&buf[r.clone()]), 0, 0),
-        Body::Chunked(r) => (None, r.start, r.end),
+/// One trailer line at the front of `buf`, taken from it, `seen` bytes of
+/// trailers before it: `Some(None)` for the empty line that ends the
+/// body, `Some(Some(n))` for a field of `n` bytes.
+fn trailer_line(buf: &mut BytesMut, seen: usize) -> Result<Option<Option<usize>>, Bad> {
+    let Some(eol) = line_end(buf, MAX_HEAD.saturating_sub(seen))? else {
+        return Ok(None);
     };
-    plain.into_iter().chain(std::iter::from_fn(move || {
-        while at < end {
-            // Framed by `parse` already: every chunk is whole.
-            let (data, next) = chunk(buf, at).ok().flatten()?;
-            at = next;
-            if !data.is_empty() {
-                return Some(&buf[data]);
-            }
-        }
-        None
-    }))
+    let empty = crlf_line(buf, eol)?.is_empty();
+    let n = eol.saturating_add(1);
+    buf.advance(n);
+    Ok(Some((!empty).then_some(n)))
 }
 
 /// A body's length and a 64-bit hash of its bytes, to tell one body from
-/// another (not a defence against anyone choosing them). The hash does not
-/// depend on how the body was cut into chunks.
-pub fn fingerprint(buf: &[u8], body: &Body) -> (u64, u64) {
+/// another (not a defence against anyone choosing them). A [`Reader`]
+/// computes the same over a body however it was cut into reads or chunks.
+pub fn fingerprint(body: &[u8]) -> (u64, u64) {
     let mut h = Hasher::default();
-    for p in pieces(buf, body) {
-        h.write(p);
-    }
+    h.write(body);
     h.finish()
 }
 
 /// FxHash's step over 8-byte words, with the bytes of a word that span
 /// two pieces carried over.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Hasher {
     h: u64,
     len: u64,
     carry: [u8; 8],
+    /// Bytes of `carry` in use: below 8 between writes.
     held: usize,
 }
 
@@ -241,12 +383,14 @@ impl Hasher {
     }
 
     pub fn write(&mut self, mut b: &[u8]) {
-        self.len += b.len() as u64;
+        self.len = self.len.wrapping_add(b.len() as u64);
         if self.held > 0 {
-            let take = (8 - self.held).min(b.len());
-            self.carry[self.held..self.held + take].copy_from_slice(&b[..take]);
-            self.held += take;
-            b = &b[take..];
+            let (head, rest) = b.split_at(b.len().min(8usize.saturating_sub(self.held)));
+            for (slot, &x) in self.carry.iter_mut().skip(self.held).zip(head) {
+                *slot = x;
+            }
+            self.held = self.held.saturating_add(head.len());
+            b = rest;
             if self.held < 8 {
                 return;
             }
@@ -260,7 +404,9 @@ impl Hasher {
             self.word(u64::from_le_bytes(a));
         }
         let tail = words.remainder();
-        self.carry[..tail.len()].copy_from_slice(tail);
+        for (slot, &x) in self.carry.iter_mut().zip(tail) {
+            *slot = x;
+        }
         self.held = tail.len();
     }
 
@@ -268,7 +414,9 @@ impl Hasher {
     pub fn finish(mut self) -> (u64, u64) {
         if self.held > 0 {
             let mut a = [0u8; 8];
-            a[..self.held].copy_from_slice(&self.carry[..self.held]);
+            for (slot, &x) in a.iter_mut().zip(self.carry.iter().take(self.held)) {
+                *slot = x;
+            }
             self.word(u64::from_le_bytes(a) ^ 0x80);
         }
         self.word(self.len);
@@ -277,97 +425,4 @@ impl Hasher {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const PLAIN: &[u8] = b"HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Length: 5\r\n\r\nhello";
-    const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
-        3;ext=1\r\nhel\r\n2\r\nlo\r\n0\r\nX-T: 1\r\n\r\n";
-
-    fn body(buf: &[u8], r: &Response) -> Vec<u8> {
-        pieces(buf, &r.body).flatten().copied().collect()
-    }
-
-    #[test]
-    fn every_prefix_is_incomplete_and_the_whole_parses() {
-        for (whole, keep) in [(PLAIN, true), (CHUNKED, true)] {
-            for n in 0..whole.len() {
-                assert_eq!(parse(&whole[..n], false), Ok(None), "{n}");
-            }
-            let mut two = whole.to_vec();
-            two.extend_from_slice(b"HTTP/1.1 204 No");
-            let r = parse(&two, false).unwrap().unwrap();
-            assert_eq!((r.status, r.keep_alive, r.len), (200, keep, whole.len()));
-            assert_eq!(body(&two, &r), b"hello");
-            assert_eq!(
-                fingerprint(&two, &r.body),
-                fingerprint(PLAIN, &parse(PLAIN, false).unwrap().unwrap().body)
-            );
-        }
-    }
-
-    #[test]
-    fn bodiless_responses_and_closing_ones() {
-        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
-        let r = parse(head, true).unwrap().unwrap();
-        assert_eq!((r.len, body(head, &r).len()), (head.len(), 0));
-        let r = parse(b"HTTP/1.1 304 Not Modified\r\n\r\n", false)
-            .unwrap()
-            .unwrap();
-        assert_eq!(r.status, 304);
-        let old = b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n";
-        assert!(!parse(old, false).unwrap().unwrap().keep_alive);
-        let kept = b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n";
-        assert!(parse(kept, false).unwrap().unwrap().keep_alive);
-        let close = b"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
-        let r = parse(close, false).unwrap().unwrap();
-        assert_eq!((r.status, r.keep_alive), (404, false));
-    }
-
-    #[test]
-    fn garbage_is_bad_not_incomplete() {
-        let cases: [(&[u8], Bad); 6] = [
-            (b"+PONG\r\n", Bad::Head),
-            (b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", Bad::Length),
-            (
-                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-                Bad::Length,
-            ),
-            (b"HTTP/1.1 200 OK\r\n\r\n", Bad::NoLength),
-            (
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-                Bad::Chunk,
-            ),
-            (
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n",
-                Bad::Chunk,
-            ),
-        ];
-        for (buf, why) in cases {
-            assert_eq!(
-                parse(buf, false),
-                Err(why),
-                "{}",
-                String::from_utf8_lossy(buf)
-            );
-        }
-    }
-
-    #[test]
-    fn the_hash_ignores_how_bytes_are_cut() {
-        let data: Vec<u8> = (0..100u8).collect();
-        let mut whole = Hasher::default();
-        whole.write(&data);
-        let whole = whole.finish();
-        for cut in [1, 3, 7, 8, 9, 50] {
-            let mut h = Hasher::default();
-            for piece in data.chunks(cut) {
-                h.write(piece);
-            }
-            assert_eq!(h.finish(), whole, "{cut}");
-        }
-        let mut other = Hasher::default();
-        other.write(&data[..99]);
-        assert_ne!(other.finish(), whole);
-    }
-}
+mod tests;
