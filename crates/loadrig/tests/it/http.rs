@@ -4,12 +4,15 @@
 //! counted as wrk's Non-2xx; small servers of the tests' own that answer
 //! garbage, close after each response (HTTP/1.0), reset, never answer,
 //! cut the same body into chunks differently, send interim 1xx responses,
-//! 1 GiB bodies, or heads and chunks without end; `--processes`;
+//! 1 GiB bodies, heads and chunks without end, or store PUTs and close
+//! every 1,000 requests as nginx does by default; `--processes`;
 //! bad flags; wrk's closing lines matched against a real wrk run's.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::sync::atomic::Ordering;
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loadrig_report::Report;
@@ -694,4 +697,144 @@ fn endless_heads_and_chunks_are_bounded() {
         );
         assert!(took < Duration::from_secs(20), "{took:?}\n{}", r.dump());
     }
+}
+
+/// What a WebDAV-ish store of the test's own holds: path -> body.
+type Store = Mutex<HashMap<String, Vec<u8>>>;
+
+/// One request off the front of `got`, taken from it: (method, path, body).
+fn take_request(got: &mut Vec<u8>) -> Option<(String, String, Vec<u8>)> {
+    let end = got.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&got[..end]).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    if got.len() < end + length {
+        return None;
+    }
+    let body = got[end..end + length].to_vec();
+    got.drain(..end + length);
+    let mut words = head.split_whitespace();
+    let (method, path) = (words.next()?.to_string(), words.next()?.to_string());
+    Some((method, path, body))
+}
+
+/// A store's answer to one request.
+fn dav_answer(store: &Store, method: &str, path: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
+    let mut files = store.lock().unwrap();
+    match method {
+        "PUT" => {
+            files.insert(path.to_string(), body);
+            (201, Vec::new())
+        }
+        "GET" => match files.get(path) {
+            Some(b) => (200, b.clone()),
+            None => (404, Vec::new()),
+        },
+        "DELETE" => {
+            files.retain(|p, _| !p.starts_with(path));
+            (204, Vec::new())
+        }
+        _ => (405, Vec::new()),
+    }
+}
+
+/// WebDAV as nginx does it with its default `keepalive_requests 1000`:
+/// PUT, GET and DELETE on a store in memory, and a connection ended after
+/// 1,000 requests, the last answered with `Connection: close` when `say`
+/// is set (nginx's way), else closed with no word; the close is lingering,
+/// as nginx's, so the last answer is not lost to a reset.
+fn dav(mut c: TcpStream, store: &Store, say: &AtomicBool) {
+    const PER_CONNECTION: usize = 1000;
+    let (mut n, mut got) = (0, Vec::new());
+    let mut buf = [0u8; 16 * 1024];
+    while n < PER_CONNECTION {
+        match c.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(k) => got.extend_from_slice(&buf[..k]),
+        }
+        let mut out = Vec::new();
+        while n < PER_CONNECTION {
+            let Some((method, path, body)) = take_request(&mut got) else {
+                break;
+            };
+            n += 1;
+            let (status, body) = dav_answer(store, &method, &path, body);
+            let close = if n == PER_CONNECTION && say.load(Ordering::Relaxed) {
+                "Connection: close\r\n"
+            } else {
+                ""
+            };
+            let head = format!(
+                "HTTP/1.1 {status} X\r\n{close}Content-Length: {}\r\n\r\n",
+                body.len()
+            );
+            out.extend_from_slice(head.as_bytes());
+            out.extend_from_slice(&body);
+        }
+        if c.write_all(&out).is_err() {
+            return;
+        }
+    }
+    let _ = c.shutdown(Shutdown::Write);
+    let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+    while matches!(c.read(&mut buf), Ok(k) if k > 0) {}
+}
+
+/// Issue #40, servers as shipped: a stock nginx closes a keep-alive
+/// connection after 1,000 requests. The run reopens it as it goes, and
+/// so does the read-back of the PUTs after it (which had ended in an I/O
+/// error, exit 3), whether the server says it closes or just closes.
+#[test]
+fn puts_are_read_back_from_a_server_that_closes_every_1000_requests() {
+    let store: Arc<Store> = Arc::default();
+    let say = Arc::new(AtomicBool::new(true));
+    let (s, w) = (store.clone(), say.clone());
+    let (port, done) = own_server(move |c, _| dav(c, &s, &w));
+    let url = format!("http://127.0.0.1:{port}/dav/");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let r = loadrig(&[
+        "run",
+        "http",
+        "-q",
+        "--method",
+        "PUT",
+        "-n",
+        "3000",
+        "-c",
+        "2",
+        "-P",
+        "4",
+        "--seed",
+        "1401",
+        "--keep",
+        "--out",
+        out.to_str().unwrap(),
+        &url,
+    ]);
+    let report = crate::common::report(&out);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &report, 3000);
+    assert_verified(&r, &report);
+    assert!(domain(&report, "reopened") >= 2, "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("3,000 of 3,000 paths under /dav/loadrig-1401/"),
+        "{}",
+        r.dump()
+    );
+    assert_eq!(store.lock().unwrap().len(), 3000, "kept");
+
+    // The read-back again, from a server that closes with no word.
+    say.store(false, Ordering::Relaxed);
+    let v = loadrig(&["verify", out.to_str().unwrap()]);
+    assert_eq!(v.code, 0, "{}", v.dump());
+    done.store(true, Ordering::Relaxed);
+    let _ = TcpStream::connect(("127.0.0.1", port));
 }

@@ -21,7 +21,7 @@ use loadrig_spec::Stop;
 
 use super::driver::HttpBench;
 use super::load::{DOMAINS, REOPENED};
-use super::response::Reader;
+use super::response::{Reader, Response};
 use super::HttpBackend;
 use crate::stream::ByteStream;
 use crate::{group, Results, TargetError, Verdict};
@@ -46,51 +46,134 @@ struct Got {
     print: Option<(u64, u64)>,
 }
 
-/// Send `requests` (already encoded, in order) and read one response to
-/// each.
-async fn exchange<C: ByteStream>(
-    c: &mut C,
-    label: &str,
-    what: &str,
-    requests: usize,
-) -> Result<Vec<Got>, TargetError> {
-    exchange_within(c, label, what, requests, COLD_TIMEOUT).await
+/// A cold-path connection to one server, opened when first needed. A
+/// keep-alive connection ends when the server says so (nginx closes one
+/// after `keepalive_requests`, 1,000 by default) or after an idle
+/// timeout: the requests it left unanswered are sent again on a new one.
+/// They are `GET`s and `DELETE`s of the run's own paths, which a second
+/// try leaves as one would.
+struct Cold<'a, B: HttpBackend> {
+    backend: &'a B,
+    server: usize,
+    authority: String,
+    conn: Option<B::Conn>,
+    reader: Reader,
+    /// The connection open now has answered: a close after that is the
+    /// end of a keep-alive connection, one before it a failure (else a
+    /// server that closes at once would be reopened forever).
+    answered: bool,
 }
 
-/// [`exchange`] within `limit`.
-async fn exchange_within<C: ByteStream>(
-    c: &mut C,
-    label: &str,
-    what: &str,
-    requests: usize,
-    limit: Duration,
-) -> Result<Vec<Got>, TargetError> {
-    let work = async {
-        let mut reader = Reader::new(false, true);
-        let mut got = Vec::with_capacity(requests);
-        while got.len() < requests {
-            match reader.read(c.input()) {
-                Ok(Some(r)) => got.push(Got {
-                    status: r.status,
-                    print: r.print,
-                }),
-                Ok(None) => c
-                    .fill()
-                    .await
-                    .map_err(|e| format!("{} error", e.kind.name()))?,
-                Err(e) => return Err(format!("not an HTTP response ({e})")),
+/// Why reading a response stopped short.
+enum Cut {
+    /// The server closed the connection (or reset it).
+    Closed,
+    Failed(String),
+}
+
+impl<'a, B: HttpBackend> Cold<'a, B> {
+    fn new(backend: &'a B, server: usize) -> Self {
+        Cold {
+            backend,
+            server,
+            authority: backend.authority(server),
+            conn: None,
+            reader: Reader::new(false, true),
+            answered: false,
+        }
+    }
+
+    /// Send `requests` (method, path), in order, and read one response to
+    /// each within `limit`.
+    async fn exchange(
+        &mut self,
+        what: &str,
+        requests: &[(&str, String)],
+        limit: Duration,
+    ) -> Result<Vec<Got>, TargetError> {
+        match tokio::time::timeout(limit, self.each(what, requests)).await {
+            Ok(got) => got,
+            Err(_) => {
+                // Requests are left unanswered on it.
+                self.conn = None;
+                let why = format!("no answer in {:.1} s", limit.as_secs_f64());
+                Err(failed(&self.backend.label(), what, why))
+            }
+        }
+    }
+
+    async fn each(
+        &mut self,
+        what: &str,
+        requests: &[(&str, String)],
+    ) -> Result<Vec<Got>, TargetError> {
+        let mut got = Vec::with_capacity(requests.len());
+        if let Some(c) = &mut self.conn {
+            write(c, &self.authority, requests);
+        }
+        while got.len() < requests.len() {
+            if self.conn.is_none() {
+                let rest = requests.get(got.len()..).unwrap_or_default();
+                self.open(rest).await?;
+            }
+            let Some(c) = &mut self.conn else {
+                continue;
+            };
+            match next(c, &mut self.reader).await {
+                Ok(r) => {
+                    got.push(Got {
+                        status: r.status,
+                        print: r.print,
+                    });
+                    self.answered = true;
+                    if !r.keep_alive {
+                        self.conn = None;
+                    }
+                }
+                Err(Cut::Closed) if self.answered => self.conn = None,
+                Err(cut) => {
+                    self.conn = None;
+                    let why = match cut {
+                        Cut::Closed => "the server closed the connection unanswered".to_string(),
+                        Cut::Failed(why) => why,
+                    };
+                    return Err(failed(&self.backend.label(), what, why));
+                }
             }
         }
         Ok(got)
-    };
-    match tokio::time::timeout(limit, work).await {
-        Ok(Ok(g)) => Ok(g),
-        Ok(Err(why)) => Err(failed(label, what, why)),
-        Err(_) => Err(failed(
-            label,
-            what,
-            format!("no answer in {:.1} s", limit.as_secs_f64()),
-        )),
+    }
+
+    /// A new connection, with `requests` written to it.
+    async fn open(&mut self, requests: &[(&str, String)]) -> Result<(), TargetError> {
+        let mut c = self.backend.connect_to(self.server).await?;
+        write(&mut c, &self.authority, requests);
+        self.reader.reset();
+        self.answered = false;
+        self.conn = Some(c);
+        Ok(())
+    }
+}
+
+fn write<C: ByteStream>(c: &mut C, authority: &str, requests: &[(&str, String)]) {
+    for (method, path) in requests {
+        request(c.out(), method, path, authority);
+    }
+}
+
+/// The next whole response on `c`, its body hashed as it came.
+async fn next<C: ByteStream>(c: &mut C, reader: &mut Reader) -> Result<Response, Cut> {
+    loop {
+        match reader.read(c.input()) {
+            Ok(Some(r)) => return Ok(r),
+            Ok(None) => {}
+            Err(e) => return Err(Cut::Failed(format!("not an HTTP response ({e})"))),
+        }
+        match c.fill().await {
+            Ok(()) => {}
+            Err(e) if e.kind == ErrorKind::Io => return Err(Cut::Closed),
+            Err(e) => return Err(Cut::Failed(format!("{} error", e.kind.name()))),
+        }
     }
 }
 
@@ -123,25 +206,16 @@ pub(super) async fn verify<B: HttpBackend>(
         // Each server's body now; the reference is the first the run saw,
         // else (a `--processes` parent, whose children saw the bodies)
         // the first server's.
-        let label = bench.backend.label();
         let mut now = Vec::new();
+        let get = [("GET", bench.backend.path().to_string())];
         for s in 0..bench.backend.servers() {
             // A server that does not answer with a body now does not serve
-            // the first one: counted, not a reason to stop.
-            let Ok(mut c) = bench.backend.connect_to(s).await else {
-                now.push(None);
-                continue;
-            };
-            request(
-                c.out(),
-                "GET",
-                bench.backend.path(),
-                &bench.backend.authority(s),
-            );
-            // Within the run's --timeout: a server that answered nothing
-            // during the run need not be waited for longer now.
-            let limit = bench.timeout;
-            let got = exchange_within(&mut c, &label, "GET", 1, limit).await;
+            // the first one: counted, not a reason to stop. Within the
+            // run's --timeout: a server that answered nothing during the
+            // run need not be waited for longer now.
+            let got = Cold::new(&bench.backend, s)
+                .exchange("GET", &get, bench.timeout)
+                .await;
             let first = got.ok().and_then(|g| g.into_iter().next());
             now.push(first.and_then(|g| (g.status == 200).then_some(g.print).flatten()));
         }
@@ -217,14 +291,13 @@ async fn verify_puts<B: HttpBackend>(
         if todo.is_empty() {
             break;
         }
-        let mut c = bench.backend.connect_to(s).await?;
-        let authority = bench.backend.authority(s);
+        let mut cold = Cold::new(&bench.backend, s);
         for batch in todo.chunks(BATCH) {
-            for &i in batch {
-                let path = format!("{}{}", load.dir, indices[i]);
-                request(c.out(), "GET", &path, &authority);
-            }
-            let got = exchange(&mut c, &label, "GET", batch.len()).await?;
+            let gets: Vec<(&str, String)> = batch
+                .iter()
+                .map(|&i| ("GET", format!("{}{}", load.dir, indices[i])))
+                .collect();
+            let got = cold.exchange("GET", &gets, COLD_TIMEOUT).await?;
             for (&i, g) in batch.iter().zip(got) {
                 // Bodies compared as the run compares them: by length and
                 // hash, computed as they streamed in.
@@ -289,15 +362,11 @@ pub(super) fn results(counted: &Snapshot) -> Results {
 /// Delete the run's `PUT` directory on every server.
 pub(super) async fn clean<B: HttpBackend>(bench: &HttpBench<B>) -> Result<(), TargetError> {
     let label = bench.backend.label();
+    let delete = [("DELETE", bench.load.dir.clone())];
     for s in 0..bench.backend.servers() {
-        let mut c = bench.backend.connect_to(s).await?;
-        request(
-            c.out(),
-            "DELETE",
-            &bench.load.dir,
-            &bench.backend.authority(s),
-        );
-        let got = exchange(&mut c, &label, "DELETE", 1).await?;
+        let got = Cold::new(&bench.backend, s)
+            .exchange("DELETE", &delete, COLD_TIMEOUT)
+            .await?;
         if let Some(g) = got.iter().find(|g| !matches!(g.status, 200..=299 | 404)) {
             return Err(failed(
                 &label,
