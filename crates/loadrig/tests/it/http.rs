@@ -587,18 +587,21 @@ fn interim_responses_are_skipped_not_taken_for_the_answer() {
     );
 }
 
-const GIB: u64 = 1 << 30;
+/// The large body's size: 256 MiB here (the debug binary streams four
+/// times 2 GiB in about a minute); `bench/faults` sends 1 GiB to the
+/// release binary.
+const LARGE: u64 = 256 << 20;
 
-/// Every GET answered with a body of 1 GiB, made as it is written (the
+/// Every GET answered with a body of [`LARGE`] bytes, made as it is written (the
 /// same bytes each time, so the bodies compare equal).
-fn gibibyte(mut c: TcpStream) {
+fn large(mut c: TcpStream) {
     let piece: Vec<u8> = (0..64 * 1024).map(|i| (i % 251) as u8).collect();
     while read_request(&mut c) {
-        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {GIB}\r\n\r\n");
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {LARGE}\r\n\r\n");
         if c.write_all(head.as_bytes()).is_err() {
             return;
         }
-        for _ in 0..GIB / piece.len() as u64 {
+        for _ in 0..LARGE / piece.len() as u64 {
             if c.write_all(&piece).is_err() {
                 return;
             }
@@ -611,10 +614,10 @@ fn gibibyte(mut c: TcpStream) {
 const BOUNDED: u64 = 100 << 20;
 
 /// Issue #40: a body is checked as it streams, not held whole. 1 GiB
-/// bodies on 4 connections held 3.9 GiB.
+/// bodies on 4 connections held 3.9 GiB; 256 MiB ones held 1 GiB.
 #[test]
-fn a_gibibyte_body_streams_through_bounded_memory() {
-    let (port, done) = own_server(|c, _| gibibyte(c));
+fn a_large_body_streams_through_bounded_memory() {
+    let (port, done) = own_server(|c, _| large(c));
     let url = format!("http://127.0.0.1:{port}/");
     let (r, report) = http(&[
         "-c",
@@ -634,7 +637,7 @@ fn a_gibibyte_body_streams_through_bounded_memory() {
     assert_all_ok(&r, &report, 8);
     assert_verified(&r, &report);
     assert!(
-        r.stdout.contains("first one seen (1,073,741,824 bytes)"),
+        r.stdout.contains("first one seen (268,435,456 bytes)"),
         "{}",
         r.dump()
     );
