@@ -492,7 +492,7 @@ impl Report {
         Report {
             schema: SCHEMA.to_string(),
             loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
-            spec: r.spec.clone(),
+            spec: r.spec.masked(),
             environment: r.environment,
             started_unix_ms: r.started_unix_ms,
             interrupted: o.interrupted,

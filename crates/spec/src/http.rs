@@ -35,7 +35,12 @@ impl HttpSpec {
     /// A header as given to `-H`, checked: `Name: value`, a token for
     /// the name, no line breaks.
     pub fn header(h: &str) -> Result<String, SpecError> {
-        let bad = |why: &str| SpecError::new("--header", format!("'{h}': {why}"));
+        // The value may be a credential: an error shows the name alone.
+        let shown = match h.split_once(':') {
+            Some(_) => crate::secret::mask_header(h),
+            None => format!("{} ...", h.split_whitespace().next().unwrap_or("")),
+        };
+        let bad = |why: &str| SpecError::new("--header", format!("'{shown}': {why}"));
         let Some((name, value)) = h.split_once(':') else {
             return Err(bad("expected NAME: VALUE (no colon)"));
         };

@@ -12,6 +12,7 @@ mod memcache;
 mod preset;
 mod pubsub;
 mod redis;
+pub mod secret;
 mod threshold;
 mod workload;
 
@@ -161,6 +162,18 @@ impl RunSpec {
     }
 
     /// Cross-field checks that no single flag can make.
+    /// This spec as output and reports show it: the target and every
+    /// header that carries a credential masked ([`secret`]). A run keeps
+    /// the real one; what a report holds cannot log in again.
+    pub fn masked(&self) -> RunSpec {
+        let mut s = self.clone();
+        s.target = secret::mask_text(&s.target);
+        if let WorkloadSpec::Http(h) = &mut s.workload {
+            h.headers = h.headers.iter().map(|h| secret::mask_header(h)).collect();
+        }
+        s
+    }
+
     pub fn validate(&self) -> Result<(), SpecError> {
         self.load.validate()?;
         self.workload.validate()?;

@@ -372,7 +372,11 @@ impl Target {
         Target::open_scheme(scheme, rest).unwrap_or_else(|| {
             Err(OpenError::Spec(SpecError::new(
                 "--target",
-                format!("unknown target scheme '{scheme}' in '{url}' (see `loadrig targets`)"),
+                format!(
+                    "unknown target scheme '{}' in '{}' (see `loadrig targets`)",
+                    loadrig_spec::printable(scheme),
+                    mask_password(url)
+                ),
             )))
         })
     }

@@ -173,38 +173,12 @@ impl TargetUrl {
 }
 
 /// What follows `scheme://`, with its secrets masked, for errors raised
-/// before the URL is parsed and for labels. The one rule: a password is
-/// masked, and so is a user name without one (it may be a token: NATS's
-/// `token@host`); a query parameter whose name says secret (`password`,
-/// `pass`, `pwd`, `token`, `secret`, `auth`, `key`) has its value masked.
+/// before the URL is parsed and for labels: the one rule,
+/// [`loadrig_spec::secret`] (a password, a user name without one: it may
+/// be a token, as NATS's `token@host`; a query value whose name says it is
+/// a credential).
 pub(crate) fn masked(rest: &str) -> String {
-    // Control characters (an escape sequence typed or pasted into a URL)
-    // are shown, not sent to the terminal.
-    let rest = loadrig_spec::printable(rest);
-    let rest = rest.as_str();
-    let (rest, query) = match rest.split_once('?') {
-        Some((r, q)) => (r, Some(q)),
-        None => (rest, None),
-    };
-    let mut out = match rest.rsplit_once('@') {
-        Some((userinfo, hosts)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{user}:***@{hosts}"),
-            None => format!("***@{hosts}"),
-        },
-        None => rest.to_string(),
-    };
-    if let Some(q) = query {
-        let pairs: Vec<String> = q
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if secret_key(k) => format!("{k}=***"),
-                _ => pair.to_string(),
-            })
-            .collect();
-        out.push('?');
-        out.push_str(&pairs.join("&"));
-    }
-    out
+    loadrig_spec::secret::mask_url_rest(rest)
 }
 
 /// The environment variables a password may come from when the URL gives
@@ -233,14 +207,6 @@ fn password_from_env(scheme: &str, user: bool) -> Option<String> {
             .flatten()
     })
     .filter(|p| !p.is_empty())
-}
-
-/// A query parameter that carries a credential, by its name.
-fn secret_key(k: &str) -> bool {
-    let k = k.to_ascii_lowercase();
-    ["pass", "pwd", "token", "secret", "auth", "key"]
-        .iter()
-        .any(|s| k.contains(s))
 }
 
 pub(crate) fn hostport(h: &str, p: u16) -> String {

@@ -35,7 +35,14 @@ pub struct HttpArgs {
     #[arg(long, short = 'm', value_name = "METHOD", default_value = "GET")]
     pub method: String,
     /// A header to send, NAME: VALUE (repeatable)
-    #[arg(long, short = 'H', value_name = "HEADER")]
+    #[arg(
+        long,
+        short = 'H',
+        value_name = "HEADER",
+        env = super::HEADERS_ENV,
+        hide_env_values = true,
+        value_delimiter = '\n'
+    )]
     pub header: Vec<String>,
     /// The body of every request
     #[arg(long, value_name = "TEXT", conflicts_with = "body_file")]

@@ -473,10 +473,14 @@ const PARENT_ONLY: [&str; 13] = [
     "cpus",
 ];
 
-/// Flags a child of `--processes` receives in its environment, never on
-/// its command line (where `ps` shows them to every user): the target URL
-/// may hold a password.
-const BY_ENV: [(&str, &str); 1] = [("target", TARGET_ENV)];
+/// Flags a child of `--processes` (or a sweep's point) receives in its
+/// environment, never on its command line (where `ps` shows them to every
+/// user): the target URL may hold a password, a header a token. A flag
+/// given more than once goes as one variable, its values a line each.
+pub(crate) const BY_ENV: [(&str, &str); 2] = [("target", TARGET_ENV), ("header", HEADERS_ENV)];
+
+/// The environment variable `-H` is also read from (a header a line).
+pub const HEADERS_ENV: &str = "LOADRIG_HEADERS";
 
 /// The environment variable `--target` is also read from.
 pub const TARGET_ENV: &str = "LOADRIG_TARGET";
@@ -527,8 +531,10 @@ pub fn child_line(matches: &ArgMatches) -> ChildLine {
             continue;
         }
         if let Some((_, var)) = BY_ENV.iter().find(|(flag, _)| *flag == id) {
-            if let Some(v) = given.get_raw(id).into_iter().flatten().next() {
-                line.env.push((var, v.to_owned()));
+            let values: Vec<&std::ffi::OsStr> = given.get_raw(id).into_iter().flatten().collect();
+            if !values.is_empty() {
+                line.env
+                    .push((var, values.join(std::ffi::OsStr::new("\n"))));
             }
             continue;
         }

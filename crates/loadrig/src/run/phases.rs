@@ -36,7 +36,7 @@ pub async fn prepare<B: Bench>(
     p.line("done");
     let record = Prepared {
         schema: PREPARED_SCHEMA.to_string(),
-        spec: spec.clone(),
+        spec: spec.masked(),
         server_version: prepared.server_version,
         prepared_unix_ms: start::unix_ms(SystemTime::now()),
         baseline: prepared.baseline,

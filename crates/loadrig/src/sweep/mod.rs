@@ -12,7 +12,7 @@
 
 pub mod table;
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use loadrig_report::Report;
+use loadrig_spec::secret::mask_text;
 
 use crate::exit;
 use crate::flags::SweepArgs;
@@ -109,21 +110,76 @@ pub fn x_of(name: &str, value: &str, index: usize) -> f64 {
     (index + 1) as f64
 }
 
-/// The child's arguments: the run's, with the swept flag added before a
-/// `--` the run may hold (a redis command of one's own), and its report.
-pub fn child_args(run: &[OsString], name: &str, value: &str, out: &Path) -> Vec<OsString> {
+/// A point's command line and environment.
+pub struct PointCommand {
+    pub args: Vec<OsString>,
+    /// The target and the headers, which may carry a password or a token:
+    /// given to the point by environment ([`crate::flags::BY_ENV`]), never
+    /// on its command line, where `ps` shows them to every user.
+    pub env: Vec<(&'static str, OsString)>,
+}
+
+/// The point's command: the run's arguments with the swept flag added
+/// before a `--` the run may hold (a redis command of one's own), and its
+/// report; `--target`, `-t`, a URL given as a word (http's) and `-H`
+/// moved to the environment, the swept value too when it is one of them.
+pub fn child_args(run: &[OsString], name: &str, value: &str, out: &Path) -> PointCommand {
     let mut args: Vec<OsString> = run.to_vec();
     if args.first().is_none_or(|a| a != "run") {
         args.insert(0, "run".into());
     }
     let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let tail = args.split_off(at);
+    let (mut args, mut target, mut headers) = secrets_apart(args);
+    match name {
+        "target" | "t" => target = Some(value.into()),
+        "header" | "H" => headers.push(value.into()),
+        _ => {
+            // A one-letter name is a short flag (`-P`, `-c`, `-n`).
+            let dashes = if name.len() == 1 { "-" } else { "--" };
+            args.push(format!("{dashes}{name}={value}").into());
+        }
+    }
     let mut out_flag = OsString::from("--out=");
     out_flag.push(out);
-    // A one-letter name is a short flag (`-P`, `-c`, `-n`).
-    let dashes = if name.len() == 1 { "-" } else { "--" };
-    let added = [OsString::from(format!("{dashes}{name}={value}")), out_flag];
-    args.splice(at..at, added);
-    args
+    args.push(out_flag);
+    args.extend(tail);
+    let mut env = Vec::new();
+    if let Some(t) = target {
+        env.push((crate::flags::TARGET_ENV, t));
+    }
+    if !headers.is_empty() {
+        env.push((crate::flags::HEADERS_ENV, headers.join(OsStr::new("\n"))));
+    }
+    PointCommand { args, env }
+}
+
+/// `args` without the target and the headers, and those apart.
+fn secrets_apart(args: Vec<OsString>) -> (Vec<OsString>, Option<OsString>, Vec<OsString>) {
+    let (mut kept, mut target, mut headers) = (Vec::new(), None, Vec::new());
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        let s = a.to_string_lossy();
+        let inline = |long: &str, short: &str| {
+            s.strip_prefix(long)
+                .or_else(|| s.strip_prefix(short).filter(|r| !r.is_empty()))
+                .map(|v| OsString::from(v.strip_prefix('=').unwrap_or(v)))
+        };
+        if s == "--target" || s == "-t" {
+            target = it.next();
+        } else if s == "--header" || s == "-H" {
+            headers.extend(it.next());
+        } else if let Some(v) = inline("--target=", "-t") {
+            target = Some(v);
+        } else if let Some(v) = inline("--header=", "-H") {
+            headers.push(v);
+        } else if !s.starts_with('-') && s.contains("://") {
+            target = Some(a);
+        } else {
+            kept.push(a);
+        }
+    }
+    (kept, target, headers)
 }
 
 /// A file name for a point: its number, and its value when that is short
@@ -201,8 +257,9 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
             format!("about {} left", secs(done / i as f64 * (n - i) as f64))
         };
         eprintln!(
-            "[{}/{n}] {name}={value} ... ({} so far, {left})",
+            "[{}/{n}] {name}={} ... ({} so far, {left})",
             i + 1,
+            mask_text(value),
             secs(done)
         );
         let _ = std::fs::remove_file(&report_path);
@@ -211,8 +268,10 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         let err_log = log.try_clone()?;
         // Its own process group: a terminal's Ctrl-C reaches it once,
         // passed on by the sweep, as every other signal is.
+        let cmd = child_args(&args.run, &name, value, &report_path);
         let mut point = Command::new(&me)
-            .args(child_args(&args.run, &name, value, &report_path))
+            .args(&cmd.args)
+            .envs(cmd.env)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err_log)
@@ -242,7 +301,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
                     format!("exit {}", code.unwrap_or(-1))
                 };
                 Point {
-                    value: value.clone(),
+                    value: mask_text(value),
                     x: x_of(&name, value, i),
                     status,
                     figures: Figures::of(&r).ok(),
@@ -260,7 +319,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
                     })
                     .unwrap_or_default();
                 Point {
-                    value: value.clone(),
+                    value: mask_text(value),
                     x: x_of(&name, value, i),
                     status: format!(
                         "failed: exit {}{}",
@@ -346,6 +405,48 @@ mod tests {
         assert!(parse_param("x y=1").is_err());
     }
 
+    /// What may hold a password or a token reaches the point by
+    /// environment, never on its command line.
+    #[test]
+    fn the_target_and_the_headers_go_by_environment() {
+        let words = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let run = words(&[
+            "http",
+            "-H",
+            "Authorization: Bearer t",
+            "--header=X-Api-Key: k",
+            "-c",
+            "2",
+            "https://u:pw@h/",
+        ]);
+        let cmd = child_args(&run, "c", "4", Path::new("p.json"));
+        assert_eq!(
+            cmd.args,
+            words(&["run", "http", "-c", "2", "-c=4", "--out=p.json"])
+        );
+        assert_eq!(
+            cmd.env,
+            [
+                (crate::flags::TARGET_ENV, OsString::from("https://u:pw@h/")),
+                (
+                    crate::flags::HEADERS_ENV,
+                    OsString::from("Authorization: Bearer t\nX-Api-Key: k")
+                ),
+            ]
+        );
+        let swept = child_args(
+            &words(&["redis", "-t", "redis://a"]),
+            "target",
+            "redis://:pw@b",
+            Path::new("p.json"),
+        );
+        assert_eq!(swept.args, words(&["run", "redis", "--out=p.json"]));
+        assert_eq!(
+            swept.env,
+            [(crate::flags::TARGET_ENV, OsString::from("redis://:pw@b"))]
+        );
+    }
+
     #[test]
     fn the_swept_flag_goes_before_a_command_of_ones_own() {
         let run: Vec<OsString> = ["redis", "-n", "10", "--", "SET", "k", "v"]
@@ -353,7 +454,9 @@ mod tests {
             .map(OsString::from)
             .collect();
         let args = child_args(&run, "pipeline", "4", Path::new("d/p.json"));
+        assert!(args.env.is_empty());
         let words: Vec<String> = args
+            .args
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();

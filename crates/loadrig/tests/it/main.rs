@@ -34,6 +34,7 @@ mod redis;
 mod reference;
 mod resources;
 mod scale;
+mod secrets;
 mod servers;
 mod services;
 mod sqlite;
