@@ -27,11 +27,13 @@ use flags::{Cli, Command};
 
 /// A line on standard output. A reader that went away (`loadrig targets |
 /// head -1`) is not an error: what is left to print is dropped, quietly.
+/// Any other failure (a full disk) is kept, and the exit point says so
+/// and exits 2: a report or table lost is not a result ([`stdout_written`]).
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        $crate::stdout_written(writeln!(std::io::stdout().lock(), $($arg)*));
     }};
 }
 
@@ -41,13 +43,35 @@ macro_rules! say_part {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();
-        let _ = write!(out, $($arg)*);
-        let _ = out.flush();
+        $crate::stdout_written(write!(out, $($arg)*).and_then(|()| out.flush()));
     }};
 }
 
+/// The first failure to write standard output, other than its reader
+/// going away.
+static STDOUT_FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Keep `r`'s failure, if it is one that loses output.
+pub fn stdout_written(r: std::io::Result<()>) {
+    if let Err(e) = r {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = STDOUT_FAILED.set(e.to_string());
+        }
+    }
+}
+
 fn main() {
-    std::process::exit(code());
+    let code = code();
+    // What is still buffered goes now, so its failure is seen too.
+    stdout_written(std::io::Write::flush(&mut std::io::stdout()));
+    let code = match STDOUT_FAILED.get() {
+        Some(e) => {
+            eprintln!("error: writing standard output: {e}");
+            code.max(exit::USAGE)
+        }
+        None => code,
+    };
+    std::process::exit(code);
 }
 
 /// What the program does and the code it exits with.
@@ -298,6 +322,14 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 .target
                 .clone()
                 .unwrap_or_else(|| report.spec.target.clone());
+            // It opens what exists and creates nothing: a SQLite file that
+            // is not there is refused, not made anew and found empty.
+            if let Some(db) = sqlite_file(&url).filter(|db| !db.exists()) {
+                anyhow::bail!(loadrig_spec::SpecError::new(
+                    "--target",
+                    format!("no SQLite database at {}: nothing to verify", db.display())
+                ));
+            }
             let target = plan::open(report.spec.workload.name(), Some(&url))?;
             runtime()?.block_on(plan::verify(&report, target))
         }
@@ -325,6 +357,7 @@ fn open_run(
     workload: &flags::Workload,
 ) -> anyhow::Result<(loadrig_targets::Target, loadrig_spec::RunSpec)> {
     let parts = workload.parts()?;
+    check_files(&parts.run, parts.target())?;
     parts.run.tls.apply()?;
     parts.run.apply_bind()?;
     parts.run.apply_io()?;
@@ -339,6 +372,58 @@ fn open_run(
 /// `--out` must name a file that can be written, checked before the run
 /// rather than found out after it: not a folder, in a folder that exists
 /// and takes new files (the report is written there atomically).
+/// Each file a run writes named once, and none of them the SQLite
+/// database it runs on (a report written over it would destroy it):
+/// checked before anything opens.
+fn check_files(run: &flags::RunArgs, target: &str) -> Result<(), loadrig_spec::SpecError> {
+    use std::path::Path;
+    let files: Vec<(&str, &Path)> = [
+        ("--out", run.out.as_deref()),
+        ("--html", run.html.as_deref()),
+        ("--hdr-log", run.hdr_log.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, p)| p.filter(|p| *p != Path::new("-")).map(|p| (flag, p)))
+    .collect();
+    let db = sqlite_file(target);
+    for (i, (flag, path)) in files.iter().enumerate() {
+        let bad = |why: String| loadrig_spec::SpecError::new(flag, why);
+        if let Some((other, _)) = files[..i].iter().find(|(_, p)| same_file(p, path)) {
+            return Err(bad(format!("{} is {other}'s file too", path.display())));
+        }
+        if db.is_some_and(|db| same_file(db, path)) {
+            return Err(bad(format!(
+                "{} is the SQLite database the run writes to",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The file a `sqlite://PATH` target names; none for a fresh temporary
+/// database (`sqlite://`) or another target.
+fn sqlite_file(target: &str) -> Option<&std::path::Path> {
+    target
+        .strip_prefix("sqlite://")
+        .map(|rest| rest.split('?').next().unwrap_or(""))
+        .filter(|p| !p.is_empty())
+        .map(std::path::Path::new)
+}
+
+/// Whether two paths name one file: the same device and inode when both
+/// exist, else the same absolute path.
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => match (std::path::absolute(a), std::path::absolute(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => a == b,
+        },
+    }
+}
+
 fn check_out(out: &std::path::Path, csv: bool) -> Result<(), loadrig_spec::SpecError> {
     let bad = |why: String| loadrig_spec::SpecError::new("--out", why);
     if out == std::path::Path::new("-") {

@@ -80,7 +80,9 @@ impl Printer {
         self
     }
 
-    /// Write a line; output that cannot be written is not worth failing a run.
+    /// Write a line. One that cannot be written is dropped here; standard
+    /// output that failed is still said, and exits 2, at the exit point
+    /// (`stdout_written` in main.rs).
     pub fn line(&mut self, s: &str) {
         let _ = writeln!(self.out, "{s}");
         let _ = self.out.flush();
@@ -167,9 +169,10 @@ impl Printer {
             }
             let line = redis::quiet_line(title, k, elapsed);
             match &mut self.tests_out {
+                // redis-benchmark's -q lines are the run's data: one lost
+                // fails the run (exit 2), as `--json` and `--csv` do.
                 Some(out) => {
-                    let _ = writeln!(out, "{line}");
-                    let _ = out.flush();
+                    crate::stdout_written(writeln!(out, "{line}").and_then(|()| out.flush()))
                 }
                 None => self.line(&line),
             }

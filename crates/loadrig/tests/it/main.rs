@@ -22,6 +22,7 @@ mod manual;
 mod memcache;
 mod multi;
 mod netns;
+mod outputs;
 mod peers;
 mod percentiles;
 mod phases;
