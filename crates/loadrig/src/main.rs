@@ -357,7 +357,7 @@ fn open_run(
     workload: &flags::Workload,
 ) -> anyhow::Result<(loadrig_targets::Target, loadrig_spec::RunSpec)> {
     let parts = workload.parts()?;
-    check_files(&parts.run, parts.target())?;
+    check_files(parts.run, parts.target())?;
     parts.run.tls.apply()?;
     parts.run.apply_bind()?;
     parts.run.apply_io()?;
