@@ -258,6 +258,11 @@ pub trait Bench {
         -> impl Future<Output = Result<Results, TargetError>>;
     /// Remove the schema and data unless kept.
     fn finish(&mut self, keep: bool) -> impl Future<Output = Result<(), TargetError>>;
+    /// `loadrig teardown`: drop what `loadrig prepare` made, whatever a
+    /// run would keep for the next one (kv's loaded dataset).
+    fn teardown(&mut self) -> impl Future<Output = Result<(), TargetError>> {
+        self.finish(false)
+    }
 
     /// What a `--processes` child knows that verification needs and its
     /// counts do not carry (chat: its clients' tallies), as JSON kept in

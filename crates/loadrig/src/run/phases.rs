@@ -64,7 +64,7 @@ pub async fn teardown<B: Bench>(mut bench: B, spec: &RunSpec, quiet: bool) -> an
     p.header(spec, bench.target().durability().as_deref());
     let d = Deadlines::of(spec);
     p.phase("teardown");
-    d.cold("clean-up", bench.finish(false)).await?;
+    d.cold("clean-up", bench.teardown()).await?;
     p.line("done");
     Ok(exit::OK)
 }

@@ -482,3 +482,41 @@ fn postgres_point_reads_pipelined_find_every_key() {
         r.dump()
     );
 }
+
+/// `loadrig teardown kv` drops what `loadrig prepare kv` made: the
+/// dataset's table and its marker (the file, the user's, stays).
+#[test]
+fn teardown_drops_what_prepare_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let out = dir.path().join("p.json");
+    let p = loadrig(&[
+        "prepare",
+        "kv",
+        "--target",
+        &target,
+        "--rows",
+        "1000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(p.code, 0, "{}", p.dump());
+    let tables = || {
+        let db = rusqlite::Connection::open(dir.path().join("kv.db")).unwrap();
+        let n: i64 = db
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'kv_kv'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let markers: i64 = db
+            .query_row("SELECT count(*) FROM kv_markers", [], |r| r.get(0))
+            .unwrap_or(0);
+        (n, markers)
+    };
+    assert_eq!(tables(), (1, 1));
+    let t = loadrig(&["teardown", "kv", "--target", &target]);
+    assert_eq!(t.code, 0, "{}", t.dump());
+    assert_eq!(tables(), (0, 0), "teardown left the dataset");
+}

@@ -244,10 +244,16 @@ impl KvBackend for SqliteTarget {
             .map(|n| n.max(0) as u64)
     }
 
+    /// `loadrig teardown kv`: the dataset's table and marker go; the file,
+    /// the user's, stays.
     async fn teardown(&self) -> Result<(), TargetError> {
-        // A temporary database goes with its folder; a named file is the
-        // user's, and stays.
-        Ok(())
+        let sql = self.kv.clone();
+        self.admin(move |c| {
+            c.execute_batch(&format!("DROP TABLE IF EXISTS {};", sql.table))?;
+            c.execute("DELETE FROM kv_markers WHERE dataset = ?1", [&sql.dataset])
+                .map(|_| ())
+        })
+        .await
     }
 
     async fn connect(&self) -> Result<Self::Conn, TargetError> {

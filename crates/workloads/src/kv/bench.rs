@@ -369,6 +369,11 @@ impl<B: KvBackend> Bench for KvBench<B> {
         verify::put_back(&self.backend, &self.gen, &rows).await?;
         self.backend.set_marker(&self.marker("clean")).await
     }
+
+    /// The dataset a run keeps for the next one is dropped here.
+    async fn teardown(&mut self) -> Result<(), TargetError> {
+        self.backend.teardown().await
+    }
 }
 
 /// A transaction's shape in words.
