@@ -605,3 +605,48 @@ pub mod subset;
 /// A proxy that renames the key of every n-th write: lost writes whose
 /// counts add up.
 pub mod lossy;
+
+/// A Redis database of the test's own on the shared server (6379): a
+/// number no other test of this run was given (the tests are one
+/// process), emptied when handed out, so no two tests share keys.
+/// `scripts/services` starts that Redis with 64 databases; 0 is the
+/// peers' (their command lines name none: `hold("redis-db0")`).
+pub struct RedisDb {
+    pub n: u32,
+    /// The number as `--dbnum` takes it.
+    pub arg: &'static str,
+}
+
+pub fn redis_db() -> RedisDb {
+    use std::io::{BufRead, BufReader, Write};
+    static NEXT: AtomicU64 = AtomicU64::new(16);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    assert!(
+        n < 64,
+        "more tests than Redis databases: raise `--databases` in scripts/services"
+    );
+    need_server("redis", 6379);
+    let mut s = TcpStream::connect(("127.0.0.1", 6379)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let db = n.to_string();
+    write!(
+        s,
+        "*2\r\n$6\r\nSELECT\r\n${}\r\n{db}\r\n*1\r\n$7\r\nFLUSHDB\r\n",
+        db.len()
+    )
+    .unwrap();
+    let mut r = BufReader::new(s);
+    for _ in 0..2 {
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        assert_eq!(
+            line, "+OK\r\n",
+            "Redis database {db}: the shared Redis has fewer than 64 databases? \
+             (scripts/services up redis starts it with 64)"
+        );
+    }
+    RedisDb {
+        n: n as u32,
+        arg: Box::leak(db.into_boxed_str()),
+    }
+}

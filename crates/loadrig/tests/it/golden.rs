@@ -286,6 +286,7 @@ fn csv_output() {
 /// nats-bench's own lines labelled as its, subscribers numbered alike.
 #[test]
 fn pubsub_text_output() {
+    let _brokers = crate::common::hold("brokers");
     crate::common::need_server("nats", 4222);
     let r = loadrig(&[
         "run",

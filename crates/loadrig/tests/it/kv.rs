@@ -241,6 +241,8 @@ fn postgres_links_cut_mid_run_leave_writes_in_doubt_and_verify_holds() {
 /// With calls pipelined (4 per connection), several in doubt per cut link.
 #[test]
 fn mariadb_links_cut_mid_run_leave_writes_in_doubt_and_verify_holds() {
+    // servers.rs kills every session of the tests\' user mid-run.
+    let _one_at_a_time = crate::common::hold("mariadb");
     crate::common::need_server("mariadb", 3306);
     links_cut_mid_run("mysql", 3306, &["--pipeline", "4"]);
 }
@@ -249,6 +251,8 @@ fn mariadb_links_cut_mid_run_leave_writes_in_doubt_and_verify_holds() {
 /// the ring, the connection is opened again and served by the ring.
 #[test]
 fn mariadb_links_cut_over_uring_leave_writes_in_doubt_and_verify_holds() {
+    // servers.rs kills every session of the tests\' user mid-run.
+    let _one_at_a_time = crate::common::hold("mariadb");
     crate::common::need_server("mariadb", 3306);
     // A dataset of its own: the other MariaDB cut runs at the same time.
     links_cut_mid_run(
@@ -369,6 +373,8 @@ fn redis_runs_every_test_of_the_guide_verified() {
 
 #[test]
 fn mariadb_runs_every_test_of_the_guide_verified() {
+    // servers.rs kills every session of the tests\' user mid-run.
+    let _one_at_a_time = crate::common::hold("mariadb");
     crate::common::need_server("mariadb", 3306);
     each_test_verifies("mysql://bench:bench@127.0.0.1/bench", "it_each");
 }

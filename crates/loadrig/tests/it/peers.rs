@@ -343,6 +343,7 @@ fn memaslap_line_of_the_guide() {
 
 #[test]
 fn nats_bench_line_of_the_tutorial() {
+    let _brokers = hold("brokers");
     need_server("nats", 4222);
     // `nats-bench -np 1 -ns 1 -n 100000 -ms 16 foo`, -n scaled to 20000.
     let r = loadrig(&[

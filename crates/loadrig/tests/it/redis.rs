@@ -72,8 +72,9 @@ fn flush(db: u32) {
 /// for it, in its order.
 #[test]
 fn every_redis_benchmark_test_runs() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
-    flush(10);
+    flush(db.n);
     let cases: &[(&str, &[&str])] = &[
         ("ping_inline", &["PING_INLINE"]),
         ("ping_mbulk", &["PING_MBULK"]),
@@ -133,7 +134,7 @@ fn every_redis_benchmark_test_runs() {
     ];
     for (name, titles) in cases {
         let r = loadrig(&[
-            "run", "redis", "--target", URL, "--dbnum", "10", "--tests", name, "-n", "700", "-c",
+            "run", "redis", "--target", URL, "--dbnum", db.arg, "--tests", name, "-n", "700", "-c",
             "7", "-q",
         ]);
         assert_eq!(r.code, 0, "-t {name}: {}", r.dump());
@@ -166,7 +167,7 @@ fn every_redis_benchmark_test_runs() {
         "--target",
         URL,
         "--dbnum",
-        "10",
+        db.arg,
         "-n",
         "3000",
         "-r",
@@ -196,7 +197,7 @@ fn every_redis_benchmark_test_runs() {
         .unwrap()
         .starts_with("Redis "));
     assert_eq!(
-        redis(10, &[&["DBSIZE"]]),
+        redis(db.n, &[&["DBSIZE"]]),
         [":0"],
         "cleaned up after the run"
     );
@@ -206,10 +207,11 @@ fn every_redis_benchmark_test_runs() {
 /// itself), then one row per test of eight quoted fields.
 #[test]
 fn csv_is_redis_benchmarks() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
-    flush(11);
+    flush(db.n);
     let theirs = Command::new("redis-benchmark")
-        .args(["-t", "get", "-n", "1000", "--csv", "--dbnum", "11"])
+        .args(["-t", "get", "-n", "1000", "--csv", "--dbnum", db.arg])
         .output()
         .expect("redis-benchmark runs (scripts/services up redis installs redis-tools)");
     let theirs = String::from_utf8_lossy(&theirs.stdout);
@@ -220,7 +222,7 @@ fn csv_is_redis_benchmarks() {
         "--target",
         URL,
         "--dbnum",
-        "11",
+        db.arg,
         "--tests",
         "set,get,lrange_100",
         "-n",
@@ -265,15 +267,16 @@ fn csv_is_redis_benchmarks() {
     );
     // The human output went to standard error.
     assert!(r.stderr.contains("SET: "), "{}", r.dump());
-    flush(11);
+    flush(db.n);
 }
 
 /// `-P 16`: sixteen requests in flight per client, each answered in order
 /// and verified.
 #[test]
 fn pipelined_sixteen_deep() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
-    flush(12);
+    flush(db.n);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p16.json");
     let r = loadrig(&[
@@ -282,7 +285,7 @@ fn pipelined_sixteen_deep() {
         "--target",
         URL,
         "--dbnum",
-        "12",
+        db.arg,
         "--tests",
         "set,get,incr,lpush,lpop",
         "-P",
@@ -306,17 +309,18 @@ fn pipelined_sixteen_deep() {
     assert_eq!(report["spec"]["load"]["pipeline"], 16);
     assert_eq!(report["measured"]["ok"], 250_000);
     assert_eq!(report["measured"]["errors"], 0);
-    assert_eq!(redis(12, &[&["DBSIZE"]]), [":0"]);
+    assert_eq!(redis(db.n, &[&["DBSIZE"]]), [":0"]);
 }
 
 /// An error reply is a server error counted by its class; a value
 /// changed behind the client's back fails verification.
 #[test]
 fn error_replies_and_changed_values() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
-    flush(13);
+    flush(db.n);
     // GET on a list: WRONGTYPE for every request.
-    redis(13, &[&["RPUSH", "key:__rand_int__", "a"]]);
+    redis(db.n, &[&["RPUSH", "key:__rand_int__", "a"]]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("wrongtype.json");
     let args = [
@@ -325,7 +329,7 @@ fn error_replies_and_changed_values() {
         "--target",
         URL,
         "--dbnum",
-        "13",
+        db.arg,
         "--tests",
         "get",
         "-n",
@@ -363,26 +367,27 @@ fn error_replies_and_changed_values() {
 
     // A value that is not the one loadrig writes: every GET reads it.
     redis(
-        13,
+        db.n,
         &[
             &["DEL", "key:__rand_int__"],
             &["SET", "key:__rand_int__", "changed"],
         ],
     );
     let r = loadrig(&[
-        "run", "redis", "--target", URL, "--dbnum", "13", "--tests", "get", "-n", "300", "-c", "3",
+        "run", "redis", "--target", URL, "--dbnum", db.arg, "--tests", "get", "-n", "300", "-c",
+        "3",
     ]);
     assert_eq!(r.code, 1, "{}", r.dump());
     assert!(r.stdout.contains("verify ... FAILED ("), "{}", r.dump());
     assert!(r.stdout.contains("verification 300"), "{}", r.dump());
     // After a SET of this run's data, the same GETs pass.
     let r = loadrig(&[
-        "run", "redis", "--target", URL, "--dbnum", "13", "--tests", "set,get", "-n", "300", "-c",
-        "3",
+        "run", "redis", "--target", URL, "--dbnum", db.arg, "--tests", "set,get", "-n", "300",
+        "-c", "3",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("GET: 300 hits, 0 misses"), "{}", r.dump());
-    flush(13);
+    flush(db.n);
 }
 
 /// A fake server that answers every read with `garbage`.
@@ -502,6 +507,8 @@ pub(crate) fn own_redis_with(extra: &[&str]) -> OwnServer {
         // (`loadrig --bind 127.0.0.2`) are refused otherwise.
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            // As many databases as the shared server (common::redis_db).
+            .args(["--databases", "64"])
             .arg("--dir")
             .arg(&path)
             .args(extra);
@@ -729,9 +736,10 @@ fn a_signal_during_a_stuck_verification_ends_it_with_the_report() {
 /// dealt over both, every check summed over both.
 #[test]
 fn several_ports_in_one_run() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
     let other = own_redis();
-    flush(14);
+    flush(db.n);
     let url = format!("{URL},{}", other.port);
     let r = loadrig(&[
         "run",
@@ -739,7 +747,7 @@ fn several_ports_in_one_run() {
         "--target",
         &url,
         "--dbnum",
-        "14",
+        db.arg,
         "--tests",
         "set,get,incr,lpush,sadd,xadd",
         "-n",
@@ -761,34 +769,35 @@ fn several_ports_in_one_run() {
     assert!(r.stdout.contains("mylist +4,000"), "{}", r.dump());
     assert!(r.stdout.contains("mystream +4,000"), "{}", r.dump());
     // Both servers took writes: five of the ten connections each.
-    let there: i64 = redis_on(other.port, 14, &[&["LLEN", "mylist"]])[0][1..]
+    let there: i64 = redis_on(other.port, db.n, &[&["LLEN", "mylist"]])[0][1..]
         .parse()
         .unwrap();
-    let here: i64 = redis(14, &[&["LLEN", "mylist"]])[0][1..].parse().unwrap();
+    let here: i64 = redis(db.n, &[&["LLEN", "mylist"]])[0][1..].parse().unwrap();
     assert_eq!(here + there, 4000);
     assert!(here > 0 && there > 0, "{here} + {there}");
     // Without --keep the run removes what it touched on both.
     let r = loadrig(&[
-        "run", "redis", "--target", &url, "--dbnum", "14", "--tests", "lpush", "-n", "10",
+        "run", "redis", "--target", &url, "--dbnum", db.arg, "--tests", "lpush", "-n", "10",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
-    assert_eq!(redis(14, &[&["EXISTS", "mylist"]]), [":0"]);
-    flush(14);
+    assert_eq!(redis(db.n, &[&["EXISTS", "mylist"]]), [":0"]);
+    flush(db.n);
 }
 
 /// A command of one's own after `--`: `__rand_int__` drawn with `-r`,
 /// `__data__` the value, titled by its command line; not with `-t`.
 #[test]
 fn a_command_of_ones_own() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
-    flush(15);
+    flush(db.n);
     let r = loadrig(&[
         "run",
         "redis",
         "--target",
         URL,
         "--dbnum",
-        "15",
+        db.arg,
         "-n",
         "2000",
         "-r",
@@ -813,20 +822,20 @@ fn a_command_of_ones_own() {
         "{}",
         r.dump()
     );
-    let keys: u64 = redis(15, &[&["DBSIZE"]])[0][1..].parse().unwrap();
+    let keys: u64 = redis(db.n, &[&["DBSIZE"]])[0][1..].parse().unwrap();
     assert!((1..=100).contains(&keys), "{keys} keys");
-    assert_eq!(redis(15, &[&["GET", "key:000000000042"]]), ["VXK"]);
+    assert_eq!(redis(db.n, &[&["GET", "key:000000000042"]]), ["VXK"]);
 
     let r = loadrig(&[
-        "run", "redis", "--target", URL, "--dbnum", "15", "-n", "777", "-c", "7", "--", "INCR",
+        "run", "redis", "--target", URL, "--dbnum", db.arg, "-n", "777", "-c", "7", "--", "INCR",
         "ctr",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
-    assert_eq!(redis(15, &[&["GET", "ctr"]]), ["777"]);
+    assert_eq!(redis(db.n, &[&["GET", "ctr"]]), ["777"]);
 
     let r = loadrig(&["run", "redis", "--tests", "set", "--", "GET", "x"]);
     assert_eq!(r.code, 2, "{}", r.dump());
-    flush(15);
+    flush(db.n);
 }
 
 /// memtier's load (`--ratio`): SETs and GETs in one run, key patterns,
@@ -835,8 +844,9 @@ fn a_command_of_ones_own() {
 /// back caught, and the keys removed.
 #[test]
 fn memtier_mix() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
-    flush(8);
+    flush(db.n);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("mix.json");
     let r = loadrig(&[
@@ -845,7 +855,7 @@ fn memtier_mix() {
         "--target",
         URL,
         "--dbnum",
-        "8",
+        db.arg,
         "--ratio",
         "1:10",
         "-n",
@@ -882,7 +892,7 @@ fn memtier_mix() {
         "{domains:?}"
     );
     assert_eq!(
-        redis(8, &[&["DBSIZE"]]),
+        redis(db.n, &[&["DBSIZE"]]),
         [":0"],
         "the memtier- keys are removed"
     );
@@ -894,7 +904,7 @@ fn memtier_mix() {
         "--target",
         URL,
         "--dbnum",
-        "8",
+        db.arg,
         "--ratio",
         "1:1",
         "--key-pattern",
@@ -913,9 +923,9 @@ fn memtier_mix() {
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("6 keys SET, all there"), "{}", r.dump());
-    assert_eq!(redis(8, &[&["DBSIZE"]]), [":6"]);
+    assert_eq!(redis(db.n, &[&["DBSIZE"]]), [":6"]);
     // One of them changed behind the client's back: GETs catch it.
-    redis(8, &[&["SET", "mt:0", "changed"]]);
+    redis(db.n, &[&["SET", "mt:0", "changed"]]);
     let mixed = dir.path().join("changed.json");
     let r = loadrig(&[
         "run",
@@ -923,7 +933,7 @@ fn memtier_mix() {
         "--target",
         URL,
         "--dbnum",
-        "8",
+        db.arg,
         "--ratio",
         "0:1",
         "--key-prefix",
@@ -957,7 +967,7 @@ fn memtier_mix() {
     assert!(reads_of_mt0 > 0);
     assert_eq!(wrong, reads_of_mt0, "{}", r.dump());
     assert!(r.stdout.contains("verify ... FAILED ("), "{}", r.dump());
-    assert_eq!(redis(8, &[&["DBSIZE"]]), [":0"]);
+    assert_eq!(redis(db.n, &[&["DBSIZE"]]), [":0"]);
 
     let r = loadrig(&["run", "redis", "--key-pattern", "Z"]);
     assert_eq!(r.code, 2, "{}", r.dump());
@@ -1049,6 +1059,7 @@ fn a_failed_verification_keeps_the_report() {
 /// false FAILED.
 #[test]
 fn verify_later_needs_the_data_kept() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
@@ -1058,7 +1069,7 @@ fn verify_later_needs_the_data_kept() {
         "--target",
         URL,
         "--dbnum",
-        "12",
+        db.arg,
         "--tests",
         "set",
         "-n",

@@ -7,11 +7,13 @@
 //! machine's scheduling (up to half a millisecond seen with the suite's
 //! tests in parallel on two shared cores) fit inside. The bounds above the
 //! delay widen by what the server itself says it answered late (its
-//! sleeping threads wake late on shared cores), and a measurement that
-//! misses is taken again, up to three times ([`measure`]): a stall of the
-//! whole machine seldom strikes three runs in a row, a fault in loadrig's
-//! measuring always does. The
-//! tests take one lock, so they do not load the machine for each other.
+//! sleeping threads wake late on shared cores) by at most [`MAX_LATE`],
+//! and a measurement that misses is taken once more ([`measure`]): a
+//! stall of the whole machine seldom strikes twice in a row, a fault in
+//! loadrig's measuring always does. Every miss is written to
+//! `target/timing-misses.txt`, which `scripts/test` prints at its end, so
+//! a retry that passed still leaves its trace. The tests take one lock,
+//! so they do not load the machine for each other.
 
 use std::time::Duration;
 
@@ -67,9 +69,15 @@ fn near(what: &str, got: f64, want: Duration, late: Duration) -> Check {
     within(what, got, want, 0.01, late)
 }
 
+/// The most the server's own lateness may widen a bound: past it, the
+/// machine was too busy for the figure to mean anything, and the attempt
+/// misses.
+const MAX_LATE: Duration = Duration::from_millis(2);
+
 /// `got` within `share` of `want` (both in microseconds), plus `late`
 /// above it: the server's own lateness, which loadrig rightly measures.
 fn within(what: &str, got: f64, want: Duration, share: f64, late: Duration) -> Check {
+    let late = capped(late)?;
     let (want, late) = (want.as_secs_f64() * 1e6, late.as_secs_f64() * 1e6);
     if got >= want * (1.0 - share) && got <= want * (1.0 + share) + late {
         Ok(())
@@ -95,6 +103,7 @@ const MAX_TAIL: f64 = 0.05;
 /// than the server), and within [`MAX_TAIL`] (and the server's own
 /// lateness) above it.
 fn near_max(what: &str, got: f64, want: Duration, late: Duration) -> Check {
+    let late = capped(late)?;
     let (want, late) = (want.as_secs_f64() * 1e6, late.as_secs_f64() * 1e6);
     if got >= want * 0.999 && got <= want * (1.0 + MAX_TAIL) + late {
         Ok(())
@@ -105,25 +114,53 @@ fn near_max(what: &str, got: f64, want: Duration, late: Duration) -> Check {
     }
 }
 
-/// A timing measurement, taken up to three times while it misses. Two
-/// cores shared with everything else can stall the client for tens of
-/// milliseconds now and then (CI once showed an open-loop p99 of 216.7 ms
-/// for 200 ms); such a stall seldom strikes three runs in a row, while a
-/// fault in what loadrig measures (a timer's resolution, latency not
-/// taken from the intended start) misses every time, so it still fails
-/// the test.
+/// The server's lateness, if it is within [`MAX_LATE`].
+fn capped(late: Duration) -> Result<Duration, String> {
+    if late <= MAX_LATE {
+        Ok(late)
+    } else {
+        Err(format!(
+            "the server itself answered {late:?} late, past the {MAX_LATE:?} a bound may widen"
+        ))
+    }
+}
+
+/// A timing measurement, taken once more when it misses. Two cores shared
+/// with everything else can stall the client for tens of milliseconds now
+/// and then (CI once showed an open-loop p99 of 216.7 ms for 200 ms); such
+/// a stall seldom strikes twice in a row, while a fault in what loadrig
+/// measures (a timer's resolution, latency not taken from the intended
+/// start) misses every time, so it still fails the test. (Three tries let
+/// a fault that struck half the runs pass seven times in eight.) Each miss
+/// is appended to `target/timing-misses.txt`.
 fn measure(what: &str, mut attempt: impl FnMut() -> Check) {
     let mut missed = Vec::new();
-    while missed.len() < 3 {
+    while missed.len() < 2 {
         match attempt() {
             Ok(()) => return,
             Err(e) => {
                 eprintln!("{what}: missed ({e})");
+                note_miss(what, &e);
                 missed.push(e);
             }
         }
     }
-    panic!("{what}: missed three times: {}", missed.join("; then "));
+    panic!("{what}: missed twice: {}", missed.join("; then "));
+}
+
+/// Append a miss to `target/timing-misses.txt` (the workspace's target
+/// folder), for `scripts/test` to print.
+fn note_miss(what: &str, why: &str) {
+    use std::io::Write;
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/timing-misses.txt");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{what}: {why}");
+    }
 }
 
 /// Latency and service time of kind `k` where the delays put them: the

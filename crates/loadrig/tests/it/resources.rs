@@ -19,6 +19,7 @@ use crate::common::{free_port, loadrig, need_server, report};
 /// the columns only when asked.
 #[test]
 fn client_resources_are_kept_per_lap() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
@@ -28,7 +29,7 @@ fn client_resources_are_kept_per_lap() {
         "--target",
         "redis://127.0.0.1:6379",
         "--dbnum",
-        "9",
+        db.arg,
         "--tests",
         "set",
         "-n",
@@ -85,7 +86,7 @@ fn client_resources_are_kept_per_lap() {
         "--target",
         "redis://127.0.0.1:6379",
         "--dbnum",
-        "9",
+        db.arg,
         "--tests",
         "set",
         "-n",
@@ -173,6 +174,7 @@ fn redis_info(name: &str) -> f64 {
 /// tests' data included).
 #[test]
 fn redis_series_match_redis_cli() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
     let before = redis_info("total_commands_processed");
     let used_before = redis_info("used_memory");
@@ -183,7 +185,7 @@ fn redis_series_match_redis_cli() {
             "--target",
             "redis://127.0.0.1:6379",
             "--dbnum",
-            "9",
+            db.arg,
             "--tests",
             "set",
             // About 2.5 s: at least 3 laps of 0.25 s on a quiet machine.
@@ -725,6 +727,7 @@ fn a_long_run_keeps_a_bounded_report() {
 /// under throughput and latency, on the same time axis.
 #[test]
 fn plot_and_report_draw_resources_over_time() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
@@ -734,7 +737,7 @@ fn plot_and_report_draw_resources_over_time() {
         "--target",
         "redis://127.0.0.1:6379",
         "--dbnum",
-        "9",
+        db.arg,
         "--tests",
         "get",
         "-n",

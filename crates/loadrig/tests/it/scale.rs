@@ -24,6 +24,7 @@ const PEAK_BOUND: u64 = 40 << 20;
 
 #[test]
 fn two_thousand_redis_connections_all_ok_in_little_memory() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
     let (r, report) = run_reported(&[
         "run",
@@ -31,7 +32,7 @@ fn two_thousand_redis_connections_all_ok_in_little_memory() {
         "--target",
         "redis://127.0.0.1:6379",
         "--dbnum",
-        "12",
+        db.arg,
         "--tests",
         "set,get",
         "-c",

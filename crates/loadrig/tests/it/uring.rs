@@ -27,6 +27,7 @@ fn verified_over_uring(args: &[&str], n: u64) {
 
 #[test]
 fn redis_over_uring_verifies() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
     verified_over_uring(
         &[
@@ -42,7 +43,7 @@ fn redis_over_uring_verifies() {
             "-P",
             "4",
             "--dbnum",
-            "13",
+            db.arg,
         ],
         40_000,
     );
@@ -149,6 +150,7 @@ fn pubsub_and_chat_over_uring_verify() {
 /// the sockets queued goes out between its polls): every operation done.
 #[test]
 fn a_paced_load_with_spin_runs_over_uring() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
     verified_over_uring(
         &[
@@ -166,7 +168,7 @@ fn a_paced_load_with_spin_runs_over_uring() {
             "-c",
             "8",
             "--dbnum",
-            "13",
+            db.arg,
         ],
         4_000,
     );
@@ -184,11 +186,12 @@ fn syscalls(args: &[&str]) -> (Run, u64, u64) {
 /// all. So the run above really went through the ring.
 #[test]
 fn uring_makes_no_send_or_receive_per_request() {
+    let db = crate::common::redis_db();
     need_server("redis", 6379);
     let n = 20_000;
     let args = |io: &'static str| {
         [
-            "run", "redis", "--tests", "get", "-n", "20000", "-c", "20", "--dbnum", "5", "-q",
+            "run", "redis", "--tests", "get", "-n", "20000", "-c", "20", "--dbnum", db.arg, "-q",
             "--io", io,
         ]
     };
