@@ -6,9 +6,8 @@
 //! have written is read back (`GET`), on each server until found; every
 //! acknowledged `PUT` must be there with its body, up to the ones in
 //! doubt (sent, and the connection failed before the answer, or a server
-//! error). Which paths were written is known for a run by count with no
-//! warm-up (`0..n`), and otherwise from the highest index each driver
-//! sent (not known to the parent of `--processes` for a run by time).
+//! error). Which paths were written is recomputed from the indices the run
+//! issued (the counts' spans), in every mode.
 //! Clean-up deletes the run's directory on every server.
 //!
 //! Responses are read as during the run ([`Reader`]): bodies hashed as
@@ -17,7 +16,6 @@
 use std::time::Duration;
 
 use loadrig_metrics::{Check, ErrorKind, Snapshot};
-use loadrig_spec::Stop;
 
 use super::driver::HttpBench;
 use super::load::{DOMAINS, REOPENED};
@@ -245,25 +243,18 @@ pub(super) async fn verify<B: HttpBackend>(
     Ok(Verdict::from_checks(checks, said.join("; ")))
 }
 
-/// The indices whose `PUT` paths may hold a body, if known.
-fn written<B: HttpBackend>(bench: &HttpBench<B>) -> Option<Vec<u64>> {
-    match bench.stop {
-        Stop::Count(n) if bench.whole => Some((0..n).collect()),
-        _ if bench.processes > 1 => None,
-        _ => {
-            let sent = *bench.load.sent.lock().ok()?;
-            // No driver of this process sent anything: `loadrig verify`
-            // of a run by time, which only its own process knew.
-            if sent.main.is_none() && sent.warmup.is_none() {
-                return None;
-            }
-            let main = sent.main.map_or(0..0, |m| 0..m + 1);
-            let warm = sent
-                .warmup
-                .map_or(0..0, |m| loadrig_engine::WARMUP_INDEX_BASE..m + 1);
-            Some(main.chain(warm).collect())
-        }
+/// The indices whose `PUT` paths may hold a body: every index the run
+/// issued, recomputed from its spans in every mode (by count or by time,
+/// warm-up, every process); `None` when the counts carry no spans (a
+/// report written before they were kept).
+fn written(counted: &Snapshot) -> Option<Vec<u64>> {
+    let any = counted.kinds.first().is_some_and(|k| k.count() > 0);
+    if counted.spans.is_empty() && any {
+        return None;
     }
+    let mut all: Vec<u64> = counted.spans.iter().flat_map(|s| s.indices()).collect();
+    all.sort_unstable();
+    Some(all)
 }
 
 async fn verify_puts<B: HttpBackend>(
@@ -276,9 +267,9 @@ async fn verify_puts<B: HttpBackend>(
         .kinds
         .first()
         .map_or((0, 0), |k| (k.ok as i64, (k.count() - k.ok) as i64));
-    let Some(indices) = written(bench) else {
+    let Some(indices) = written(counted) else {
         return Ok(Verdict::skipped(
-            "which paths a run by time wrote is known to the process that ran it only: not read back",
+            "which paths were written is not known (a report without the indices issued): not read back",
         ));
     };
     let label = bench.backend.label();

@@ -25,10 +25,10 @@ use std::sync::Arc;
 
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{ErrorKind, OpError, Snapshot};
-use loadrig_spec::{HttpSpec, RunSpec, Stop};
+use loadrig_spec::{HttpSpec, RunSpec};
 
 use super::check;
-use super::load::{kind_name, Load, Sent, DOMAINS, OTHER, REOPENED, S2XX};
+use super::load::{kind_name, Load, DOMAINS, OTHER, REOPENED, S2XX};
 use super::response::Reader;
 use super::{HttpBackend, HttpConn};
 use crate::stream::{Fifo, StreamDriver};
@@ -56,7 +56,6 @@ pub struct HttpDriver<C> {
     /// just taken: nothing more comes on it.
     closing: bool,
     counts: [u64; DOMAINS.len()],
-    sent: Sent,
 }
 
 impl<C: HttpConn> HttpDriver<C> {
@@ -68,7 +67,6 @@ impl<C: HttpConn> HttpDriver<C> {
             pending: Fifo::new(),
             closing: false,
             counts: [0; DOMAINS.len()],
-            sent: Sent::default(),
         }
     }
 
@@ -144,9 +142,6 @@ impl<C: HttpConn> Driver for HttpDriver<C> {
     fn send(&mut self, index: u64, tag: Tag) -> usize {
         let server = self.conn.server();
         self.load.write(self.conn.out(), server, index);
-        if self.load.put {
-            self.sent.note(index);
-        }
         let input = self.conn.input();
         self.pending.push(Pending { tag, index }, input);
         0
@@ -208,25 +203,10 @@ impl<C: HttpConn> Driver for HttpDriver<C> {
     }
 }
 
-impl<C> Drop for HttpDriver<C> {
-    fn drop(&mut self) {
-        if let Ok(mut s) = self.load.sent.lock() {
-            s.merge(self.sent);
-        }
-    }
-}
-
 /// The http workload on one backend.
 pub struct HttpBench<B> {
     pub backend: B,
     pub load: Arc<Load>,
-    pub stop: Stop,
-    /// Whether this process ran the whole index space with no warm-up
-    /// (then a run by count wrote `PUT` paths `0..n` exactly).
-    pub whole: bool,
-    /// Whether this process's drivers ran the load (not a `--processes`
-    /// parent's), so [`Load::sent`] says what was written.
-    pub processes: u32,
     /// The run's `--timeout`, for the check of each server afterwards.
     pub timeout: std::time::Duration,
 }
@@ -240,9 +220,6 @@ impl<B: HttpBackend> HttpBench<B> {
         HttpBench {
             load: Arc::new(load),
             backend,
-            stop: run.load.stop,
-            whole: run.load.shard.count == 1 && run.warmup_secs == 0.0,
-            processes: run.processes,
             timeout: std::time::Duration::from_secs_f64(run.timeout_secs),
         }
     }

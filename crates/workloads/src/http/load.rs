@@ -5,9 +5,8 @@
 //! `loadrig-SEED`, a body of its own (the one given, else `--value-size`
 //! bytes spelling the index and the seed).
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
-use loadrig_engine::WARMUP_INDEX_BASE;
 use loadrig_spec::HttpSpec;
 
 use super::response::Hasher;
@@ -35,32 +34,6 @@ pub fn kind_name(method: &str) -> &'static str {
     }
 }
 
-/// The highest indices some driver sent, main and warm-up, gathered when
-/// drivers are dropped: which `PUT` paths a run by duration may have
-/// written.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Sent {
-    pub main: Option<u64>,
-    pub warmup: Option<u64>,
-}
-
-impl Sent {
-    pub fn note(&mut self, index: u64) {
-        let slot = if index >= WARMUP_INDEX_BASE {
-            &mut self.warmup
-        } else {
-            &mut self.main
-        };
-        *slot = Some(slot.map_or(index, |m| m.max(index)));
-    }
-
-    pub fn merge(&mut self, o: Sent) {
-        for i in o.main.into_iter().chain(o.warmup) {
-            self.note(i);
-        }
-    }
-}
-
 /// The requests of one run, shared by its drivers.
 #[derive(Debug)]
 pub struct Load {
@@ -79,8 +52,6 @@ pub struct Load {
     pub put: bool,
     /// (length, hash) of the first `200` body of a `GET`.
     first: OnceLock<(u64, u64)>,
-    /// Indices the drivers sent, for reading `PUT`s back.
-    pub sent: Mutex<Sent>,
 }
 
 impl Load {
@@ -131,7 +102,6 @@ impl Load {
             heads,
             dir,
             first: OnceLock::new(),
-            sent: Mutex::new(Sent::default()),
         }
     }
 
@@ -277,10 +247,5 @@ mod tests {
         assert!(l.same_as_first((5, 1)));
         assert!(l.same_as_first((5, 1)));
         assert!(!l.same_as_first((5, 2)));
-        let mut s = Sent::default();
-        s.note(3);
-        s.note(WARMUP_INDEX_BASE + 2);
-        s.note(1);
-        assert_eq!((s.main, s.warmup), (Some(3), Some(WARMUP_INDEX_BASE + 2)));
     }
 }
