@@ -313,8 +313,27 @@ fn links_cut_mid_run(scheme: &str, port: u16, extra: &[&str]) {
     assert!(report.measured.errors > 0, "{}", r.dump());
     assert!(report.measured.ok > 0, "{}", r.dump());
     assert_verified(&r, &report);
+    // The ledger's in-doubt transactions are the engine's in-doubt errors
+    // (io, timeout, protocol), one for one: the verdict's figure and the
+    // report's counts agree, and neither is zero.
     let summary = verdict_summary(&report);
-    assert!(!summary.contains(" 0 in-doubt"), "{summary}");
+    let ledger: u64 = summary
+        .split(" in-doubt")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no in-doubt count: {summary}"));
+    let counted: u64 = report
+        .measured
+        .kinds
+        .iter()
+        .chain(&report.warmup.kinds)
+        .flat_map(|k| &k.errors)
+        .filter(|(e, _)| ["io", "timeout", "protocol"].contains(&e.as_str()))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(ledger > 0, "{summary}");
+    assert_eq!(ledger, counted, "{summary}\n{}", r.dump());
 }
 
 #[test]
@@ -525,4 +544,50 @@ fn teardown_drops_what_prepare_made() {
     let t = loadrig(&["teardown", "kv", "--target", &target]);
     assert_eq!(t.code, 0, "{}", t.dump());
     assert_eq!(tables(), (0, 0), "teardown left the dataset");
+}
+
+/// Over `--processes`, by time: the parent gathers its children's ledgers
+/// and reads back every row they wrote, as one process would. A store that
+/// keeps the writes passes with every acknowledged transaction counted; one
+/// that drops half of them fails.
+#[test]
+fn processes_by_time_verify_every_childs_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let args = [
+        "run",
+        "kv",
+        "--target",
+        &target,
+        "--rows",
+        "5000",
+        "--test",
+        "write1",
+        "-d",
+        "1",
+        "--processes",
+        "2",
+    ];
+    let (r, report) = run_reported(&args);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let summary = verdict_summary(&report);
+    let ok = report.measured.ok;
+    assert!(
+        summary.contains(&format!("{} acknowledged", loadrig_report::fmt::group(ok))),
+        "{ok} ok: {summary}"
+    );
+    let db = rusqlite::Connection::open(dir.path().join("kv.db")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER drop_writes BEFORE INSERT ON kv_kv WHEN NEW.k >= 'k000000000002500'
+         BEGIN SELECT RAISE(IGNORE); END;",
+    )
+    .unwrap();
+    drop(db);
+    let (r, report) = run_reported(&args);
+    assert_eq!(r.code, 1, "{}", r.dump());
+    let summary = verdict_summary(&report);
+    assert!(
+        summary.starts_with("FAILED") && summary.contains("acknowledged writes missing"),
+        "{summary}"
+    );
 }

@@ -13,7 +13,9 @@ use crate::redis::own_redis_with;
 
 const SECRET: &str = "Zq7s3cretTok";
 
-/// The command lines of `parent`'s children, read while they run.
+/// The command lines of `parent`'s children, read while they run: once
+/// exec'd (between fork and exec a child's is still its parent's), so
+/// each is a `loadrig run`.
 fn children_lines(parent: u32, want: usize) -> Vec<String> {
     let t = Instant::now();
     let mut lines = Vec::new();
@@ -22,6 +24,7 @@ fn children_lines(parent: u32, want: usize) -> Vec<String> {
             .into_iter()
             .filter_map(|c| std::fs::read(format!("/proc/{c}/cmdline")).ok())
             .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .filter(|l| l.contains(" run "))
             .collect();
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -322,6 +322,19 @@ impl<B: KvBackend> Bench for KvBench<B> {
         verify::verdict(&self.backend, &self.spec, &self.gen, &self.ledger, counted).await
     }
 
+    /// Which write transactions this process's drivers saw acknowledged,
+    /// fail or left in doubt: the parent verifies every process's.
+    fn share(&self) -> Option<Box<serde_json::value::RawValue>> {
+        self.ledger.share()
+    }
+
+    fn gather(
+        &mut self,
+        shares: Vec<Option<Box<serde_json::value::RawValue>>>,
+    ) -> Result<(), serde_json::Error> {
+        self.ledger.gather(shares)
+    }
+
     async fn results(&mut self, _counted: &Snapshot) -> Result<Results, TargetError> {
         let s = &self.spec;
         let test = match s.test {

@@ -1,6 +1,7 @@
 //! After a kv run: does the target hold what it acknowledged?
 //!
 //! The drivers' ledger says which write transactions were acknowledged
+//! (the parent of `--processes` gathers its children's: [`Ledger::gather`])
 //! and which were left in doubt (failed by I/O, timeout or garbled answer,
 //! or in flight when a connection was lost: each may or may not have
 //! committed, [`loadrig_metrics::ErrorKind::in_doubt`]). Every row those
@@ -41,13 +42,49 @@ pub struct Ledger(Mutex<Inner>);
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Whether drivers ran in this process (not so in the parent of
-    /// `--processes` or in `loadrig verify`: no ledger there).
+    /// Whether drivers ran in this process, or the parent of `--processes`
+    /// gathered its children's ledgers (not so in `loadrig verify`: no
+    /// ledger there).
     drove: bool,
     acked: Vec<u64>,
+    /// `acked` as each driver's runs, for a child's share: a driver's
+    /// indices are one stride apart, so its acknowledged ones are a few
+    /// runs broken only where a transaction failed.
+    acked_runs: Vec<Run>,
     doubt: Vec<u64>,
     /// Failed cleanly (the target said no): must not have landed.
     failed: Vec<u64>,
+}
+
+/// Indices `first, first + step, ...`, `count` of them.
+type Run = (u64, u64, u64);
+
+/// What a `--processes` child hands its parent: its ledger, the
+/// acknowledged transactions as runs.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Share {
+    acked: Vec<Run>,
+    doubt: Vec<u64>,
+    failed: Vec<u64>,
+}
+
+/// `indices` (one driver's) as runs of one step.
+fn runs(mut indices: Vec<u64>) -> Vec<Run> {
+    indices.sort_unstable();
+    let mut out: Vec<Run> = Vec::new();
+    for i in indices {
+        match out.last_mut() {
+            Some((first, step, n)) if *n == 1 && i > *first => {
+                *step = i - *first;
+                *n = 2;
+            }
+            Some((first, step, n)) if first.checked_add(step.saturating_mul(*n)) == Some(i) => {
+                *n += 1;
+            }
+            _ => out.push((i, 1, 1)),
+        }
+    }
+    out
 }
 
 impl Ledger {
@@ -61,9 +98,50 @@ impl Ledger {
 
     pub fn put(&self, acked: Vec<u64>, doubt: Vec<u64>, failed: Vec<u64>) {
         let mut l = self.lock();
+        l.acked_runs.extend(runs(acked.clone()));
         l.acked.extend(acked);
         l.doubt.extend(doubt);
         l.failed.extend(failed);
+    }
+
+    /// This process's ledger, for its `--processes` parent.
+    pub fn share(&self) -> Option<Box<serde_json::value::RawValue>> {
+        let l = self.lock();
+        if !l.drove {
+            return None;
+        }
+        let share = Share {
+            acked: l.acked_runs.clone(),
+            doubt: l.doubt.clone(),
+            failed: l.failed.clone(),
+        };
+        serde_json::value::to_raw_value(&share).ok()
+    }
+
+    /// The parent of `--processes`: its children's ledgers, as one.
+    /// A run past 2^32 indices is not one a child wrote: refused.
+    pub fn gather(
+        &self,
+        shares: Vec<Option<Box<serde_json::value::RawValue>>>,
+    ) -> Result<(), serde_json::Error> {
+        use serde::de::Error;
+        let mut l = self.lock();
+        for share in shares.into_iter().flatten() {
+            let s: Share = serde_json::from_str(share.get())?;
+            for (first, step, n) in s.acked {
+                if n > u64::from(u32::MAX) {
+                    return Err(serde_json::Error::custom(
+                        "a run of acknowledged transactions too long",
+                    ));
+                }
+                l.acked
+                    .extend((0..n).map(|k| first.saturating_add(k.saturating_mul(step))));
+            }
+            l.doubt.extend(s.doubt);
+            l.failed.extend(s.failed);
+            l.drove = true;
+        }
+        Ok(())
     }
 
     /// Acknowledged and in-doubt transactions, sorted, and the failed
@@ -258,7 +336,7 @@ pub(super) async fn verdict<B: KvBackend>(
         ),
         None => format!(
             "{} rows; {} sampled, each value traced to a writer of that row; \
-             which writes were acknowledged is known only to the processes that ran them",
+             which writes were acknowledged is known to the run's processes, not to a report",
             group(count),
             group(t.read)
         ),
@@ -341,6 +419,29 @@ pub(super) async fn put_back<B: KvBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_childs_ledger_reaches_its_parent_whole() {
+        assert_eq!(runs(vec![9, 1, 5, 13, 30]), vec![(1, 4, 4), (30, 1, 1)]);
+        assert_eq!(runs(vec![]), vec![]);
+        let child = Ledger::default();
+        child.drove();
+        // One driver of stride 4 (a failure at 8), another of stride 4.
+        child.put(vec![0, 4, 12, 16], vec![20], vec![8]);
+        child.put(vec![1, 5, 9], vec![], vec![]);
+        let parent = Ledger::default();
+        assert!(parent.sorted().is_none());
+        parent.gather(vec![child.share(), None]).unwrap();
+        let (acked, doubt, failed) = parent.sorted().unwrap();
+        assert_eq!(acked, vec![0, 1, 4, 5, 9, 12, 16]);
+        assert_eq!((doubt, failed), (vec![20], vec![8]));
+        let bad = serde_json::value::to_raw_value(&Share {
+            acked: vec![(0, 1, u64::MAX)],
+            ..Share::default()
+        })
+        .unwrap();
+        assert!(Ledger::default().gather(vec![Some(bad)]).is_err());
+    }
     use loadrig_spec::KvTest;
 
     fn setup() -> (Generator, Vec<u64>, Vec<u64>) {
