@@ -24,7 +24,9 @@ impl Snapshot {
     /// Operations of every kind that failed in doubt (see
     /// [`ErrorKind::in_doubt`]).
     pub fn in_doubt(&self) -> u64 {
-        (0..self.kinds.len()).map(|k| self.in_doubt_of(k)).sum()
+        (0..self.kinds.len())
+            .map(|k| self.in_doubt_of(k))
+            .fold(0, u64::saturating_add)
     }
 
     /// Operations of kind `kind` that failed in doubt.
@@ -34,7 +36,7 @@ impl Snapshot {
                 .iter()
                 .filter(|e| e.in_doubt())
                 .map(|&e| k.errors.get(e))
-                .sum()
+                .fold(0, u64::saturating_add)
         })
     }
 }
@@ -137,4 +139,59 @@ pub struct Results {
     pub rows: Vec<Vec<String>>,
     /// Printed after the table, e.g. the winner.
     pub footer: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::OpError;
+
+    #[test]
+    fn a_check_holds_within_its_writes_in_doubt_and_says_why_not() {
+        let exact = Check::new("rows", 10, 10);
+        assert!(exact.ok());
+        assert!(!Check::new("rows", 10, 9).ok());
+        assert!(!Check::new("rows", 10, 11).ok());
+        let doubt = Check::new("rows", 10, 12).in_doubt(2);
+        assert!(doubt.ok());
+        assert!(Check::new("rows", 10, 10).in_doubt(2).ok());
+        assert!(!Check::new("rows", 10, 13).in_doubt(2).ok());
+        assert!(!Check::new("rows", 10, 9).in_doubt(2).ok());
+        assert_eq!(Check::new("x", 1, 1).in_doubt(-5).in_doubt, 0);
+        let v = Verdict::from_checks(
+            vec![
+                exact,
+                Check::new("lost", 0, 3),
+                Check::new("rows", 10, 15).in_doubt(2),
+            ],
+            "fine".into(),
+        );
+        assert_eq!(v.passed, Some(false));
+        assert_eq!(
+            v.summary,
+            "FAILED (lost: expected 0, found 3; rows: expected 10 to 12, found 15)"
+        );
+        let ok = Verdict::from_checks(vec![doubt], "fine".into());
+        assert_eq!((ok.passed, ok.summary.as_str()), (Some(true), "ok (fine)"));
+        assert_eq!(Verdict::skipped("why").passed, None);
+    }
+
+    #[test]
+    fn in_doubt_counts_io_timeout_and_protocol_only() {
+        let kinds = [ErrorKind::Io, ErrorKind::Timeout, ErrorKind::Protocol];
+        for k in ErrorKind::ALL {
+            assert_eq!(k.in_doubt(), kinds.contains(&k), "{k:?}");
+        }
+        let mut s = Snapshot::new(2, 0);
+        s.failed(0, OpError::new(ErrorKind::Io), None);
+        s.failed(0, OpError::new(ErrorKind::Timeout), None);
+        s.failed(0, OpError::server("x"), None);
+        s.failed(1, OpError::new(ErrorKind::Protocol), None);
+        s.failed(1, OpError::new(ErrorKind::Connect), None);
+        assert_eq!(
+            (s.in_doubt_of(0), s.in_doubt_of(1), s.in_doubt_of(2)),
+            (2, 1, 0)
+        );
+        assert_eq!(s.in_doubt(), 3);
+    }
 }
