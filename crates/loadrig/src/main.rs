@@ -369,9 +369,6 @@ fn open_run(
     Ok((target, spec))
 }
 
-/// `--out` must name a file that can be written, checked before the run
-/// rather than found out after it: not a folder, in a folder that exists
-/// and takes new files (the report is written there atomically).
 /// Each file a run writes named once, and none of them the SQLite
 /// database it runs on (a report written over it would destroy it):
 /// checked before anything opens.
@@ -424,6 +421,9 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     }
 }
 
+/// `--out` must name a file that can be written, checked before the run
+/// rather than found out after it: not a folder, in a folder that exists
+/// and takes new files (the report is written there atomically).
 fn check_out(out: &std::path::Path, csv: bool) -> Result<(), loadrig_spec::SpecError> {
     let bad = |why: String| loadrig_spec::SpecError::new("--out", why);
     if out == std::path::Path::new("-") {
