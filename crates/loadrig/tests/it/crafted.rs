@@ -70,6 +70,22 @@ fn limited(args: &[&str]) -> (i32, String) {
     )
 }
 
+/// A voter run of 500 on `target`, its report written to `out`.
+fn report_of_a_run(out: &Path, target: &str) {
+    let r = loadrig(&[
+        "run",
+        "voter",
+        "--target",
+        target,
+        "-n",
+        "500",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+}
+
 fn campaign(base: &Path, commands: &[&[&str]]) {
     let report: Value = serde_json::from_slice(&std::fs::read(base).unwrap()).unwrap();
     let mut paths = Vec::new();
@@ -104,18 +120,7 @@ fn crafted_numbers_in_a_report_end_the_offline_commands_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base.json");
     let svg = dir.path().join("p.svg");
-    let r = loadrig(&[
-        "run",
-        "voter",
-        "--target",
-        "null://",
-        "-n",
-        "500",
-        "-q",
-        "--out",
-        base.to_str().unwrap(),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.dump());
+    report_of_a_run(&base, "null://");
     let plot = ["plot", "C", "-o", svg.to_str().unwrap()];
     campaign(
         &base,
@@ -132,18 +137,7 @@ fn crafted_numbers_in_a_report_end_verify_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base.json");
     let url = format!("sqlite://{}", dir.path().join("v.db").display());
-    let r = loadrig(&[
-        "run",
-        "voter",
-        "--target",
-        &url,
-        "-n",
-        "500",
-        "-q",
-        "--out",
-        base.to_str().unwrap(),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.dump());
+    report_of_a_run(&base, &url);
     campaign(&base, &[&["verify", "C"]]);
 }
 
@@ -171,18 +165,7 @@ fn claimed(digits: u32, high: u64) -> String {
 fn histograms_claiming_a_huge_range_cannot_blow_up_memory() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base.json");
-    let r = loadrig(&[
-        "run",
-        "voter",
-        "--target",
-        "null://",
-        "-n",
-        "500",
-        "-q",
-        "--out",
-        base.to_str().unwrap(),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.dump());
+    report_of_a_run(&base, "null://");
     let report: Value = serde_json::from_slice(&std::fs::read(&base).unwrap()).unwrap();
     let lap = report["laps"][0].clone();
     for (digits, high, want) in [(5, 1u64 << 62, 2), (3, 1 << 44, 0)] {

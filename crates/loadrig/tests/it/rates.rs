@@ -66,25 +66,26 @@ fn a_run_failing_every_operation_has_no_rate() {
 fn a_failing_redis_test_prints_no_rate_line() {
     let server = own_redis();
     let port = server.port.to_string();
-    let poison = || {
-        // INCR of a value that is not a number: every INCR fails.
+    // INCR of a value that is not a number fails: SET, then INCR, with
+    // `output` (-q or --csv).
+    let poisoned = |output: &str| {
         let out = std::process::Command::new("redis-cli")
             .args(["-p", &port, "set", "counter:__rand_int__", "abc"])
             .output()
             .unwrap();
         assert!(out.status.success());
+        loadrig(&[
+            "redis-benchmark",
+            "-p",
+            &port,
+            "-t",
+            "set,incr",
+            "-n",
+            "500",
+            output,
+        ])
     };
-    poison();
-    let q = loadrig(&[
-        "redis-benchmark",
-        "-p",
-        &port,
-        "-t",
-        "set,incr",
-        "-n",
-        "500",
-        "-q",
-    ]);
+    let q = poisoned("-q");
     assert_eq!(q.code, 1, "{}", q.dump());
     let lines: Vec<&str> = q.stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{}", q.dump());
@@ -96,17 +97,7 @@ fn a_failing_redis_test_prints_no_rate_line() {
         "{}",
         q.dump()
     );
-    poison();
-    let csv = loadrig(&[
-        "redis-benchmark",
-        "-p",
-        &port,
-        "-t",
-        "set,incr",
-        "-n",
-        "500",
-        "--csv",
-    ]);
+    let csv = poisoned("--csv");
     assert_eq!(csv.code, 1, "{}", csv.dump());
     let rows: Vec<&str> = csv.stdout.lines().collect();
     assert_eq!(rows.len(), 2, "{}", csv.dump());

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use loadrig_report::fmt::dur;
 use loadrig_report::Report;
 
-use crate::common::{assert_all_ok, assert_verified, domain, json, loadrig, run_reported, Running};
+use crate::common::{
+    assert_all_ok, assert_verified, domain, json, loadrig, run_reported, Run, Running,
+};
 use crate::expect::{hello_inserts, votes, Phones, Votes};
 
 /// The table row for `kind` and `measure`: its cells after the names.
@@ -112,21 +114,7 @@ fn voter_on_sqlite_verifies_and_its_report_reproduces_the_printed_percentiles() 
 #[test]
 fn a_row_deleted_behind_the_clients_back_fails_verify_with_exit_1() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("voter.db");
-    let out = dir.path().join("r.json");
-    let url = format!("sqlite://{}", db.display());
-    let r = loadrig(&[
-        "run",
-        "voter",
-        "-n",
-        "5000",
-        "--target",
-        &url,
-        "--no-verify",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.dump());
+    let (db, out, r) = kept_unverified(dir.path(), "5000");
     assert!(r.stdout.contains("verify ... skipped"), "{}", r.dump());
 
     let ok = loadrig(&["verify", out.to_str().unwrap()]);
@@ -153,19 +141,17 @@ fn a_row_deleted_behind_the_clients_back_fails_verify_with_exit_1() {
     );
 }
 
-/// Votes moved from one contestant to another keep the row count: only
-/// the per-contestant check sees them.
-#[test]
-fn votes_moved_between_contestants_fail_verify() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("voter.db");
-    let out = dir.path().join("r.json");
+/// A voter run of `n` on a SQLite file in `dir`, kept and not verified:
+/// the database, the report, and the run.
+fn kept_unverified(dir: &Path, n: &str) -> (std::path::PathBuf, std::path::PathBuf, Run) {
+    let db = dir.join("voter.db");
+    let out = dir.join("r.json");
     let url = format!("sqlite://{}", db.display());
     let r = loadrig(&[
         "run",
         "voter",
         "-n",
-        "3000",
+        n,
         "--target",
         &url,
         "--no-verify",
@@ -173,6 +159,15 @@ fn votes_moved_between_contestants_fail_verify() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
+    (db, out, r)
+}
+
+/// Votes moved from one contestant to another keep the row count: only
+/// the per-contestant check sees them.
+#[test]
+fn votes_moved_between_contestants_fail_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, out, _) = kept_unverified(dir.path(), "3000");
     let ok = loadrig(&["verify", out.to_str().unwrap()]);
     assert_eq!(ok.code, 0, "untouched database must verify:\n{}", ok.dump());
 
