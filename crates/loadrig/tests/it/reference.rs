@@ -71,8 +71,9 @@ fn near(what: &str, got: f64, want: Duration, late: Duration) -> Check {
 
 /// The most the server's own lateness may widen a bound: past it, the
 /// machine was too busy for the figure to mean anything, and the attempt
-/// misses.
-const MAX_LATE: Duration = Duration::from_millis(2);
+/// misses. 10 ms is 5% of the 200 ms delays: a quiet machine's server is
+/// under half a millisecond late; one shared with a build, 4 to 7 ms.
+const MAX_LATE: Duration = Duration::from_millis(10);
 
 /// `got` within `share` of `want` (both in microseconds), plus `late`
 /// above it: the server's own lateness, which loadrig rightly measures.
