@@ -184,8 +184,9 @@ impl Mix {
         }
     }
 
-    /// The keys the SETs of a run by count wrote, when every one of
-    /// them was acknowledged (so each is known to be there).
+    /// The keys the run's SETs wrote (those that failed too: the caller
+    /// allows for them), recomputed from the indices each worker issued;
+    /// `None` when the counts carry no spans (an old report).
     fn written(&self, spans: &[Span]) -> Option<Vec<Vec<u8>>> {
         if spans.is_empty() {
             return None;
