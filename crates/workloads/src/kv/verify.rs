@@ -68,11 +68,10 @@ struct Share {
     failed: Vec<u64>,
 }
 
-/// `indices` (one driver's) as runs of one step.
-fn runs(mut indices: Vec<u64>) -> Vec<Run> {
-    indices.sort_unstable();
+/// `indices` (one driver's, sorted) as runs of one step.
+fn runs(indices: &[u64]) -> Vec<Run> {
     let mut out: Vec<Run> = Vec::new();
-    for i in indices {
+    for &i in indices {
         match out.last_mut() {
             Some((first, step, n)) if *n == 1 && i > *first => {
                 *step = i - *first;
@@ -97,8 +96,10 @@ impl Ledger {
     }
 
     pub fn put(&self, acked: Vec<u64>, doubt: Vec<u64>, failed: Vec<u64>) {
+        let mut acked = acked;
+        acked.sort_unstable();
         let mut l = self.lock();
-        l.acked_runs.extend(runs(acked.clone()));
+        l.acked_runs.extend(runs(&acked));
         l.acked.extend(acked);
         l.doubt.extend(doubt);
         l.failed.extend(failed);
@@ -422,12 +423,12 @@ mod tests {
 
     #[test]
     fn a_childs_ledger_reaches_its_parent_whole() {
-        assert_eq!(runs(vec![9, 1, 5, 13, 30]), vec![(1, 4, 4), (30, 1, 1)]);
-        assert_eq!(runs(vec![]), vec![]);
+        assert_eq!(runs(&[1, 5, 9, 13, 30]), vec![(1, 4, 4), (30, 1, 1)]);
+        assert_eq!(runs(&[]), vec![]);
         let child = Ledger::default();
         child.drove();
         // One driver of stride 4 (a failure at 8), another of stride 4.
-        child.put(vec![0, 4, 12, 16], vec![20], vec![8]);
+        child.put(vec![12, 0, 16, 4], vec![20], vec![8]);
         child.put(vec![1, 5, 9], vec![], vec![]);
         let parent = Ledger::default();
         assert!(parent.sorted().is_none());
