@@ -13,18 +13,23 @@ use crate::redis::own_redis_with;
 
 const SECRET: &str = "Zq7s3cretTok";
 
-/// The command lines of `parent`'s children, read while they run: once
-/// exec'd (between fork and exec a child's is still its parent's), so
-/// each is a `loadrig run`.
+/// The command lines of `parent`'s children, read while they run, once
+/// exec'd: between fork and exec a child's line is still its parent's,
+/// so a line equal to the parent's is not yet the child's own.
 fn children_lines(parent: u32, want: usize) -> Vec<String> {
     let t = Instant::now();
+    let line = |pid: u32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+    };
+    let own = line(parent).unwrap_or_default();
     let mut lines = Vec::new();
     while lines.len() < want && t.elapsed() < Duration::from_secs(20) {
         lines = crate::voter::children_of(parent)
             .into_iter()
-            .filter_map(|c| std::fs::read(format!("/proc/{c}/cmdline")).ok())
-            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-            .filter(|l| l.contains(" run "))
+            .filter_map(line)
+            .filter(|l| l.contains(" run ") && *l != own)
             .collect();
         std::thread::sleep(Duration::from_millis(20));
     }
