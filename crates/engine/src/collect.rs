@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use loadrig_metrics::{ClientLap, LapStore, ProcSample, Snapshot};
+use loadrig_metrics::{ClientLap, LapStore, LapView, ProcSample, Snapshot};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -31,29 +31,6 @@ pub(crate) struct Report {
     pub last: bool,
     /// The thread's last completion or delivery.
     pub last_event: Option<Instant>,
-}
-
-/// A lap as it closes, for live output.
-#[derive(Debug)]
-pub struct LapView<'a> {
-    /// Since the start of the load (warm-up included).
-    pub elapsed: Duration,
-    /// Length of this lap (shorter for the last one).
-    pub length: Duration,
-    pub warmup: bool,
-    /// What completed in this lap (warm-up and measured together).
-    pub lap: &'a Snapshot,
-    /// Measured totals so far.
-    pub total: &'a Snapshot,
-    /// Measured time so far.
-    pub measured: Duration,
-    /// Measured time up to the end of the last lap in which operations
-    /// completed: a total's rate is over this, so laps in which only
-    /// deliveries arrive (a drain) do not dilute it.
-    pub active: Duration,
-    pub pending: u64,
-    /// The client's CPU, memory, bytes and connections in this lap.
-    pub client: ClientLap,
 }
 
 pub(crate) async fn collect(

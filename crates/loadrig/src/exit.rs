@@ -1,17 +1,11 @@
-//! Exit codes (docs/engine.md section 7) and the errors that choose them.
+//! The exit code an error that ended the program chooses (the codes:
+//! `loadrig_report::exit`, docs/engine.md section 7).
 
 use loadrig_spec::SpecError;
 use loadrig_targets::OpenError;
 use loadrig_workloads::TargetError;
 
-/// The run completed and every check held.
-pub const OK: i32 = 0;
-/// The run completed but a check failed (verification, error rate, Ctrl-C).
-pub const CHECK_FAILED: i32 = 1;
-/// Bad usage or bad input.
-pub const USAGE: i32 = 2;
-/// The target could not be reached or prepared.
-pub const TARGET: i32 = 3;
+pub use loadrig_report::exit::{CHECK_FAILED, OK, TARGET, USAGE};
 
 /// The exit code for an error that ended the program.
 pub fn code_of(e: &anyhow::Error) -> i32 {
@@ -32,7 +26,7 @@ pub fn code_of(e: &anyhow::Error) -> i32 {
                 OpenError::Target(_) => TARGET,
             };
         }
-        if cause.is::<loadrig_report::ReportError>() || cause.is::<crate::plot::InputError>() {
+        if cause.is::<loadrig_report::ReportError>() || cause.is::<loadrig_present::plot::InputError>() {
             return USAGE;
         }
     }

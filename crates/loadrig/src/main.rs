@@ -2,17 +2,13 @@
 //! printers. This file is the one exit point: it prints an error as one
 //! line and picks the exit code (docs/engine.md section 7).
 
-mod compare;
 mod exit;
 mod flags;
 mod machine;
 mod manual;
-mod merge;
 mod peers;
 mod pin;
 mod plan;
-mod plot;
-mod print;
 mod run;
 mod signals;
 mod start;
@@ -25,46 +21,9 @@ use loadrig_report::Report;
 
 use flags::{Cli, Command};
 
-/// A line on standard output. A reader that went away (`loadrig targets |
-/// head -1`) is not an error: what is left to print is dropped, quietly.
-/// Any other failure (a full disk) is kept, and the exit point says so
-/// and exits 2: a report or table lost is not a result ([`stdout_written`]).
-#[macro_export]
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        $crate::stdout_written(writeln!(std::io::stdout().lock(), $($arg)*));
-    }};
-}
-
-/// [`say!`] without the line's end.
-#[macro_export]
-macro_rules! say_part {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        $crate::stdout_written(write!(out, $($arg)*).and_then(|()| out.flush()));
-    }};
-}
-
-/// The first failure to write standard output, other than its reader
-/// going away.
-static STDOUT_FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Keep `r`'s failure, if it is one that loses output.
-pub fn stdout_written(r: std::io::Result<()>) {
-    if let Err(e) = r {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            let _ = STDOUT_FAILED.set(e.to_string());
-        }
-    }
-}
-
 fn main() {
     let code = code();
-    // What is still buffered goes now, so its failure is seen too.
-    stdout_written(std::io::Write::flush(&mut std::io::stdout()));
-    let code = match STDOUT_FAILED.get() {
+    let code = match loadrig_present::out::stdout_failure() {
         Some(e) => {
             eprintln!("error: writing standard output: {e}");
             code.max(exit::USAGE)
@@ -92,7 +51,7 @@ fn code() -> i32 {
                 parsed = parse(args);
             }
             Ok(peers::Line::Help(text)) => {
-                crate::say_part!("{text}");
+                loadrig_present::say_part!("{text}");
                 return exit::OK;
             }
             Err(e) => {
@@ -105,14 +64,14 @@ fn code() -> i32 {
         Ok((cli, matches)) => match execute(cli, &matches) {
             Ok(code) => code,
             Err(e) => {
-                let line = format!("{context}{}", one_line(&e));
+                let line = format!("{context}{}", loadrig_present::one_line(&e));
                 eprintln!("error: {}", loadrig_spec::printable(&line));
                 exit::code_of(&e)
             }
         },
         Err(e) => match e.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                crate::say_part!("{e}");
+                loadrig_present::say_part!("{e}");
                 exit::OK
             }
             // `loadrig` or `loadrig run` alone: the help, as a usage error
@@ -157,18 +116,6 @@ fn parse(
     Cli::command()
         .try_get_matches_from(words)
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)))
-}
-
-/// The error and its causes on one line.
-pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in e.chain() {
-        let s = cause.to_string();
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-    }
-    parts.join(": ")
 }
 
 /// With this variable set (to anything), the binary parses its command
@@ -291,18 +238,23 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             let quiet = workload.parts()?.run.quiet;
             runtime()?.block_on(plan::teardown(&spec, target, quiet))
         }
-        Command::Merge(m) => merge::run(&m),
-        Command::Compare(c) => compare::run(&c.baseline, &c.candidate, c.max_regression),
-        Command::Plot(p) => plot::run(&p.files, &p.out, p.gnuplot.as_deref()),
+        Command::Merge(m) => loadrig_present::merge::run(&loadrig_present::merge::MergeArgs {
+            reports: &m.reports,
+            prepared: m.prepared.as_deref(),
+            out: m.out.as_deref(),
+            force: m.force,
+        }),
+        Command::Compare(c) => loadrig_present::compare::run(&c.baseline, &c.candidate, c.max_regression),
+        Command::Plot(p) => loadrig_present::plot::run(&p.files, &p.out, p.gnuplot.as_deref()),
         Command::Report(r) => {
             let reports = r
                 .reports
                 .iter()
-                .map(|p| Report::read(p).map(|rep| (plot::stem(p), rep)))
+                .map(|p| Report::read(p).map(|rep| (loadrig_present::plot::stem(p), rep)))
                 .collect::<Result<Vec<_>, _>>()?;
             let refs: Vec<(String, &Report)> =
                 reports.iter().map(|(n, r)| (n.clone(), r)).collect();
-            plot::html::write_reports(&r.out, &refs)?;
+            loadrig_present::plot::html::write_reports(&r.out, &refs)?;
             println!("wrote {}", r.out.display());
             Ok(exit::OK)
         }
@@ -343,9 +295,9 @@ fn parse_only(command: &Command) -> anyhow::Result<i32> {
         | Command::Prepare { workload }
         | Command::Teardown { workload } => {
             let (_, spec) = open_run(workload)?;
-            crate::say!("{}", print::header(&spec));
+            loadrig_present::say!("{}", loadrig_present::print::header(&spec));
         }
-        _ => crate::say!("parsed"),
+        _ => loadrig_present::say!("parsed"),
     }
     Ok(exit::OK)
 }
@@ -487,17 +439,17 @@ fn print_targets() {
         .chain([8])
         .max()
         .unwrap_or(8);
-    crate::say!(
+    loadrig_present::say!(
         "{:<wn$} {:<ws$} {:<ww$} about",
         "target",
         "schemes",
         "workloads"
     );
     for ((d, s), wl) in targets.iter().zip(&schemes).zip(&workloads) {
-        crate::say!("{:<wn$} {s:<ws$} {wl:<ww$} {}", d.name, d.about);
-        crate::say!("{:<wn$} {:<ws$} {:<ww$} e.g. {}", "", "", "", d.example);
+        loadrig_present::say!("{:<wn$} {s:<ws$} {wl:<ww$} {}", d.name, d.about);
+        loadrig_present::say!("{:<wn$} {:<ws$} {:<ww$} e.g. {}", "", "", "", d.example);
         if !d.stats.is_empty() {
-            crate::say!(
+            loadrig_present::say!(
                 "{:<wn$} {:<ws$} {:<ww$} server stats per lap from {}: {}",
                 "",
                 "",
@@ -522,8 +474,8 @@ fn print_workloads() {
         })
         .collect();
     let w = rows.iter().map(|r| r.1.len()).chain([7]).max().unwrap_or(7);
-    crate::say!("{:<8} {:<w$} about", "workload", "targets");
+    loadrig_present::say!("{:<8} {:<w$} about", "workload", "targets");
     for (name, targets, about) in rows {
-        crate::say!("{name:<8} {targets:<w$} {about}");
+        loadrig_present::say!("{name:<8} {targets:<w$} {about}");
     }
 }

@@ -26,12 +26,12 @@ pub async fn check<B: Bench>(mut bench: B, report: &Report) -> anyhow::Result<i3
     }
     let mut counted = report.warmup.snapshot().map_err(anyhow::Error::msg)?;
     counted.merge(&report.measured.snapshot().map_err(anyhow::Error::msg)?);
-    crate::say_part!("verify ... ");
+    loadrig_present::say_part!("verify ... ");
     let d = crate::run::Deadlines::of(&report.spec);
     let verdict = d
         .cold("verify", bench.verify(&verification.baseline, &counted))
         .await?;
-    crate::say!("{}", verdict.summary);
+    loadrig_present::say!("{}", verdict.summary);
     Ok(match verdict.passed {
         Some(false) => exit::CHECK_FAILED,
         _ => exit::OK,

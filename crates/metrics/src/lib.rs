@@ -18,7 +18,7 @@ mod verdict;
 pub use error::{ErrorKind, OpError};
 pub use histo::Histo;
 pub use laps::{Coarsen, LapStore, COARSE_MAX, GROUP, RECENT};
-pub use outcome::{Lap, Outcome};
+pub use outcome::{Lap, LapView, Outcome};
 pub use proc::{ClientLap, ProcSample};
 pub use rusage::{raise_open_files, ProcessUsage, Usage};
 pub use snapshot::{ErrorCounts, KindStats, Snapshot};

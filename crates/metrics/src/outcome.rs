@@ -38,3 +38,26 @@ pub struct Lap {
     /// The client's CPU, memory, bytes and connections in this lap.
     pub client: ClientLap,
 }
+
+/// A lap as it closes, for live output.
+#[derive(Debug)]
+pub struct LapView<'a> {
+    /// Since the start of the load (warm-up included).
+    pub elapsed: Duration,
+    /// Length of this lap (shorter for the last one).
+    pub length: Duration,
+    pub warmup: bool,
+    /// What completed in this lap (warm-up and measured together).
+    pub lap: &'a Snapshot,
+    /// Measured totals so far.
+    pub total: &'a Snapshot,
+    /// Measured time so far.
+    pub measured: Duration,
+    /// Measured time up to the end of the last lap in which operations
+    /// completed: a total's rate is over this, so laps in which only
+    /// deliveries arrive (a drain) do not dilute it.
+    pub active: Duration,
+    pub pending: u64,
+    /// The client's CPU, memory, bytes and connections in this lap.
+    pub client: ClientLap,
+}

@@ -14,7 +14,7 @@ use loadrig_spec::{CsvDialect, RunSpec};
 use loadrig_workloads::{group, Bench, TargetInfo};
 
 use crate::exit;
-use crate::print::{csv, redis, Printer};
+use loadrig_present::print::{csv, redis, Printer};
 use crate::start;
 
 use super::deadline::Deadlines;
@@ -213,10 +213,10 @@ pub async fn conclude<B: Bench>(
                 Some(Err(e)) => {
                     let e = anyhow::Error::from(e);
                     report.exit_code = report.exit_code.max(exit::code_of(&e));
-                    reasons.push(format!("could not verify: {}", crate::one_line(&e)));
+                    reasons.push(format!("could not verify: {}", loadrig_present::one_line(&e)));
                     Verdict {
                         passed: None,
-                        summary: format!("not done (the target failed: {})", crate::one_line(&e)),
+                        summary: format!("not done (the target failed: {})", loadrig_present::one_line(&e)),
                         checks: Vec::new(),
                     }
                 }
@@ -257,7 +257,7 @@ pub async fn conclude<B: Bench>(
             Some(Err(e)) => {
                 let e = anyhow::Error::from(e);
                 report.exit_code = report.exit_code.max(exit::code_of(&e));
-                reasons.push(format!("no results: {}", crate::one_line(&e)));
+                reasons.push(format!("no results: {}", loadrig_present::one_line(&e)));
                 Default::default()
             }
         };
@@ -312,7 +312,7 @@ pub async fn conclude<B: Bench>(
             CsvDialect::Loadrig => csv::rows(&report),
         };
         for row in rows {
-            crate::say!("{row}");
+            loadrig_present::say!("{row}");
         }
     }
     if opts.json {
@@ -320,7 +320,7 @@ pub async fn conclude<B: Bench>(
             .iter()
             .map(|r| format!("check failed: {r}"))
             .collect();
-        crate::say!("{}", crate::print::json::summary(&report, &failed));
+        loadrig_present::say!("{}", loadrig_present::print::json::summary(&report, &failed));
     }
     if let Some(path) = &opts.out {
         report.write(path).with_context(|| "writing the report")?;
@@ -334,8 +334,8 @@ pub async fn conclude<B: Bench>(
         let name = opts
             .out
             .as_deref()
-            .map_or_else(|| "this run".to_string(), crate::plot::stem);
-        crate::plot::html::write_reports(path, &[(name, &report)])?;
+            .map_or_else(|| "this run".to_string(), loadrig_present::plot::stem);
+        loadrig_present::plot::html::write_reports(path, &[(name, &report)])?;
     }
     if baseline.is_some() && cut_short {
         p.line("clean-up ... skipped (interrupted): what the run wrote stays on the target");

@@ -23,7 +23,7 @@ use super::deadline::Deadlines;
 use super::Options;
 use crate::exit;
 use crate::flags::ChildLine;
-use crate::print::{overall, Printer};
+use loadrig_present::print::{overall, Printer};
 use crate::start::{self, StartRule};
 
 /// The start when neither `--start-at` nor `--start-delay` is given.

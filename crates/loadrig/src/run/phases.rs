@@ -16,7 +16,7 @@ use loadrig_workloads::{Bench, TargetInfo};
 use super::conclude;
 use super::deadline::Deadlines;
 use crate::exit;
-use crate::print::Printer;
+use loadrig_present::print::Printer;
 use crate::start;
 
 /// Connect, prepare, record the baseline and write it to `out` (`-`:

@@ -11,7 +11,7 @@ use loadrig_spec::RunSpec;
 use loadrig_workloads::{Bench, Results, TargetInfo};
 
 use crate::exit;
-use crate::print::Printer;
+use loadrig_present::print::Printer;
 use crate::start;
 
 use super::deadline::Deadlines;
@@ -117,7 +117,7 @@ pub(super) async fn single<B: Bench>(
             let test = phase.and_then(|k| kinds.get(k)).copied().unwrap_or("next");
             failed.push(format!(
                 "the {test} test could not connect: {}",
-                crate::one_line(&e)
+                loadrig_present::one_line(&e)
             ));
             code = code.max(exit::code_of(&e));
             break;

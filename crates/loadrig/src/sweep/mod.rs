@@ -10,7 +10,7 @@
 //! the running child too (it writes its report, marked interrupted), and
 //! the sweep stops there and writes what is done. docs/sweep.md.
 
-pub mod table;
+
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -26,10 +26,10 @@ use loadrig_spec::secret::mask_text;
 
 use crate::exit;
 use crate::flags::SweepArgs;
-use crate::plot::svg::{self, Chart};
-use crate::plot::InputError;
+use loadrig_present::plot::svg::{self, Chart};
+use loadrig_present::plot::InputError;
 use crate::signals::Watch;
-use table::{Figures, Point, Table};
+use loadrig_present::table::{Figures, Point, Table};
 
 /// The parameter and its values, from `NAME=VALUES`.
 pub fn parse_param(text: &str) -> Result<(String, Vec<String>), String> {
@@ -365,13 +365,13 @@ fn finish(args: &SweepArgs, table: &Table) -> anyhow::Result<()> {
     }
     let csv = dir.join("sweep.csv");
     std::fs::write(&csv, table.csv()).with_context(|| format!("writing {}", csv.display()))?;
-    let charts: Vec<Chart> = crate::plot::sweep_charts(&[("sweep", table)]);
+    let charts: Vec<Chart> = loadrig_present::plot::sweep_charts(&[("sweep", table)]);
     let svg_path = dir.join("sweep.svg");
     std::fs::write(&svg_path, svg::stack(&charts))
         .with_context(|| format!("writing {}", svg_path.display()))?;
     println!("wrote {} and {}", csv.display(), svg_path.display());
     if let Some(html) = &args.html {
-        let page = crate::plot::html::sweep_page(table, &charts);
+        let page = loadrig_present::plot::html::sweep_page(table, &charts);
         std::fs::write(html, page).with_context(|| format!("writing {}", html.display()))?;
         println!("wrote {}", html.display());
     }

@@ -8,7 +8,7 @@
 //! are loadrig's measurements. What differs: docs/workloads.md, section
 //! "The Erlvolt bench's lines".
 
-use loadrig_engine::LapView;
+use loadrig_metrics::LapView;
 use loadrig_report::fmt::group;
 use loadrig_report::Report;
 use loadrig_spec::{Dispatch, Pacing, Preset, RunSpec, Stop};

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use loadrig_report::{KindReport, Report};
 
-use crate::exit;
+use loadrig_report::exit;
 use crate::plot::InputError;
 
 /// Which way is worse for a row.

@@ -12,18 +12,28 @@
 //! merged latency table and overall line.
 
 use std::io::{BufRead, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use loadrig_report::{Prepared, Report, MAX_REPORT_BYTES};
 
-use crate::exit;
-use crate::flags::MergeArgs;
+use loadrig_report::exit;
 use crate::print::{header, overall, summary};
+
+/// What `loadrig merge` was asked.
+pub struct MergeArgs<'a> {
+    /// The reports; `-` reads standard input, one report per line.
+    pub reports: &'a [PathBuf],
+    /// `loadrig prepare`'s record, whose baseline the merged report takes.
+    pub prepared: Option<&'a Path>,
+    pub out: Option<&'a Path>,
+    /// Merge reports of different runs all the same.
+    pub force: bool,
+}
 
 pub fn run(m: &MergeArgs) -> anyhow::Result<i32> {
     let mut named: Vec<(String, Report)> = Vec::new();
-    for path in &m.reports {
+    for path in m.reports {
         if path == Path::new("-") {
             named.extend(from_stream(std::io::stdin().lock(), "standard input")?);
         } else {
@@ -41,7 +51,7 @@ pub fn run(m: &MergeArgs) -> anyhow::Result<i32> {
         Report::check_one_run(&reports)?;
     }
     let mut merged = Report::merge(&reports)?;
-    if let Some(path) = &m.prepared {
+    if let Some(path) = m.prepared {
         Prepared::read(path)?.attach(&mut merged)?;
     }
     for w in Report::overlap_warnings(&reports) {
@@ -61,7 +71,7 @@ pub fn run(m: &MergeArgs) -> anyhow::Result<i32> {
     for l in summary(&merged)? {
         crate::say!("{l}");
     }
-    if let Some(path) = &m.out {
+    if let Some(path) = m.out {
         merged
             .write(path)
             .with_context(|| "writing the merged report")?;

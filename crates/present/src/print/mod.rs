@@ -13,13 +13,13 @@ pub mod redis;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use loadrig_engine::LapView;
+use loadrig_metrics::LapView;
 use loadrig_metrics::Snapshot;
 use loadrig_report::fmt;
 use loadrig_report::fmt::group;
 use loadrig_report::{Measured, Report};
 use loadrig_spec::{Dispatch, Pacing, RunSpec, Stop, WorkloadSpec};
-use loadrig_workloads::Results;
+use loadrig_metrics::Results;
 
 use fmt::{dur, rate};
 
@@ -172,7 +172,7 @@ impl Printer {
                 // redis-benchmark's -q lines are the run's data: one lost
                 // fails the run (exit 2), as `--json` and `--csv` do.
                 Some(out) => {
-                    crate::stdout_written(writeln!(out, "{line}").and_then(|()| out.flush()))
+                    crate::out::stdout_written(writeln!(out, "{line}").and_then(|()| out.flush()))
                 }
                 None => self.line(&line),
             }

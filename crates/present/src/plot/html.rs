@@ -247,7 +247,7 @@ pub fn write_reports(path: &Path, reports: &[(String, &Report)]) -> anyhow::Resu
 }
 
 /// A sweep's page (`sweep --html`): its table and its charts.
-pub fn sweep_page(table: &crate::sweep::table::Table, charts: &[Chart]) -> String {
+pub fn sweep_page(table: &crate::table::Table, charts: &[Chart]) -> String {
     let mut o = head(&format!("loadrig sweep over {}", table.param));
     let _ = writeln!(o, "<pre>{}</pre>", escape(&table.lines().join("\n")));
     charts_html(&mut o, charts);

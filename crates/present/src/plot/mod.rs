@@ -20,9 +20,9 @@ use loadrig_metrics::Histo;
 use loadrig_report::{Report, MAX_REPORT_BYTES};
 use loadrig_spec::CsvDialect;
 
-use crate::exit;
+use loadrig_report::exit;
 use crate::print::redis;
-use crate::sweep::table::{split_csv, Table};
+use crate::table::{split_csv, Table};
 use svg::{BarChart, Chart, Line, LineChart, XAxis};
 
 /// One file read for plotting, named by its stem.
@@ -259,7 +259,7 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
             what.to_string()
         }
     };
-    type Pick = fn(&crate::sweep::table::Figures) -> f64;
+    type Pick = fn(&crate::table::Figures) -> f64;
     // A figure a row leaves empty (a peer's row without latencies, an
     // older CSV without the client's columns) is no point.
     let ok_points = |t: &Table, pick: Pick| {
@@ -591,7 +591,7 @@ fn screenshot(page: &Path, out: &Path, width: u32, height: u32) -> anyhow::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::table::{Figures, Point};
+    use crate::table::{Figures, Point};
 
     fn titles(t: &Table) -> Vec<String> {
         sweep_charts(&[("s", t)])

@@ -1,0 +1,11 @@
+//! The exit codes of every loadrig command (docs/engine.md section 7),
+//! recorded in each report as its run's `exit_code`.
+
+/// The run completed and every check held.
+pub const OK: i32 = 0;
+/// The run completed but a check failed (verification, error rate, Ctrl-C).
+pub const CHECK_FAILED: i32 = 1;
+/// Bad usage or bad input.
+pub const USAGE: i32 = 2;
+/// The target could not be reached or prepared.
+pub const TARGET: i32 = 3;
