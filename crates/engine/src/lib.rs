@@ -30,10 +30,10 @@ use std::time::Duration;
 
 use loadrig_spec::LoadSpec;
 
-pub use loadrig_metrics::LapView;
 pub use driver::{Driver, Event, Tag};
 pub use idle::{serve_until, Waited};
 pub use lanes::{Homed, Threads};
+pub use loadrig_metrics::LapView;
 pub use loadrig_metrics::{Lap, Outcome};
 pub use realtime::{Awake, Fifo};
 pub use timer::Timer;

@@ -26,7 +26,9 @@ pub fn code_of(e: &anyhow::Error) -> i32 {
                 OpenError::Target(_) => TARGET,
             };
         }
-        if cause.is::<loadrig_report::ReportError>() || cause.is::<loadrig_present::plot::InputError>() {
+        if cause.is::<loadrig_report::ReportError>()
+            || cause.is::<loadrig_present::plot::InputError>()
+        {
             return USAGE;
         }
     }

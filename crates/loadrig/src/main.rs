@@ -244,7 +244,9 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             out: m.out.as_deref(),
             force: m.force,
         }),
-        Command::Compare(c) => loadrig_present::compare::run(&c.baseline, &c.candidate, c.max_regression),
+        Command::Compare(c) => {
+            loadrig_present::compare::run(&c.baseline, &c.candidate, c.max_regression)
+        }
         Command::Plot(p) => loadrig_present::plot::run(&p.files, &p.out, p.gnuplot.as_deref()),
         Command::Report(r) => {
             let reports = r

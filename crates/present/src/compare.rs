@@ -14,8 +14,8 @@ use std::path::Path;
 
 use loadrig_report::{KindReport, Report};
 
-use loadrig_report::exit;
 use crate::plot::InputError;
+use loadrig_report::exit;
 
 /// Which way is worse for a row.
 #[derive(Clone, Copy, PartialEq)]

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use loadrig_report::{Prepared, Report, MAX_REPORT_BYTES};
 
-use loadrig_report::exit;
 use crate::print::{header, overall, summary};
+use loadrig_report::exit;
 
 /// What `loadrig merge` was asked.
 pub struct MergeArgs<'a> {

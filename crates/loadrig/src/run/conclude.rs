@@ -14,8 +14,8 @@ use loadrig_spec::{CsvDialect, RunSpec};
 use loadrig_workloads::{group, Bench, TargetInfo};
 
 use crate::exit;
-use loadrig_present::print::{csv, redis, Printer};
 use crate::start;
+use loadrig_present::print::{csv, redis, Printer};
 
 use super::deadline::Deadlines;
 use super::Options;
@@ -213,10 +213,16 @@ pub async fn conclude<B: Bench>(
                 Some(Err(e)) => {
                     let e = anyhow::Error::from(e);
                     report.exit_code = report.exit_code.max(exit::code_of(&e));
-                    reasons.push(format!("could not verify: {}", loadrig_present::one_line(&e)));
+                    reasons.push(format!(
+                        "could not verify: {}",
+                        loadrig_present::one_line(&e)
+                    ));
                     Verdict {
                         passed: None,
-                        summary: format!("not done (the target failed: {})", loadrig_present::one_line(&e)),
+                        summary: format!(
+                            "not done (the target failed: {})",
+                            loadrig_present::one_line(&e)
+                        ),
                         checks: Vec::new(),
                     }
                 }
@@ -320,7 +326,10 @@ pub async fn conclude<B: Bench>(
             .iter()
             .map(|r| format!("check failed: {r}"))
             .collect();
-        loadrig_present::say!("{}", loadrig_present::print::json::summary(&report, &failed));
+        loadrig_present::say!(
+            "{}",
+            loadrig_present::print::json::summary(&report, &failed)
+        );
     }
     if let Some(path) = &opts.out {
         report.write(path).with_context(|| "writing the report")?;

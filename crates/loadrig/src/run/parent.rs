@@ -23,8 +23,8 @@ use super::deadline::Deadlines;
 use super::Options;
 use crate::exit;
 use crate::flags::ChildLine;
-use loadrig_present::print::{overall, Printer};
 use crate::start::{self, StartRule};
+use loadrig_present::print::{overall, Printer};
 
 /// The start when neither `--start-at` nor `--start-delay` is given.
 const DEFAULT_START: StartRule = StartRule::Delay(1.0);

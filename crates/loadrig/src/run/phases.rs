@@ -16,8 +16,8 @@ use loadrig_workloads::{Bench, TargetInfo};
 use super::conclude;
 use super::deadline::Deadlines;
 use crate::exit;
-use loadrig_present::print::Printer;
 use crate::start;
+use loadrig_present::print::Printer;
 
 /// Connect, prepare, record the baseline and write it to `out` (`-`:
 /// one line on standard output, the rest on standard error).

@@ -11,8 +11,8 @@ use loadrig_spec::RunSpec;
 use loadrig_workloads::{Bench, Results, TargetInfo};
 
 use crate::exit;
-use loadrig_present::print::Printer;
 use crate::start;
+use loadrig_present::print::Printer;
 
 use super::deadline::Deadlines;
 use super::sampler::Sampler;

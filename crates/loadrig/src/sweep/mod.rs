@@ -10,8 +10,6 @@
 //! the running child too (it writes its report, marked interrupted), and
 //! the sweep stops there and writes what is done. docs/sweep.md.
 
-
-
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -26,9 +24,9 @@ use loadrig_spec::secret::mask_text;
 
 use crate::exit;
 use crate::flags::SweepArgs;
+use crate::signals::Watch;
 use loadrig_present::plot::svg::{self, Chart};
 use loadrig_present::plot::InputError;
-use crate::signals::Watch;
 use loadrig_present::table::{Figures, Point, Table};
 
 /// The parameter and its values, from `NAME=VALUES`.

@@ -20,9 +20,9 @@ use loadrig_metrics::Histo;
 use loadrig_report::{Report, MAX_REPORT_BYTES};
 use loadrig_spec::CsvDialect;
 
-use loadrig_report::exit;
 use crate::print::redis;
 use crate::table::{split_csv, Table};
+use loadrig_report::exit;
 use svg::{BarChart, Chart, Line, LineChart, XAxis};
 
 /// One file read for plotting, named by its stem.

@@ -14,12 +14,12 @@ use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use loadrig_metrics::LapView;
+use loadrig_metrics::Results;
 use loadrig_metrics::Snapshot;
 use loadrig_report::fmt;
 use loadrig_report::fmt::group;
 use loadrig_report::{Measured, Report};
 use loadrig_spec::{Dispatch, Pacing, RunSpec, Stop, WorkloadSpec};
-use loadrig_metrics::Results;
 
 use fmt::{dur, rate};
 
