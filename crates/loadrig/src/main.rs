@@ -9,11 +9,10 @@ mod manual;
 mod peers;
 mod pin;
 mod plan;
-mod run;
+mod session;
 mod signals;
 mod start;
 mod sweep;
-mod verify;
 
 use anyhow::Context;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
@@ -192,21 +191,21 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 if parent { spec.processes } else { 1 },
             )?;
             let role = if args.child {
-                run::Role::Child
+                session::Role::Child
             } else if parent {
                 let mut child = flags::child_line(matches);
                 flags::share_subject(&mut spec, &mut child);
-                run::Role::Parent {
+                session::Role::Parent {
                     child,
                     cpus: cpus.clone(),
                 }
             } else {
-                run::Role::Single
+                session::Role::Single
             };
             if let (false, Some(&cpu)) = (parent, cpus.as_deref().and_then(<[usize]>::first)) {
                 pin::pin(cpu).with_context(|| format!("pinning this process to CPU {cpu}"))?;
             }
-            let opts = run::Options {
+            let opts = session::Options {
                 quiet: args.quiet,
                 resources: args.resources,
                 server_stats: args.server_stats == flags::OnOff::On,

@@ -117,12 +117,12 @@ pub fn open(workload: &str, url: Option<&str>) -> anyhow::Result<Target> {
 
 struct Drive<'a> {
     spec: &'a RunSpec,
-    opts: &'a crate::run::Options,
+    opts: &'a crate::session::Options,
 }
 
 impl<'a> UseBench<'a> for Drive<'a> {
     fn run<B: Bench + 'static>(self, bench: B) -> BenchFuture<'a> {
-        Box::pin(crate::run::drive(bench, self.spec, self.opts))
+        Box::pin(crate::session::drive(bench, self.spec, self.opts))
     }
 }
 
@@ -132,7 +132,7 @@ struct Verify<'a> {
 
 impl<'a> UseBench<'a> for Verify<'a> {
     fn run<B: Bench + 'static>(self, bench: B) -> BenchFuture<'a> {
-        Box::pin(crate::verify::check(bench, self.report))
+        Box::pin(crate::session::verify_report(bench, self.report))
     }
 }
 
@@ -144,7 +144,7 @@ struct Prepare<'a> {
 
 impl<'a> UseBench<'a> for Prepare<'a> {
     fn run<B: Bench + 'static>(self, bench: B) -> BenchFuture<'a> {
-        Box::pin(crate::run::phases::prepare(
+        Box::pin(crate::session::prepare_only(
             bench, self.spec, self.out, self.quiet,
         ))
     }
@@ -157,7 +157,7 @@ struct Teardown<'a> {
 
 impl<'a> UseBench<'a> for Teardown<'a> {
     fn run<B: Bench + 'static>(self, bench: B) -> BenchFuture<'a> {
-        Box::pin(crate::run::phases::teardown(bench, self.spec, self.quiet))
+        Box::pin(crate::session::teardown_only(bench, self.spec, self.quiet))
     }
 }
 
@@ -181,7 +181,7 @@ pub async fn teardown(spec: &RunSpec, target: Target, quiet: bool) -> anyhow::Re
 pub async fn run(
     spec: &RunSpec,
     target: Target,
-    opts: &crate::run::Options,
+    opts: &crate::session::Options,
 ) -> anyhow::Result<i32> {
     with_bench(spec, target, Drive { spec, opts })?.await
 }

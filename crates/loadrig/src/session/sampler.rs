@@ -14,20 +14,24 @@ use loadrig_report::{Report, ServerStatsReport};
 use loadrig_workloads::stats::{Reading, StatsSource};
 use tokio::sync::oneshot;
 
+use super::Sink;
+
 /// The longest one sample may take, whatever the lap.
 const SAMPLE_LIMIT: Duration = Duration::from_secs(2);
 
-/// A running sampler.
+/// A running sampler, a sink of the session: told when the load
+/// begins, it samples on the laps' grid; at the end its samples join the
+/// report's laps.
 pub struct Sampler {
     /// The laps' grid: when the first lap began, sent once the load starts.
     grid: Option<oneshot::Sender<Instant>>,
-    stop: oneshot::Sender<()>,
-    thread: std::thread::JoinHandle<Samples>,
+    /// Taken when the sampler ends.
+    stop: Option<(oneshot::Sender<()>, std::thread::JoinHandle<Samples>)>,
 }
 
 /// What a sampler gathered.
 #[derive(Debug, Default)]
-pub struct Samples {
+struct Samples {
     pub sources: Vec<String>,
     /// Coarsened like the laps, so a run of hours stays bounded.
     points: LapStore<Point>,
@@ -93,26 +97,37 @@ impl Sampler {
         let _ = tokio::time::timeout(bound + Duration::from_millis(100), base).await;
         Some(Sampler {
             grid: Some(grid),
-            stop,
-            thread,
+            stop: Some((stop, thread)),
         })
     }
 
+    /// Take a last sample (the run's last lap) and stop.
+    fn finish(&mut self) -> Samples {
+        let Some((stop, thread)) = self.stop.take() else {
+            return Samples::default();
+        };
+        let _ = stop.send(());
+        thread.join().unwrap_or_else(|_| Samples {
+            failures: 1,
+            last_error: Some("the sampling thread panicked".into()),
+            ..Samples::default()
+        })
+    }
+}
+
+impl Sink for Sampler {
     /// The load's first lap began at `first`: sample at each lap's end.
-    pub fn begin(&mut self, first: Instant) {
+    fn begin(&mut self, first: Instant) {
         if let Some(g) = self.grid.take() {
             let _ = g.send(first);
         }
     }
 
-    /// Take a last sample (the run's last lap) and stop.
-    pub fn finish(self) -> Samples {
-        let _ = self.stop.send(());
-        self.thread.join().unwrap_or_else(|_| Samples {
-            failures: 1,
-            last_error: Some("the sampling thread panicked".into()),
-            ..Samples::default()
-        })
+    fn end(&mut self, report: &mut Report) -> Option<String> {
+        let samples = self.finish();
+        let line = samples.failure_line();
+        samples.attach(report);
+        line
     }
 }
 
@@ -214,7 +229,7 @@ impl Samples {
     /// lap: one taken late (a busy machine) or two nearest the same lap
     /// add their counts there, so a counter's laps sum to its change over
     /// the run.
-    pub fn attach(self, report: &mut Report) {
+    fn attach(self, report: &mut Report) {
         for point in self.points.into_vec() {
             let nearest = report
                 .laps
@@ -239,7 +254,7 @@ impl Samples {
     }
 
     /// A line for the summary when samples failed.
-    pub fn failure_line(&self) -> Option<String> {
+    fn failure_line(&self) -> Option<String> {
         (self.failures > 0).then(|| {
             format!(
                 "server stats: {} of {} samples failed (last: {})",

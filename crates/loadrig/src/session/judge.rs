@@ -1,0 +1,48 @@
+//! Judge: every reason the run failed beside its verification (the error
+//! gate, each threshold, a signal, a target lost), and the exit code they
+//! call for. A validity verdict on the measurement itself belongs here.
+
+use loadrig_workloads::Bench;
+
+use super::verify::Checked;
+use super::Session;
+use crate::exit;
+
+impl<B: Bench> Session<'_, B> {
+    pub(super) fn judge(&mut self, checked: &mut Checked) {
+        let report = &checked.report;
+        let reasons = &mut checked.reasons;
+        let m = &report.measured;
+        if let Some(max) = self.spec.max_error_rate {
+            let rate = match m.ops {
+                0 => 0.0,
+                ops => m.errors as f64 / ops as f64,
+            };
+            if rate > max {
+                reasons.push(format!(
+                    "{:.2}% of the operations failed, more than --max-error-rate {max} allows",
+                    rate * 100.0
+                ));
+            }
+        }
+        for t in &self.spec.thresholds {
+            let j = report.judge(t);
+            self.console.line(&j.line);
+            if !j.passed {
+                reasons.push(format!("threshold {t} not met"));
+            }
+        }
+        if report.interrupted {
+            reasons.push("interrupted".to_string());
+        }
+        let lost = report.measured.gave_up + report.warmup.gave_up;
+        if lost > 0 {
+            reasons.push(format!(
+                "the target was lost: {lost} connection(s) gave up after --timeout without it, before the run's end"
+            ));
+        }
+        if !reasons.is_empty() {
+            checked.report.exit_code = checked.report.exit_code.max(exit::CHECK_FAILED);
+        }
+    }
+}

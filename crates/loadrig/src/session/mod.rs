@@ -1,0 +1,221 @@
+//! The session: one run as a pipeline of phases, each in a file of its
+//! own and each a step of [`Session`], in this order:
+//!
+//! | phase | file |
+//! |---|---|
+//! | connect, prepare, record the baseline | `prepare.rs` |
+//! | wait for the start, then load: the engine, once or per kind | `load.rs` |
+//! | measure: the report built from what the load measured | `measure.rs` |
+//! | the same two by K processes (`--processes`): start, gather, merge | `processes.rs` |
+//! | verify against the server, read its results | `verify.rs` |
+//! | judge: why the run failed, the exit code | `judge.rs` |
+//! | emit: summary, CSV, JSON, report file, HDR log, HTML | `emit.rs` |
+//! | teardown: drop what the run made, unless kept | `prepare.rs` |
+//!
+//! A process's part is a composition of them ([`drive`]), not a function
+//! of its own: a single run goes through all; a child of `--processes`
+//! and a shard of `--no-prepare` connect, load, measure and emit their
+//! report; the parent prepares, has its children load, merges their
+//! reports and goes on from verify. `loadrig prepare`, `teardown` and
+//! `verify REPORT` are the one phase each (`commands.rs`). A sweep runs
+//! each point as a process of its own (`crate::sweep`).
+//!
+//! What watches the load is a [`Sink`] registered on the session: the
+//! console first (the lap lines), then the server's statistics
+//! (`--server-stats`); a live dashboard or a metrics exporter would be
+//! one more. A validity verdict is one more step of `judge`, a schedule
+//! of load stages one more loop in `load` (as the sequential tests are).
+
+mod commands;
+mod deadline;
+mod emit;
+mod judge;
+mod load;
+mod measure;
+mod prepare;
+mod processes;
+mod sampler;
+mod verify;
+
+pub use commands::{prepare_only, teardown_only, verify_report};
+pub use deadline::Deadlines;
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+use loadrig_metrics::LapView;
+use loadrig_present::print::Printer;
+use loadrig_report::Report;
+use loadrig_spec::RunSpec;
+use loadrig_workloads::{Bench, TargetInfo};
+
+use crate::exit;
+use crate::flags::ChildLine;
+use crate::signals::Watch;
+use crate::start::StartRule;
+use processes::Gathered;
+
+/// Output choices and the process's part, none of them in the run spec.
+#[derive(Default)]
+pub struct Options {
+    pub quiet: bool,
+    /// `--resources`: the client's resources on each lap line.
+    pub resources: bool,
+    /// `--server-stats on`: sample the server's statistics per lap.
+    pub server_stats: bool,
+    pub csv: bool,
+    /// `--json`: the summary as one JSON object on standard output.
+    pub json: bool,
+    pub out: Option<PathBuf>,
+    /// `--hdr-log`: the laps as an HdrHistogram interval log.
+    pub hdr_log: Option<PathBuf>,
+    /// `--html`: the report as one self-contained page.
+    pub html: Option<PathBuf>,
+    /// When the load begins; `None`: as soon as the connections are open.
+    pub start: Option<StartRule>,
+    pub role: Role,
+}
+
+impl Options {
+    /// Standard output carries data (CSV, JSON, or the report with `--out -`),
+    /// so the human text goes to standard error.
+    pub fn data_on_stdout(&self) -> bool {
+        self.csv
+            || self.json
+            || self.out.as_deref().is_some_and(|p| {
+                p == std::path::Path::new("-") || p == std::path::Path::new("/dev/stdout")
+            })
+    }
+}
+
+/// This process's part in the run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Role {
+    /// The whole run in this process.
+    #[default]
+    Single,
+    /// The parent of `--processes`: it prepares, starts the children with
+    /// these arguments (plus each one's shard, start and report file),
+    /// merges, verifies and tears down.
+    /// `cpus`: `--pin`/`--cpus`, child k on the k-th.
+    Parent {
+        child: ChildLine,
+        cpus: Option<Vec<usize>>,
+    },
+    /// One of the parent's children: connect, run, write the report.
+    /// A shard of `--no-prepare` plays this part too.
+    Child,
+}
+
+/// Something that watches the load as it goes: told when the load
+/// begins and of each lap as it closes, and at the end given the report
+/// to add what it kept. Called once per lap, off the hot path.
+pub trait Sink {
+    /// The load begins now (after the wait for the start).
+    fn begin(&mut self, _at: Instant) {}
+    /// A lap closed.
+    fn lap(&mut self, _lap: &LapView<'_>) {}
+    /// The load ended: what this sink kept goes into the report; a line
+    /// to show after the summary, if it has one.
+    fn end(&mut self, _report: &mut Report) -> Option<String> {
+        None
+    }
+}
+
+/// One run of one bench: the target's workload, the spec, the output
+/// choices, the console, the deadlines of every wait, the stop flag and
+/// the sinks. Each phase is a method, in its phase's file.
+pub struct Session<'a, B: Bench> {
+    bench: B,
+    spec: &'a RunSpec,
+    opts: &'a Options,
+    console: Printer,
+    deadlines: Deadlines,
+    /// Set by the first signal; never set where none is caught.
+    stop: Arc<AtomicBool>,
+    /// Signals, passed on to the children of `--processes`.
+    signals: Watch,
+    /// After the console, which is told first.
+    sinks: Vec<Box<dyn Sink>>,
+}
+
+impl<'a, B: Bench> Session<'a, B> {
+    /// The session, its header printed. `signals`: the watch of a run
+    /// (a signal stops it and it still reports), or the default one,
+    /// never set (a signal ends the process as it comes).
+    fn open(bench: B, spec: &'a RunSpec, opts: &'a Options, signals: Watch) -> Self {
+        let mut console =
+            Printer::new(spec, opts.quiet, opts.data_on_stdout()).with_resources(opts.resources);
+        console.header(spec, bench.target().durability().as_deref());
+        Session {
+            bench,
+            spec,
+            opts,
+            console,
+            deadlines: Deadlines::of(spec),
+            stop: signals.stop.clone(),
+            signals,
+            sinks: Vec::new(),
+        }
+    }
+}
+
+/// One run, this process's part of it (see the module).
+pub async fn drive<B: Bench>(bench: B, spec: &RunSpec, opts: &Options) -> anyhow::Result<i32> {
+    // From here on a signal stops the run and still gets its report.
+    let mut s = Session::open(bench, spec, opts, crate::signals::watch());
+    match &opts.role {
+        Role::Parent { child, cpus } => {
+            let prepared = s.prepare().await?;
+            let children = s.processes(child, cpus.as_deref()).await?;
+            let end = match s.gather(children, prepared)? {
+                Gathered::Merged(end) => *end,
+                Gathered::Nothing { failed, code } => {
+                    return s.nothing_gathered(failed, code).await
+                }
+            };
+            let children_code = end.report.exit_code;
+            let code = s.conclude(end).await?;
+            // A child that could not reach the target says so above all.
+            Ok(match children_code {
+                exit::TARGET => exit::TARGET,
+                _ => code,
+            })
+        }
+        // A shard of `--no-prepare` neither prepares nor verifies nor drops.
+        Role::Child => s.shard().await,
+        Role::Single if !spec.prepare => s.shard().await,
+        Role::Single => {
+            let prepared = s.prepare().await?;
+            let loaded = s.load().await?;
+            let end = s.measure(loaded, prepared).await;
+            s.conclude(end).await
+        }
+    }
+}
+
+impl<B: Bench> Session<'_, B> {
+    /// After the load: verify, judge, emit, tear down.
+    async fn conclude(&mut self, end: measure::End) -> anyhow::Result<i32> {
+        let mut checked = self.verify(end).await;
+        self.judge(&mut checked);
+        self.emit(&checked)?;
+        self.teardown_after(&checked).await?;
+        self.failed_lines(&checked.reasons);
+        Ok(checked.report.exit_code)
+    }
+
+    /// A child's or a shard's part: connect, load, measure, emit.
+    async fn shard(&mut self) -> anyhow::Result<i32> {
+        let prepared = self.connect().await;
+        let loaded = self.load().await?;
+        let mut end = self.measure(loaded, prepared).await;
+        // What the parent needs to verify this process's part (the
+        // drivers, gone with the run, have left their accounts).
+        end.report.share = self.bench.share();
+        end.baseline = None;
+        self.conclude(end).await
+    }
+}
