@@ -13,7 +13,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -232,7 +232,6 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     })?;
     let dir = &args.dir;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let me = std::env::current_exe().context("finding this binary to run the points")?;
     let signals = watch_signals()?;
     let stop = signals.stop.clone();
     let mut table = Table {
@@ -245,14 +244,10 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let stem = point_stem(i, value);
-        let report_path = dir.join(format!("{stem}.json"));
-        let log_path = dir.join(format!("{stem}.log"));
         let done = began.elapsed().as_secs_f64();
-        let left = if i == 0 {
-            "time left unknown".to_string()
-        } else {
-            format!("about {} left", secs(done / i as f64 * (n - i) as f64))
+        let left = match i {
+            0 => "time left unknown".to_string(),
+            _ => format!("about {} left", secs(done / i as f64 * (n - i) as f64)),
         };
         eprintln!(
             "[{}/{n}] {name}={} ... ({} so far, {left})",
@@ -260,79 +255,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
             mask_text(value),
             secs(done)
         );
-        let _ = std::fs::remove_file(&report_path);
-        let log =
-            File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
-        let err_log = log.try_clone()?;
-        // Its own process group: a terminal's Ctrl-C reaches it once,
-        // passed on by the sweep, as every other signal is.
-        let cmd = child_args(&args.run, &name, value, &report_path);
-        let mut point = Command::new(&me)
-            .args(&cmd.args)
-            .envs(cmd.env)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err_log)
-            .process_group(0)
-            .spawn()
-            .with_context(|| format!("starting {}", me.display()))?;
-        signals.adopt(point.id());
-        let status = point.wait();
-        signals.release(point.id());
-        let status = status.with_context(|| format!("waiting for {}", me.display()))?;
-        let code = status.code();
-        let report = report_path
-            .exists()
-            .then(|| Report::read(&report_path))
-            .transpose();
-        let rel = report_path
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let point = match report {
-            Ok(Some(r)) => {
-                let status = if r.interrupted {
-                    "interrupted".to_string()
-                } else if code == Some(0) {
-                    "ok".to_string()
-                } else {
-                    format!("exit {}", code.unwrap_or(-1))
-                };
-                Point {
-                    value: mask_text(value),
-                    x: x_of(&name, value, i),
-                    status,
-                    figures: Figures::of(&r).ok(),
-                    report: rel,
-                }
-            }
-            Ok(None) | Err(_) => {
-                let last = std::fs::read_to_string(&log_path)
-                    .ok()
-                    .and_then(|t| {
-                        t.lines()
-                            .rev()
-                            .find(|l| !l.trim().is_empty())
-                            .map(String::from)
-                    })
-                    .unwrap_or_default();
-                Point {
-                    value: mask_text(value),
-                    x: x_of(&name, value, i),
-                    status: format!(
-                        "failed: exit {}{}",
-                        code.map_or("by signal".to_string(), |c| c.to_string()),
-                        if last.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {last}")
-                        }
-                    ),
-                    figures: None,
-                    report: String::new(),
-                }
-            }
-        };
+        let (point, log_path) = run_point(args, &signals, &name, value, i)?;
         match &point.figures {
             Some(f) if point.ok() => eprintln!(
                 "      {:.1} ops/s, p50 {:.3} ms, p99 {:.3} ms",
@@ -353,6 +276,84 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     }
     let all_ok = !interrupted && table.points.len() == n && table.points.iter().all(Point::ok);
     Ok(if all_ok { exit::OK } else { exit::CHECK_FAILED })
+}
+
+/// Point `i`, `name=value`: a run of its own, as a child process of this
+/// binary, in its own process group (a terminal's Ctrl-C reaches it
+/// once, passed on by the sweep, as every other signal is). Its row of
+/// the table, and the file that holds its output.
+fn run_point(
+    args: &SweepArgs,
+    signals: &Watch,
+    name: &str,
+    value: &str,
+    i: usize,
+) -> anyhow::Result<(Point, PathBuf)> {
+    let me = std::env::current_exe().context("finding this binary to run the points")?;
+    let stem = point_stem(i, value);
+    let report_path = args.dir.join(format!("{stem}.json"));
+    let log_path = args.dir.join(format!("{stem}.log"));
+    let _ = std::fs::remove_file(&report_path);
+    let log =
+        File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+    let err_log = log.try_clone()?;
+    let cmd = child_args(&args.run, name, value, &report_path);
+    let mut child = Command::new(&me)
+        .args(&cmd.args)
+        .envs(cmd.env)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err_log)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("starting {}", me.display()))?;
+    signals.adopt(child.id());
+    let status = child.wait();
+    signals.release(child.id());
+    let code = status
+        .with_context(|| format!("waiting for {}", me.display()))?
+        .code();
+    let mut point = Point {
+        value: mask_text(value),
+        x: x_of(name, value, i),
+        status: String::new(),
+        figures: None,
+        report: String::new(),
+    };
+    match report_path.exists().then(|| Report::read(&report_path)) {
+        Some(Ok(r)) => {
+            point.status = match (r.interrupted, code) {
+                (true, _) => "interrupted".to_string(),
+                (false, Some(0)) => "ok".to_string(),
+                (false, c) => format!("exit {}", c.unwrap_or(-1)),
+            };
+            point.figures = Figures::of(&r).ok();
+            point.report = format!("{stem}.json");
+        }
+        None | Some(Err(_)) => point.status = failed_status(code, &log_path),
+    }
+    Ok((point, log_path))
+}
+
+/// A point that left no report: how it exited, and its output's last line.
+fn failed_status(code: Option<i32>, log_path: &Path) -> String {
+    let last = std::fs::read_to_string(log_path)
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(String::from)
+        })
+        .unwrap_or_default();
+    format!(
+        "failed: exit {}{}",
+        code.map_or("by signal".to_string(), |c| c.to_string()),
+        match last.is_empty() {
+            true => String::new(),
+            false => format!(": {last}"),
+        }
+    )
 }
 
 /// The table, the CSV, the charts, the page and gnuplot's files.
