@@ -3,6 +3,11 @@
 //! core builds without their drivers, and implements the workload
 //! capabilities it can ([`loadrig_workloads::voter::VoterBackend`], ...).
 //! [`Target::open`] turns a `--target` URL into a target.
+//!
+//! A target's feature turns on the internal features of what it shares with
+//! others (`socket`, `stream`, `local`, `scrape`, `sql`, `tls`; see
+//! Cargo.toml), and those gate the shared modules here, so no list of
+//! targets is repeated in a `cfg`.
 
 #[cfg(feature = "etcd")]
 mod etcd;
@@ -10,17 +15,7 @@ mod handshake;
 mod held;
 #[cfg(feature = "http")]
 mod http;
-#[cfg(any(
-    feature = "redis",
-    feature = "memcache",
-    feature = "nats",
-    feature = "postgres",
-    feature = "mysql",
-    feature = "mqtt",
-    feature = "voltdb",
-    feature = "etcd",
-    feature = "http"
-))]
+#[cfg(feature = "local")]
 mod local;
 #[cfg(feature = "mysql")]
 mod mariadb;
@@ -35,22 +30,12 @@ mod null;
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
-#[cfg(any(feature = "nats", feature = "etcd"))]
+#[cfg(feature = "scrape")]
 mod scrape;
-#[cfg(any(
-    feature = "redis",
-    feature = "voltdb",
-    feature = "nats",
-    feature = "mqtt",
-    feature = "memcache",
-    feature = "http",
-    feature = "postgres",
-    feature = "mysql",
-    feature = "etcd"
-))]
+#[cfg(feature = "socket")]
 mod socket;
 mod source;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(feature = "sql")]
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;

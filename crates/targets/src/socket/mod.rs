@@ -28,26 +28,12 @@ pub mod ring;
 #[cfg(feature = "tls")]
 mod tls;
 
-#[cfg(any(
-    feature = "redis",
-    feature = "memcache",
-    feature = "nats",
-    feature = "mqtt",
-    feature = "http"
-))]
+#[cfg(feature = "stream")]
 mod stream;
-#[cfg(feature = "redis")]
+#[cfg(feature = "stream")]
 pub(crate) use stream::op_error;
-#[cfg(any(feature = "memcache", feature = "http"))]
-pub use stream::PlainDial;
-#[cfg(any(
-    feature = "redis",
-    feature = "memcache",
-    feature = "nats",
-    feature = "mqtt",
-    feature = "http"
-))]
-pub use stream::{Dial, Stream};
+#[cfg(feature = "stream")]
+pub use stream::{Dial, PlainDial, Stream};
 
 pub struct Socket {
     io: Io,

@@ -126,7 +126,6 @@ pub(crate) fn op_error(e: io::Error) -> OpError {
 
 /// A server reached by TCP alone, with no login (memcached, HTTP): the
 /// [`Dial`] of those targets, and how they connect outside a stream.
-#[cfg(any(feature = "memcache", feature = "http"))]
 pub struct PlainDial {
     at: Arc<crate::url::TargetUrl>,
     /// The protocol's read chunk (the socket's largest read step).
@@ -135,7 +134,6 @@ pub struct PlainDial {
     product: &'static str,
 }
 
-#[cfg(any(feature = "memcache", feature = "http"))]
 impl PlainDial {
     pub(crate) fn new(
         at: Arc<crate::url::TargetUrl>,
@@ -165,7 +163,6 @@ impl PlainDial {
     }
 }
 
-#[cfg(any(feature = "memcache", feature = "http"))]
 impl Dial for PlainDial {
     fn servers(&self) -> usize {
         self.at.servers.len()
