@@ -255,7 +255,6 @@ fn write_out(
 }
 
 /// The TCP stream on tokio's reactor (TLS, the cold paths).
-#[cfg_attr(not(feature = "tls"), allow(dead_code))]
 fn tcp(io: &Io) -> io::Result<&TcpStream> {
     match io {
         Io::Poll(s) => Ok(s),

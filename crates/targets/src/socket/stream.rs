@@ -41,7 +41,6 @@ impl<D: Dial> Stream<D> {
     }
 
     /// The server this stream is on now (a reconnect may move it).
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn server(&self) -> usize {
         self.server
     }
