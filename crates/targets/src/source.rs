@@ -115,20 +115,6 @@ fn as_ranges(ips: &[IpAddr]) -> Vec<String> {
 }
 
 /// The address the next connection leaves from, if `--bind` gave any.
-#[cfg_attr(
-    not(any(
-        feature = "redis",
-        feature = "voltdb",
-        feature = "nats",
-        feature = "mqtt",
-        feature = "memcache",
-        feature = "http",
-        feature = "postgres",
-        feature = "mysql",
-        feature = "etcd"
-    )),
-    allow(dead_code)
-)]
 pub(crate) fn next_source() -> Option<IpAddr> {
     let all = SOURCES.get()?;
     Some(all[NEXT.fetch_add(1, Ordering::Relaxed) % all.len()])

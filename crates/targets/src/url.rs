@@ -5,23 +5,6 @@
 //! database path, one server, a login) with the checks here, and reads its
 //! own options; the masking rule and the label are the same for all.
 
-// Each part serves some server targets; with only some built, the others'
-// go unused.
-#![cfg_attr(
-    not(all(
-        feature = "postgres",
-        feature = "mysql",
-        feature = "voltdb",
-        feature = "redis",
-        feature = "memcache",
-        feature = "nats",
-        feature = "mqtt",
-        feature = "http",
-        feature = "etcd"
-    )),
-    allow(dead_code)
-)]
-
 use loadrig_spec::SpecError;
 
 /// A parsed target URL. Secrets never leave through [`TargetUrl::label`]

@@ -28,26 +28,12 @@ pub mod ring;
 #[cfg(feature = "tls")]
 mod tls;
 
-#[cfg(any(
-    feature = "redis",
-    feature = "memcache",
-    feature = "nats",
-    feature = "mqtt",
-    feature = "http"
-))]
+#[cfg(feature = "stream")]
 mod stream;
-#[cfg(feature = "redis")]
+#[cfg(feature = "stream")]
 pub(crate) use stream::op_error;
-#[cfg(any(feature = "memcache", feature = "http"))]
-pub use stream::PlainDial;
-#[cfg(any(
-    feature = "redis",
-    feature = "memcache",
-    feature = "nats",
-    feature = "mqtt",
-    feature = "http"
-))]
-pub use stream::{Dial, Stream};
+#[cfg(feature = "stream")]
+pub use stream::{Dial, PlainDial, Stream};
 
 pub struct Socket {
     io: Io,
@@ -269,7 +255,6 @@ fn write_out(
 }
 
 /// The TCP stream on tokio's reactor (TLS, the cold paths).
-#[cfg_attr(not(feature = "tls"), allow(dead_code))]
 fn tcp(io: &Io) -> io::Result<&TcpStream> {
     match io {
         Io::Poll(s) => Ok(s),

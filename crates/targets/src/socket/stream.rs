@@ -41,7 +41,6 @@ impl<D: Dial> Stream<D> {
     }
 
     /// The server this stream is on now (a reconnect may move it).
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn server(&self) -> usize {
         self.server
     }
@@ -126,7 +125,6 @@ pub(crate) fn op_error(e: io::Error) -> OpError {
 
 /// A server reached by TCP alone, with no login (memcached, HTTP): the
 /// [`Dial`] of those targets, and how they connect outside a stream.
-#[cfg(any(feature = "memcache", feature = "http"))]
 pub struct PlainDial {
     at: Arc<crate::url::TargetUrl>,
     /// The protocol's read chunk (the socket's largest read step).
@@ -135,7 +133,6 @@ pub struct PlainDial {
     product: &'static str,
 }
 
-#[cfg(any(feature = "memcache", feature = "http"))]
 impl PlainDial {
     pub(crate) fn new(
         at: Arc<crate::url::TargetUrl>,
@@ -165,7 +162,6 @@ impl PlainDial {
     }
 }
 
-#[cfg(any(feature = "memcache", feature = "http"))]
 impl Dial for PlainDial {
     fn servers(&self) -> usize {
         self.at.servers.len()
