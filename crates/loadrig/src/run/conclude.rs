@@ -98,10 +98,13 @@ pub fn waited_line(reopened: u64, failed: u64) -> Option<String> {
     (!parts.is_empty()).then(|| format!("while waiting for the start: {}", parts.join("; ")))
 }
 
+/// The run's environment: this host, the target, and from `opts` the CPU
+/// this process pinned itself to and the `--bind` source addresses.
 pub fn environment<B: Bench>(
     spec: &RunSpec,
     server_version: Option<String>,
     bench: &B,
+    opts: &Options,
 ) -> Environment {
     Environment {
         host: hostname(),
@@ -111,8 +114,8 @@ pub fn environment<B: Bench>(
         server_version,
         durability: bench.target().durability(),
         unread: bench.target().unread(),
-        cpu: crate::pin::pinned(),
-        sources: loadrig_targets::bound_sources(),
+        cpu: opts.cpu,
+        sources: opts.sources.clone(),
     }
 }
 

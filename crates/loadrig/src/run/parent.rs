@@ -147,7 +147,7 @@ pub async fn parent<B: Bench>(
         return Ok(children_code.max(exit::CHECK_FAILED));
     };
     merged.spec = spec.masked();
-    merged.environment = conclude::environment(spec, prepared.server_version, &bench);
+    merged.environment = conclude::environment(spec, prepared.server_version, &bench, opts);
     merged.exit_code = exit::OK;
     if stop.load(Ordering::Relaxed) {
         merged.interrupted = true;

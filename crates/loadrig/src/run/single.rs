@@ -71,7 +71,7 @@ pub(super) async fn single<B: Bench>(
     // one, which gives it up again until its load begins.
     let threads = {
         let _fifo = realtime(spec)?;
-        Threads::new(spec.threads)?
+        Threads::new(spec.threads, opts.hooks)?
     };
     // A descriptor per connection: thousands need more than a shell's
     // soft limit. Failing to raise it is not an error of its own; a
@@ -202,7 +202,7 @@ pub(super) async fn single<B: Bench>(
     p.phase("cool down");
     let mut report = Report::build(RunRecord {
         spec,
-        environment: environment(spec, prepared.server_version, &bench),
+        environment: environment(spec, prepared.server_version, &bench, opts),
         started_unix_ms: begin.unix_ms,
         kinds: &kinds,
         domains: &domains,
