@@ -21,12 +21,16 @@ use std::task::{Context, Poll};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
+use crate::ThreadHooks;
+
 /// A job for a thread: made there, so it may hold what cannot cross threads.
 pub(crate) type Job = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 
 /// The engine's threads beyond the caller's.
 pub struct Threads {
     lanes: Vec<Lane>,
+    /// What the sockets need of each thread, run on all of them.
+    hooks: Option<ThreadHooks>,
 }
 
 struct Lane {
@@ -35,15 +39,20 @@ struct Lane {
 }
 
 impl Threads {
-    /// The caller's thread alone: no thread is started.
+    /// The caller's thread alone, with no hooks: no thread is started.
     pub fn one() -> Threads {
-        Threads { lanes: Vec::new() }
+        Threads {
+            lanes: Vec::new(),
+            hooks: None,
+        }
     }
 
     /// `n` threads in all: the caller's and `n - 1` started here, each
-    /// with its own current-thread runtime. The threads end when this is
-    /// dropped and their jobs are done.
-    pub fn new(n: usize) -> std::io::Result<Threads> {
+    /// with its own current-thread runtime, each running `hooks` (the
+    /// caller's runtime takes their park hook itself:
+    /// [`ThreadHooks::on_park`]). The threads end when this is dropped and
+    /// their jobs are done.
+    pub fn new(n: usize, hooks: Option<ThreadHooks>) -> std::io::Result<Threads> {
         let mut lanes = Vec::with_capacity(n.saturating_sub(1));
         for k in 1..n {
             let (jobs, mut rx) = mpsc::unbounded_channel::<Job>();
@@ -53,11 +62,8 @@ impl Threads {
                 .spawn(move || {
                     // Built on the thread that drives it, so a failure to
                     // build is reported, not dropped in an async context.
-                    let rt = match tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .on_thread_park(crate::park_hook)
-                        .build()
-                    {
+                    let mut builder = tokio::runtime::Builder::new_current_thread();
+                    let rt = match ThreadHooks::on_park(hooks, builder.enable_all()).build() {
                         Ok(rt) => rt,
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
@@ -79,7 +85,12 @@ impl Threads {
                 .map_err(|_| std::io::Error::other("an engine thread ended at start"))??;
             lanes.push(Lane { handle, jobs });
         }
-        Ok(Threads { lanes })
+        Ok(Threads { lanes, hooks })
+    }
+
+    /// The hooks each thread runs.
+    pub fn hooks(&self) -> Option<ThreadHooks> {
+        self.hooks
     }
 
     /// How many threads run workers, the caller's included.
@@ -143,7 +154,7 @@ mod tests {
             .build()
             .expect("a runtime");
         rt.block_on(async {
-            let threads = Threads::new(3).expect("threads");
+            let threads = Threads::new(3, None).expect("threads");
             assert_eq!((threads.count(), threads.of(4)), (3, 1));
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await

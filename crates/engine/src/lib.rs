@@ -44,40 +44,27 @@ pub use tokio::time::Instant;
 /// What the sockets need of each engine thread (`--io uring`: the
 /// thread's ring): `start` as the thread's workers start, `stop` when they
 /// have all ended, `park` each time the thread is about to sleep and
-/// between the polls of a spin. Set once, by the binary, before the load;
-/// none by default.
-#[derive(Clone, Copy)]
+/// between the polls of a spin. Given to [`Threads::new`], which runs them
+/// on its threads; the caller's own runtime (thread 0) takes `park` as its
+/// `on_thread_park` ([`ThreadHooks::on_park`]).
+#[derive(Debug, Clone, Copy)]
 pub struct ThreadHooks {
     pub start: fn(),
     pub stop: fn(),
     pub park: fn(),
 }
 
-static HOOKS: std::sync::OnceLock<ThreadHooks> = std::sync::OnceLock::new();
-
-/// Set the threads' hooks; a second call changes nothing.
-pub fn set_thread_hooks(hooks: ThreadHooks) {
-    let _ = HOOKS.set(hooks);
-}
-
-/// The park hook, for a runtime that runs the engine's workers (tokio's
-/// `on_thread_park`): a no-op until hooks are set.
-pub fn park_hook() {
-    call_hook(|h| h.park);
-}
-
-fn start_hook() {
-    call_hook(|h| h.start);
-}
-
-fn stop_hook() {
-    call_hook(|h| h.stop);
-}
-
-/// The hook `pick` chooses, when hooks are set.
-fn call_hook(pick: impl FnOnce(&ThreadHooks) -> fn()) {
-    if let Some(h) = HOOKS.get() {
-        pick(h)();
+impl ThreadHooks {
+    /// Have a runtime that runs workers call `hooks`' park hook, if any,
+    /// each time its thread is about to sleep.
+    pub fn on_park(
+        hooks: Option<ThreadHooks>,
+        builder: &mut tokio::runtime::Builder,
+    ) -> &mut tokio::runtime::Builder {
+        match hooks {
+            Some(h) => builder.on_thread_park(h.park),
+            None => builder,
+        }
     }
 }
 
@@ -152,6 +139,7 @@ pub async fn run_on<D: Driver>(
     let busy = dealt.iter().filter(|d| !d.is_empty()).count();
     let job = |t: usize, part: Vec<(usize, D)>| Part {
         cfg: cfg.clone(),
+        hooks: threads.hooks(),
         thread: t,
         drivers: part,
         start,
@@ -204,6 +192,8 @@ pub async fn run_on<D: Driver>(
 /// around one recorder.
 struct Part<D> {
     cfg: EngineConfig,
+    /// The threads' hooks, if any.
+    hooks: Option<ThreadHooks>,
     thread: usize,
     drivers: Vec<(usize, D)>,
     start: Instant,
@@ -216,7 +206,9 @@ struct Part<D> {
 impl<D: Driver> Part<D> {
     /// Run this thread's workers to the end; `true` when one panicked.
     async fn run(self) -> bool {
-        start_hook();
+        if let Some(h) = self.hooks {
+            (h.start)();
+        }
         let shape = (self.cfg.kinds, self.cfg.domains);
         let rec = record::Recorder::shared(self.thread, self.drivers.len(), shape, self.tx);
         let mut handles = Vec::with_capacity(self.drivers.len());
@@ -225,6 +217,7 @@ impl<D: Driver> Part<D> {
                 stop: self.stop.clone(),
                 talking: self.talking.clone(),
                 listener: k >= self.issuing,
+                park: self.hooks.map(|h| h.park),
             };
             let w = worker::Worker::new(&self.cfg, k, driver, self.start, ends, rec.clone(), local);
             handles.push(tokio::task::spawn_local(w.run()));
@@ -233,7 +226,9 @@ impl<D: Driver> Part<D> {
         for h in handles {
             panicked |= h.await.is_err();
         }
-        stop_hook();
+        if let Some(h) = self.hooks {
+            (h.stop)();
+        }
         rec.borrow_mut().hand_over(true);
         panicked
     }

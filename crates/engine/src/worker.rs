@@ -54,6 +54,9 @@ pub(crate) struct Ends {
     pub talking: Arc<AtomicUsize>,
     /// This worker issues nothing and only listens.
     pub listener: bool,
+    /// Its thread's park hook ([`crate::ThreadHooks`]), called between
+    /// the polls of a spin; none without hooks.
+    pub park: Option<fn()>,
 }
 
 /// Direct mode holds one operation waiting for a slot; managed mode a bounded queue.
@@ -164,6 +167,8 @@ pub(crate) struct Worker<D> {
     timer: Timer,
     /// The last stretch before an intended start spent polling (`--spin`).
     spin: Duration,
+    /// The thread's park hook, for a spin (see [`Ends::park`]).
+    park: Option<fn()>,
     /// Per-kind counts of operations passed over (reused, see `pass_over`).
     tally: Vec<u64>,
     /// The indices this worker issued, for verification (cold: touched at
@@ -327,6 +332,7 @@ impl<D: Driver> Worker<D> {
             paced: !matches!(load.pacing, loadrig_spec::Pacing::Steady),
             timer: Timer::new(),
             spin: cfg.spin,
+            park: ends.park,
         }
     }
 
@@ -401,7 +407,9 @@ impl<D: Driver> Worker<D> {
                 if spinning {
                     // A spinning thread does not sleep: what the sockets
                     // queued for the thread's sleep (io_uring) goes now.
-                    crate::park_hook();
+                    if let Some(park) = self.park {
+                        park();
+                    }
                 }
                 tokio::select! {
                     biased;
@@ -843,6 +851,7 @@ mod tests {
             stop: Arc::default(),
             talking: Arc::default(),
             listener: false,
+            park: None,
         };
         let worker = Worker::new(&cfg, 0, Silent, Instant::now(), ends, rec, 0);
         let size = std::mem::size_of_val(&worker);

@@ -547,7 +547,7 @@ fn threads_share_the_indices_and_their_recorders_add_up() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let threads = loadrig_engine::Threads::new(3).unwrap();
+        let threads = loadrig_engine::Threads::new(3, None).unwrap();
         let mut cfg = config(load(Pacing::Steady, 7, Stop::Count(700)));
         cfg.interval = Duration::from_millis(50);
         let log: Log = Arc::default();

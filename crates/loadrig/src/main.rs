@@ -140,7 +140,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             Ok(exit::OK)
         }
         Command::Run { workload } => {
-            let (target, mut spec) = open_run(&workload)?;
+            let (target, mut spec, settings) = open_run(&workload)?;
             let args = workload.parts()?.run;
             machine::admit(&spec)?;
             if let Some(out) = &args.out {
@@ -202,9 +202,14 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             } else {
                 session::Role::Single
             };
-            if let (false, Some(&cpu)) = (parent, cpus.as_deref().and_then(<[usize]>::first)) {
-                pin::pin(cpu).with_context(|| format!("pinning this process to CPU {cpu}"))?;
-            }
+            let pinned = match (parent, cpus.as_deref().and_then(<[usize]>::first)) {
+                (false, Some(&cpu)) => {
+                    pin::pin(cpu).with_context(|| format!("pinning this process to CPU {cpu}"))?;
+                    Some(cpu)
+                }
+                _ => None,
+            };
+            let hooks = thread_hooks(settings.io);
             let opts = session::Options {
                 quiet: args.quiet,
                 resources: args.resources,
@@ -216,16 +221,19 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                 html: args.html.clone(),
                 start: args.start(),
                 role,
+                hooks,
+                cpu: pinned,
+                sources: settings.bound_sources(),
             };
-            runtime()?.block_on(plan::run(&spec, target, &opts))
+            runtime(hooks)?.block_on(plan::run(&spec, target, &opts))
         }
         Command::Prepare { workload } => {
-            let (target, spec) = open_run(&workload)?;
+            let (target, spec, _) = open_run(&workload)?;
             let args = workload.parts()?.run;
             if let Some(out) = &args.out {
                 check_out(out, false)?;
             }
-            runtime()?.block_on(plan::prepare(
+            runtime(None)?.block_on(plan::prepare(
                 &spec,
                 target,
                 args.out.as_deref(),
@@ -233,9 +241,9 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             ))
         }
         Command::Teardown { workload } => {
-            let (target, spec) = open_run(&workload)?;
+            let (target, spec, _) = open_run(&workload)?;
             let quiet = workload.parts()?.run.quiet;
-            runtime()?.block_on(plan::teardown(&spec, target, quiet))
+            runtime(None)?.block_on(plan::teardown(&spec, target, quiet))
         }
         Command::Merge(m) => loadrig_present::merge::run(&loadrig_present::merge::MergeArgs {
             reports: &m.reports,
@@ -269,7 +277,10 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         Command::Completions { shell } => manual::completions(shell),
         Command::Man { dir } => manual::man(dir.as_deref()),
         Command::Verify(v) => {
-            v.tls.apply()?;
+            let settings = loadrig_targets::ClientSettings {
+                trust: v.tls.trust()?,
+                ..loadrig_targets::ClientSettings::default()
+            };
             let report = Report::read(&v.report)?;
             let url = v
                 .target
@@ -283,8 +294,8 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
                     format!("no SQLite database at {}: nothing to verify", db.display())
                 ));
             }
-            let target = plan::open(report.spec.workload.name(), Some(&url))?;
-            runtime()?.block_on(plan::verify(&report, target))
+            let target = plan::open(report.spec.workload.name(), Some(&url), &settings)?;
+            runtime(None)?.block_on(plan::verify(&report, target))
         }
     }
 }
@@ -295,7 +306,7 @@ fn parse_only(command: &Command) -> anyhow::Result<i32> {
         Command::Run { workload }
         | Command::Prepare { workload }
         | Command::Teardown { workload } => {
-            let (_, spec) = open_run(workload)?;
+            let (_, spec, _) = open_run(workload)?;
             loadrig_present::say!("{}", loadrig_present::print::header(&spec));
         }
         _ => loadrig_present::say!("parsed"),
@@ -305,21 +316,33 @@ fn parse_only(command: &Command) -> anyhow::Result<i32> {
 
 /// A workload's command line (`run`, `prepare`, `teardown`): the target
 /// first, since it parses its URL and states the facts the spec is
-/// resolved against, before anything connects.
+/// resolved against, before anything connects; and the settings its
+/// connections take.
 fn open_run(
     workload: &flags::Workload,
-) -> anyhow::Result<(loadrig_targets::Target, loadrig_spec::RunSpec)> {
+) -> anyhow::Result<(
+    loadrig_targets::Target,
+    loadrig_spec::RunSpec,
+    loadrig_targets::ClientSettings,
+)> {
     let parts = workload.parts()?;
     check_files(parts.run, parts.target())?;
-    parts.run.tls.apply()?;
-    parts.run.apply_bind()?;
-    parts.run.apply_io()?;
-    parts.run.apply_limits();
+    let settings = parts.run.client_settings()?;
     // The target first: it parses its URL and states the facts the spec
     // is resolved against, before anything connects.
-    let target = plan::open(parts.workload.name(), Some(parts.target()))?;
-    let spec = parts.spec(&target.facts(parts.target()))?;
-    Ok((target, spec))
+    let target = plan::open(parts.workload.name(), Some(parts.target()), &settings)?;
+    let spec = parts.spec(&target.facts())?;
+    Ok((target, spec, settings))
+}
+
+/// What the engine's threads run for the sockets: with `--io uring`,
+/// each thread's ring made as its workers start and turned as it parks.
+fn thread_hooks(io: loadrig_targets::IoMode) -> Option<loadrig_engine::ThreadHooks> {
+    (io == loadrig_targets::IoMode::Uring).then_some(loadrig_engine::ThreadHooks {
+        start: loadrig_targets::uring_start,
+        stop: loadrig_targets::uring_stop,
+        park: loadrig_targets::uring_park,
+    })
 }
 
 /// Each file a run writes named once, and none of them the SQLite
@@ -411,12 +434,10 @@ fn check_out(out: &std::path::Path, csv: bool) -> Result<(), loadrig_spec::SpecE
 /// `--threads N` adds N - 1 engine threads of their own when the load
 /// runs (`loadrig_engine::Threads`, thread-per-core), not a work-stealing
 /// pool: a connection stays on one thread and records into that thread's
-/// measurements.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .on_thread_park(loadrig_engine::park_hook)
-        .build()?)
+/// measurements. With `hooks`, it parks as the engine's threads do.
+fn runtime(hooks: Option<loadrig_engine::ThreadHooks>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    Ok(loadrig_engine::ThreadHooks::on_park(hooks, builder.enable_all()).build()?)
 }
 
 fn print_targets() {

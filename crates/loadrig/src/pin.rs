@@ -7,12 +7,7 @@
 //! report's `environment.cpu` (and each process's record in a merged
 //! report) says which CPU a pinned process ran on.
 
-use std::sync::OnceLock;
-
 use loadrig_spec::SpecError;
-
-/// The CPU this process pinned itself to, once it has.
-static PINNED: OnceLock<usize> = OnceLock::new();
 
 /// The highest CPU number a `cpu_set_t` holds.
 fn max_cpu() -> usize {
@@ -114,13 +109,7 @@ pub fn pin(cpu: usize) -> std::io::Result<()> {
             return Err(std::io::Error::last_os_error());
         }
     }
-    let _ = PINNED.set(cpu);
     Ok(())
-}
-
-/// The CPU this process pinned itself to, if it did.
-pub fn pinned() -> Option<usize> {
-    PINNED.get().copied()
 }
 
 fn text(cpus: &[usize]) -> String {

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use loadrig_spec::{RunSpec, WorkloadSpec};
-use loadrig_targets::{Target, Visitor};
+use loadrig_targets::{ClientSettings, Target, Visitor};
 use loadrig_workloads::hello::{HelloBackend, HelloBench};
 use loadrig_workloads::http::{HttpBackend, HttpBench};
 use loadrig_workloads::kv::{KvBackend, KvBench};
@@ -100,9 +100,14 @@ fn with_bench<'a, U: UseBench<'a>>(
     })
 }
 
-/// Open the target a URL names, checking it can run the workload.
-pub fn open(workload: &str, url: Option<&str>) -> anyhow::Result<Target> {
-    let target = Target::open(url)?;
+/// Open the target a URL names, its connections to take `settings`,
+/// checking it can run the workload.
+pub fn open(
+    workload: &str,
+    url: Option<&str>,
+    settings: &ClientSettings,
+) -> anyhow::Result<Target> {
+    let target = Target::open(url, settings)?;
     let d = target.descriptor();
     if !d.runs(workload) {
         return Err(TargetError::Unsupported(format!(

@@ -75,9 +75,10 @@ pub struct HttpTarget {
 }
 
 impl HttpTarget {
-    pub(crate) fn new(url: HttpUrl) -> HttpTarget {
+    pub(crate) fn new(url: HttpUrl, via: Arc<crate::settings::Connector>) -> HttpTarget {
+        let at = Arc::new(url.at.clone());
         HttpTarget {
-            dial: Arc::new(PlainDial::new(Arc::new(url.at.clone()), READ_CHUNK, "HTTP")),
+            dial: Arc::new(PlainDial::new(at, via, READ_CHUNK, "HTTP")),
             url: Arc::new(url),
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
@@ -207,7 +208,10 @@ mod tests {
         let u = parse_url("h:1,2,[::1]/a%20b/c?x=1&y=/z").unwrap();
         assert_eq!(u.at.servers.len(), 3);
         assert_eq!(u.path, "/a%20b/c?x=1&y=/z");
-        let t = HttpTarget::new(u);
+        let t = HttpTarget::new(
+            u,
+            crate::settings::Connector::new(&crate::ClientSettings::default()),
+        );
         assert_eq!(t.label(), "http://h:1,h:2,[::1]:80/a%20b/c?x=1&y=/z");
         assert_eq!((t.authority(1), t.servers()), ("h:2".to_string(), 3));
         for bad in ["", "/x", "h,,h2", "h:0", "7", "u:p@h", "h:99999", "h/a b"] {
@@ -229,7 +233,10 @@ mod tests {
                     .unwrap();
             }
         });
-        let t = HttpTarget::new(parse_url(&format!("127.0.0.1:{port}/")).unwrap());
+        let t = HttpTarget::new(
+            parse_url(&format!("127.0.0.1:{port}/")).unwrap(),
+            crate::settings::Connector::new(&crate::ClientSettings::default()),
+        );
         assert_eq!(t.server_version().await.as_deref(), Some("test/1"));
         let mut c = t.connect().await.unwrap();
         assert_eq!(Conn::server(&c), 0);

@@ -2,7 +2,8 @@
 //! [`Descriptor`] in one list ([`TARGETS`]), gated by cargo features so the
 //! core builds without their drivers, and implements the workload
 //! capabilities it can ([`loadrig_workloads::voter::VoterBackend`], ...).
-//! [`Target::open`] turns a `--target` URL into a target.
+//! [`Target::open`] turns a `--target` URL and the [`ClientSettings`] its
+//! connections take into a target.
 //!
 //! A target's feature turns on the internal features of what it shares with
 //! others (`socket`, `stream`, `local`, `scrape`, `sql`, `tls`; see
@@ -17,8 +18,6 @@
 
 #[cfg(feature = "etcd")]
 mod etcd;
-mod handshake;
-mod held;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "local")]
@@ -32,11 +31,11 @@ mod mqtt;
 #[cfg(feature = "nats")]
 mod nats;
 /// `--io uring` in a build without the hand-written socket: no connection
-/// could go through a ring, so it changes nothing (as `trust_tls` does
+/// could go through a ring, so it changes nothing (as TLS trust does
 /// without TLS).
 #[cfg(all(target_os = "linux", not(feature = "socket")))]
 mod no_ring {
-    pub fn enable() -> std::io::Result<()> {
+    pub fn check() -> std::io::Result<()> {
         Ok(())
     }
     pub fn start() {}
@@ -50,6 +49,7 @@ mod postgres;
 mod redis;
 #[cfg(feature = "scrape")]
 mod scrape;
+mod settings;
 #[cfg(feature = "socket")]
 mod socket;
 mod source;
@@ -63,13 +63,14 @@ mod url;
 #[cfg(feature = "voltdb")]
 mod voltdb;
 
+use std::sync::Arc;
+
 use loadrig_spec::{SpecError, TargetFacts};
 use loadrig_workloads::{Capabilities, TargetError, TargetInfo};
+use settings::Connector;
 
 #[cfg(feature = "etcd")]
 pub use etcd::{EtcdConn, EtcdTarget};
-pub use handshake::limit_handshakes;
-pub use held::limit_replies;
 #[cfg(feature = "http")]
 pub use http::{HttpConn, HttpTarget};
 #[cfg(feature = "mysql")]
@@ -82,18 +83,19 @@ pub use mqtt::{MqttConn, MqttTarget};
 pub use nats::{NatsConn, NatsTarget};
 #[cfg(all(target_os = "linux", not(feature = "socket")))]
 pub use no_ring::{
-    enable as enable_uring, park as uring_park, start as uring_start, stop as uring_stop,
+    check as check_uring, park as uring_park, start as uring_start, stop as uring_stop,
 };
 pub use null::{NullDelay, NullTarget};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresTarget;
 #[cfg(feature = "redis")]
 pub use redis::{ClusterStream, RedisClusterTarget, RedisConn, RedisPubSubConn, RedisTarget};
+pub use settings::{ClientSettings, IoMode, TlsTrust};
 #[cfg(all(target_os = "linux", feature = "socket"))]
 pub use socket::ring::{
-    enable as enable_uring, park as uring_park, start as uring_start, stop as uring_stop,
+    check as check_uring, park as uring_park, start as uring_start, stop as uring_stop,
 };
-pub use source::{bind_from, bound_sources, parse_sources};
+pub use source::{check_sources, parse_sources};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteTarget;
 #[cfg(feature = "voltdb")]
@@ -142,7 +144,8 @@ pub trait Visitor {
 
 /// The one table of targets. Each row names a target's enum variant and
 /// type, the cargo feature that builds it, its URL schemes, its
-/// capabilities, how it opens from the text after `scheme://`, and what
+/// capabilities, how it opens from the text after `scheme://` and the
+/// settings its connections share ([`Connector`]), and what
 /// `loadrig targets` says of it. From it come the [`Target`] enum, opening
 /// by scheme, [`TARGETS`] and each type's [`Capabilities`]: a row that
 /// claims a capability its type does not implement does not compile.
@@ -161,8 +164,8 @@ macro_rules! registry {
             $(, stats: ($stats_from:literal, $stats:expr))? $(,)?
         }
     ),+ $(,)?) => {
-        /// An opened target.
-        pub enum Target {
+        /// The opened target, by type ([`Target::into_opened`]).
+        pub enum Opened {
             $($(#[cfg($cfg)])? $variant($ty),)+
         }
 
@@ -188,34 +191,38 @@ macro_rules! registry {
 
         impl Target {
             /// Open the target of a scheme, from what follows `scheme://`.
-            fn open_scheme(scheme: &str, rest: &str) -> Option<Result<Target, OpenError>> {
+            fn open_scheme(
+                scheme: &str,
+                rest: &str,
+                via: &Arc<Connector>,
+            ) -> Option<Result<Opened, OpenError>> {
                 $($(#[cfg($cfg)])? {
                     if [$($scheme),+].contains(&scheme) {
-                        let open: fn(&str, &str) -> Result<$ty, OpenError> = $open;
-                        return Some(open(scheme, rest).map(Target::$variant));
+                        let open: fn(&str, &str, &Arc<Connector>) -> Result<$ty, OpenError> = $open;
+                        return Some(open(scheme, rest, via).map(Opened::$variant));
                     }
                 })+
                 None
             }
 
             pub fn descriptor(&self) -> &'static Descriptor {
-                match self {
-                    $($(#[cfg($cfg)])? Target::$variant(_) => &<$ty as Described>::DESCRIPTOR,)+
+                match &self.opened {
+                    $($(#[cfg($cfg)])? Opened::$variant(_) => &<$ty as Described>::DESCRIPTOR,)+
                 }
             }
 
             /// What the target says about itself, for resolving the run
-            /// spec; `url` is the URL it was opened from.
-            pub fn facts(&self, url: &str) -> TargetFacts {
-                match self {
-                    $($(#[cfg($cfg)])? Target::$variant(t) => facts_of(t, url),)+
+            /// spec.
+            pub fn facts(&self) -> TargetFacts {
+                match &self.opened {
+                    $($(#[cfg($cfg)])? Opened::$variant(t) => facts_of(t, &self.label),)+
                 }
             }
 
             /// Hand the concrete target to `visitor`.
             pub fn visit<V: Visitor>(self, visitor: V) -> V::Output {
-                match self {
-                    $($(#[cfg($cfg)])? Target::$variant(t) => visitor.visit(t),)+
+                match self.opened {
+                    $($(#[cfg($cfg)])? Opened::$variant(t) => visitor.visit(t),)+
                 }
             }
         }
@@ -239,7 +246,7 @@ registry! {
         name: "sqlite",
         schemes: ["sqlite"],
         capabilities: [voter, hello, kv],
-        open: |_, rest| SqliteTarget::open(rest),
+        open: |_, rest, _| SqliteTarget::open(rest),
         example: "sqlite:///tmp/bench.db?sync=full  (no --target: a fresh temporary database)",
         about: "embedded SQLite (bundled); one database thread, group commit, WAL",
     },
@@ -248,9 +255,9 @@ registry! {
         name: "postgres",
         schemes: ["postgres", "postgresql"],
         capabilities: [voter, hello, kv],
-        open: |_, rest| {
+        open: |_, rest, via| {
             let (at, mode) = postgres::parse_url(rest)?;
-            Ok(PostgresTarget::new(at, mode))
+            Ok(PostgresTarget::new(at, mode, via.clone()))
         },
         example: "postgres://bench:bench@127.0.0.1:5432/bench  (TLS: ?sslmode=require)",
         about: "PostgreSQL (own protocol v3 client, TLS by rustls); server-side functions, pipelined calls",
@@ -261,7 +268,7 @@ registry! {
         name: "mariadb",
         schemes: ["mysql", "mariadb"],
         capabilities: [voter, hello, kv],
-        open: |_, rest| Ok(MariadbTarget::new(mariadb::parse_url(rest)?)),
+        open: |_, rest, via| Ok(MariadbTarget::new(mariadb::parse_url(rest)?, via.clone())),
         example: "mysql://bench:bench@127.0.0.1:3306/bench",
         about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
         stats: ("SHOW GLOBAL STATUS", mariadb::stats::SERIES),
@@ -271,7 +278,7 @@ registry! {
         name: "voltdb",
         schemes: ["voltdb"],
         capabilities: [voter, hello, kv],
-        open: |_, rest| Ok(VoltTarget::new(voltdb::parse_url(rest)?)),
+        open: |_, rest, via| Ok(VoltTarget::new(voltdb::parse_url(rest)?, via.clone())),
         example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
         about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
         stats: ("@Statistics MEMORY and PROCEDUREPROFILE", voltdb::stats::SERIES),
@@ -281,7 +288,7 @@ registry! {
         name: "redis",
         schemes: ["redis", "rediss"],
         capabilities: [redis, pubsub, kv],
-        open: |scheme, rest| Ok(RedisTarget::new(redis::parse_url(rest)?.tls_if(scheme, "rediss"))),
+        open: |scheme, rest, via| Ok(RedisTarget::new(redis::parse_url(rest)?.tls_if(scheme, "rediss"), via.clone())),
         example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379; TLS: rediss://)",
         about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
         stats: ("INFO", redis::stats::SERIES),
@@ -291,7 +298,7 @@ registry! {
         name: "redis-cluster",
         schemes: ["redis+cluster"],
         capabilities: [redis],
-        open: |_, rest| Ok(RedisClusterTarget::new(redis::parse_cluster_url(rest)?)),
+        open: |_, rest, via| Ok(RedisClusterTarget::new(redis::parse_cluster_url(rest)?, via.clone())),
         example: "redis+cluster://127.0.0.1:7001,7002,7003  (seed nodes; or run redis --cluster)",
         about: "Redis Cluster: keys routed by hash slot, a pipelined connection per master, MOVED and ASK followed",
     },
@@ -300,9 +307,9 @@ registry! {
         name: "nats",
         schemes: ["nats", "tls"],
         capabilities: [pubsub],
-        open: |scheme, rest| {
+        open: |scheme, rest, via| {
             let (at, monitor) = nats::parse_url(rest)?;
-            Ok(NatsTarget::new(at.tls_if(scheme, "tls"), monitor))
+            Ok(NatsTarget::new(at.tls_if(scheme, "tls"), monitor, via.clone()))
         },
         example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h; ?monitor=PORT|off; TLS: tls://)",
         about: "NATS core (client protocol): publishes pipelined, no acknowledgement; request-reply",
@@ -313,9 +320,9 @@ registry! {
         name: "mqtt",
         schemes: ["mqtt", "mqtts"],
         capabilities: [pubsub],
-        open: |scheme, rest| {
+        open: |scheme, rest, via| {
             let (at, qos) = mqtt::parse_url(rest)?;
-            Ok(MqttTarget::new(at.tls_if(scheme, "mqtts"), qos))
+            Ok(MqttTarget::new(at.tls_if(scheme, "mqtts"), qos, via.clone()))
         },
         example: "mqtt://127.0.0.1:1883?qos=1  (QoS 0 by default; several servers: mqtt://h1,h2:1884; a login: mqtt://USER:PASSWORD@h; TLS: mqtts://)",
         about: "MQTT 3.1.1 (Mosquitto, EMQX, ...): QoS 0 or 1, publishes pipelined, PUBACKs matched by packet id",
@@ -326,7 +333,7 @@ registry! {
         name: "memcached",
         schemes: ["memcache", "memcached"],
         capabilities: [memcache],
-        open: |_, rest| Ok(MemcacheTarget::new(memcache::parse_url(rest)?)),
+        open: |_, rest, via| Ok(MemcacheTarget::new(memcache::parse_url(rest)?, via.clone())),
         example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
         about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
         stats: ("stats", memcache::stats::SERIES),
@@ -336,7 +343,7 @@ registry! {
         name: "http",
         schemes: ["http"],
         capabilities: [http],
-        open: |_, rest| Ok(HttpTarget::new(http::parse_url(rest)?)),
+        open: |_, rest, via| Ok(HttpTarget::new(http::parse_url(rest)?, via.clone())),
         example: "http://127.0.0.1:8088/  (several ports or servers: http://127.0.0.1:8088,8089,h2:80/index.html)",
         about: "HTTP/1.1 servers (no TLS): keep-alive connections dealt over the servers round robin, pipelined",
     },
@@ -345,7 +352,7 @@ registry! {
         name: "etcd",
         schemes: ["etcd"],
         capabilities: [kv],
-        open: |_, rest| Ok(EtcdTarget::new(etcd::parse_url(rest)?)),
+        open: |_, rest, via| Ok(EtcdTarget::new(etcd::parse_url(rest)?, via.clone())),
         example: "etcd://127.0.0.1:2379  (a cluster's members: etcd://127.0.0.1:23791,23792,23793)",
         about: "etcd v3 (gRPC over HTTP/2): a transaction is one Txn, many in flight per connection; members round robin",
         stats: ("the first member's /metrics", etcd::stats::SERIES),
@@ -354,15 +361,15 @@ registry! {
         name: "null",
         schemes: ["null"],
         capabilities: [voter, hello],
-        open: |_, rest| Ok(NullTarget::parse(rest)?),
+        open: |_, rest, _| Ok(NullTarget::parse(rest)?),
         example: "null://?delay=100us  or  null://?delay=50us-200us",
         about: "completes every operation in process (after an optional delay); stores nothing",
     },
 }
 
-fn facts_of<T: TargetInfo>(t: &T, url: &str) -> TargetFacts {
+fn facts_of<T: TargetInfo>(t: &T, label: &str) -> TargetFacts {
     TargetFacts {
-        label: mask_password(url),
+        label: label.to_string(),
         default_connections: t.default_connections(),
         default_threads: t.default_threads(),
         shared: t.shared(),
@@ -370,13 +377,22 @@ fn facts_of<T: TargetInfo>(t: &T, url: &str) -> TargetFacts {
     }
 }
 
+/// An opened target: the concrete one, and the URL it was opened from as
+/// output and reports show it (its password masked).
+pub struct Target {
+    opened: Opened,
+    label: String,
+}
+
 impl Target {
     /// Open the target a URL names; no URL means a fresh embedded SQLite.
-    /// A malformed URL is a usage error; an unreachable target is not.
-    pub fn open(url: Option<&str>) -> Result<Target, OpenError> {
+    /// Its connections take `settings`. A malformed URL is a usage error;
+    /// an unreachable target is not.
+    pub fn open(url: Option<&str>, settings: &ClientSettings) -> Result<Target, OpenError> {
         let url = url.unwrap_or("sqlite://");
         let (scheme, rest) = url.split_once("://").unwrap_or((url, ""));
-        Target::open_scheme(scheme, rest).unwrap_or_else(|| {
+        let via = Connector::new(settings);
+        let opened = Target::open_scheme(scheme, rest, &via).unwrap_or_else(|| {
             Err(OpenError::Spec(SpecError::new(
                 "--target",
                 format!(
@@ -385,7 +401,21 @@ impl Target {
                     mask_password(url)
                 ),
             )))
+        })?;
+        Ok(Target {
+            opened,
+            label: mask_password(url),
         })
+    }
+
+    /// The URL it was opened from, its password masked.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The concrete target, for a caller that knows which it opened.
+    pub fn into_opened(self) -> Opened {
+        self.opened
     }
 }
 
@@ -398,20 +428,6 @@ pub enum OpenError {
     /// Well formed, but the target is not there (exit 3).
     #[error(transparent)]
     Target(#[from] TargetError),
-}
-
-/// What TLS connections trust (docs/tls.md): the certificates in the PEM
-/// file `cacert` instead of the web PKI roots, or, `insecure`, any
-/// certificate. Called once, before any target opens. A `cacert` that
-/// cannot be read or holds no certificate is a usage error.
-pub fn trust_tls(cacert: Option<&std::path::Path>, insecure: bool) -> Result<(), SpecError> {
-    #[cfg(feature = "tls")]
-    return tls::trust(cacert, insecure);
-    #[cfg(not(feature = "tls"))]
-    {
-        let _ = (cacert, insecure);
-        Ok(())
-    }
 }
 
 /// `scheme://user:secret@host` -> `scheme://user:***@host`, for output and

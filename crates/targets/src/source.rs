@@ -2,22 +2,17 @@
 //! hand-written socket targets connect from, dealt to connections round
 //! robin. One pair of addresses offers about 28,000 ephemeral ports on
 //! Linux; with several source addresses one host opens more connections
-//! to one server address than that. Set once per process, before any
-//! target opens, like TLS trust ([`crate::trust_tls`]); without a call,
-//! connections leave from whatever address the kernel picks.
+//! to one server address than that. The binary parses and checks them
+//! here; they reach the connections as [`crate::ClientSettings::sources`],
+//! dealt by the opened target. Without any, connections leave from
+//! whatever address the kernel picks.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
 
 use loadrig_spec::SpecError;
 
 /// The most addresses `--bind` takes (a range can be large by mistake).
 pub const MAX_SOURCES: usize = 65_536;
-
-static SOURCES: OnceLock<Vec<IpAddr>> = OnceLock::new();
-/// The address the next connection leaves from (an index into SOURCES).
-static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// Parse `ADDR[,ADDR...]`, each an IP address or an IPv4 range `A-B`
 /// (both ends included: `127.0.0.2-127.0.0.9`).
@@ -54,11 +49,10 @@ pub fn parse_sources(s: &str) -> Result<Vec<IpAddr>, SpecError> {
     Ok(out)
 }
 
-/// Connect from `sources` from now on. Each must be an address of this
-/// host (checked by binding to it): one that is not is a usage error
-/// naming `--bind`. Called once, before any target opens.
-pub fn bind_from(sources: Vec<IpAddr>) -> Result<(), SpecError> {
-    for ip in &sources {
+/// Check that each of `sources` is an address of this host (by binding
+/// to it): one that is not is a usage error naming `--bind`.
+pub fn check_sources(sources: &[IpAddr]) -> Result<(), SpecError> {
+    for ip in sources {
         if let Err(e) = std::net::UdpSocket::bind(SocketAddr::new(*ip, 0)) {
             return Err(SpecError::new(
                 "--bind",
@@ -66,21 +60,11 @@ pub fn bind_from(sources: Vec<IpAddr>) -> Result<(), SpecError> {
             ));
         }
     }
-    if !sources.is_empty() {
-        let _ = SOURCES.set(sources);
-    }
     Ok(())
 }
 
-/// The source addresses `--bind` set, written as `--bind` takes them:
-/// consecutive IPv4 addresses as one range (`127.0.0.2-127.0.0.9`), so a
-/// report records 60,000 of them in a few words. Empty without `--bind`.
-pub fn bound_sources() -> Vec<String> {
-    as_ranges(SOURCES.get().map_or(&[][..], Vec::as_slice))
-}
-
 /// `ips` as `--bind` takes them, consecutive IPv4 addresses as a range.
-fn as_ranges(ips: &[IpAddr]) -> Vec<String> {
+pub(crate) fn as_ranges(ips: &[IpAddr]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut run: Option<(u32, u32)> = None;
     let close = |out: &mut Vec<String>, (a, b): (u32, u32)| {
@@ -112,12 +96,6 @@ fn as_ranges(ips: &[IpAddr]) -> Vec<String> {
         close(&mut out, r);
     }
     out
-}
-
-/// The address the next connection leaves from, if `--bind` gave any.
-pub(crate) fn next_source() -> Option<IpAddr> {
-    let all = SOURCES.get()?;
-    Some(all[NEXT.fetch_add(1, Ordering::Relaxed) % all.len()])
 }
 
 #[cfg(test)]
@@ -162,7 +140,7 @@ mod tests {
             assert_eq!(e.flag, "--bind", "{bad}");
         }
         // TEST-NET-1 is never an address of this host.
-        let e = bind_from(vec!["192.0.2.1".parse().unwrap()]).expect_err("not local");
+        let e = check_sources(&["192.0.2.1".parse().unwrap()]).expect_err("not local");
         assert_eq!(e.flag, "--bind");
         assert!(e.message.contains("192.0.2.1"), "{}", e.message);
     }

@@ -1,8 +1,9 @@
 //! TLS for the targets that speak it (PostgreSQL's `sslmode`, `rediss://`,
-//! NATS's `tls://` and `tls_required`, `mqtts://`): one rustls client
-//! configuration per process (ring, TLS 1.2 and 1.3), built from what the
-//! binary says to trust ([`trust`]) before any target opens. Certificates
-//! are verified by default against the web PKI roots, or against `--cacert`
+//! NATS's `tls://` and `tls_required`, `mqtts://`): the rustls client
+//! configurations (ring, TLS 1.2 and 1.3) of one opened target, built from
+//! what its settings trust ([`crate::TlsTrust`]) at their first use, one
+//! per check, shared by its connections ([`Configs`]). Certificates are
+//! verified by default against the web PKI roots, or against `--cacert`
 //! alone; `--insecure` skips the certificate check but still checks the
 //! handshake's signatures (docs/tls.md).
 
@@ -17,34 +18,38 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
 
-/// What the certificates are checked against, set once per process.
-#[derive(Debug, Clone)]
-struct Trust {
-    roots: Arc<RootCertStore>,
-    insecure: bool,
+use crate::TlsTrust;
+
+/// A target's client configurations, one per [`Check`], each built once.
+#[derive(Debug)]
+pub(crate) struct Configs {
+    trust: TlsTrust,
+    full: OnceLock<Arc<ClientConfig>>,
+    chain_only: OnceLock<Arc<ClientConfig>>,
 }
 
-static TRUST: OnceLock<Trust> = OnceLock::new();
-static FULL: OnceLock<Arc<ClientConfig>> = OnceLock::new();
-static CHAIN_ONLY: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+impl Configs {
+    pub(crate) fn new(trust: TlsTrust) -> Configs {
+        Configs {
+            trust,
+            full: OnceLock::new(),
+            chain_only: OnceLock::new(),
+        }
+    }
 
-/// Trust the certificates in the PEM file `cacert` instead of the web PKI
-/// roots, or none at all (`insecure`). Called once, before any target
-/// opens; without a call the web PKI roots are trusted. A file that cannot
-/// be read or holds no certificate is a usage error naming `--cacert`.
-pub fn trust(cacert: Option<&Path>, insecure: bool) -> Result<(), SpecError> {
-    let roots = match cacert {
-        Some(path) => roots_from(path)?,
-        None => web_roots(),
-    };
-    let _ = TRUST.set(Trust {
-        roots: Arc::new(roots),
-        insecure,
-    });
-    Ok(())
+    /// The client configuration for `check`, built at the first use.
+    pub(crate) fn get(&self, check: Check) -> Arc<ClientConfig> {
+        let cell = match check {
+            Check::Full => &self.full,
+            Check::ChainOnly => &self.chain_only,
+        };
+        cell.get_or_init(|| build(&self.trust, check)).clone()
+    }
 }
 
-fn roots_from(path: &Path) -> Result<RootCertStore, SpecError> {
+/// The certificates in the PEM file `path` (`--cacert`): a file that
+/// cannot be read or holds no certificate is a usage error.
+pub(crate) fn roots_from(path: &Path) -> Result<RootCertStore, SpecError> {
     let bad = |why: String| SpecError::new("--cacert", format!("{}: {why}", path.display()));
     let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
     let mut roots = RootCertStore::empty();
@@ -75,20 +80,8 @@ pub(crate) enum Check {
     ChainOnly,
 }
 
-/// The client configuration for `check`, built at the first use.
-pub(crate) fn config(check: Check) -> Arc<ClientConfig> {
-    let cell = match check {
-        Check::Full => &FULL,
-        Check::ChainOnly => &CHAIN_ONLY,
-    };
-    cell.get_or_init(|| build(check)).clone()
-}
-
-fn build(check: Check) -> Arc<ClientConfig> {
-    let trust = TRUST.get_or_init(|| Trust {
-        roots: Arc::new(web_roots()),
-        insecure: false,
-    });
+fn build(trust: &TlsTrust, check: Check) -> Arc<ClientConfig> {
+    let roots = trust.roots.clone().unwrap_or_else(|| Arc::new(web_roots()));
     let provider = Arc::new(ring::default_provider());
     // ring has both of rustls's safe default versions, TLS 1.2 and 1.3.
     let builder = ClientConfig::builder_with_provider(provider.clone())
@@ -97,7 +90,7 @@ fn build(check: Check) -> Arc<ClientConfig> {
     let config = if trust.insecure || check == Check::ChainOnly {
         let inner = (!trust.insecure)
             .then(|| {
-                WebPkiServerVerifier::builder_with_provider(trust.roots.clone(), provider.clone())
+                WebPkiServerVerifier::builder_with_provider(roots.clone(), provider.clone())
                     .build()
                     .ok()
             })
@@ -107,9 +100,7 @@ fn build(check: Check) -> Arc<ClientConfig> {
             .with_custom_certificate_verifier(Arc::new(Lenient { inner, provider }))
             .with_no_client_auth()
     } else {
-        builder
-            .with_root_certificates(trust.roots.clone())
-            .with_no_client_auth()
+        builder.with_root_certificates(roots).with_no_client_auth()
     };
     Arc::new(config)
 }
@@ -214,9 +205,10 @@ mod tests {
 
     #[test]
     fn each_configuration_is_built_once_and_host_names_are_checked() {
-        let full = config(Check::Full);
-        assert!(Arc::ptr_eq(&full, &config(Check::Full)));
-        assert!(!Arc::ptr_eq(&full, &config(Check::ChainOnly)));
+        let configs = Configs::new(TlsTrust::default());
+        let full = configs.get(Check::Full);
+        assert!(Arc::ptr_eq(&full, &configs.get(Check::Full)));
+        assert!(!Arc::ptr_eq(&full, &configs.get(Check::ChainOnly)));
         assert!(server_name("127.0.0.1").is_ok());
         assert!(server_name("localhost").is_ok());
         assert!(server_name("bad host").is_err());

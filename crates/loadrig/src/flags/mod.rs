@@ -665,11 +665,10 @@ pub(crate) mod tests {
         match cli.command {
             Command::Run { workload } => {
                 let parts = workload.parts().map_err(|e| e.to_string())?;
-                let target = loadrig_targets::Target::open(Some(parts.target()))
+                let settings = loadrig_targets::ClientSettings::default();
+                let target = loadrig_targets::Target::open(Some(parts.target()), &settings)
                     .map_err(|e| e.to_string())?;
-                parts
-                    .spec(&target.facts(parts.target()))
-                    .map_err(|e| e.to_string())
+                parts.spec(&target.facts()).map_err(|e| e.to_string())
             }
             _ => Err("not run".into()),
         }

@@ -9,6 +9,7 @@ use loadrig_spec::{
     Arrival, Dispatch, LoadSpec, Pacing, Preset, RunSpec, Shard, SpecError, Stop, TargetFacts,
     Threshold, WorkloadSpec,
 };
+use loadrig_targets::{ClientSettings, IoMode};
 
 use crate::start::StartRule;
 
@@ -210,44 +211,53 @@ pub(super) const DEFAULT_BURST_DELAY_MS: f64 = 1.0;
 pub(super) const DEFAULT_BURST_LIMIT: u32 = 0;
 
 impl RunArgs {
-    /// Set the source addresses of this process's connections (`--bind`),
-    /// before any target opens.
-    pub fn apply_bind(&self) -> Result<(), loadrig_spec::SpecError> {
-        match &self.bind {
-            Some(list) => loadrig_targets::bind_from(loadrig_targets::parse_sources(list)?),
-            None => Ok(()),
-        }
+    /// What the target's connections take from these flags: TLS trust,
+    /// source addresses, I/O mode and limits. Built before the target
+    /// opens, and given to it.
+    pub fn client_settings(&self) -> Result<ClientSettings, SpecError> {
+        let defaults = ClientSettings::default();
+        Ok(ClientSettings {
+            trust: self.tls.trust()?,
+            sources: self.sources()?,
+            io: self.io_mode()?,
+            handshake_limit: self.handshake_limit().unwrap_or(defaults.handshake_limit),
+            max_reply: self.max_reply,
+        })
     }
 
-    /// `--io uring`: check that this kernel gives the process a ring, and
-    /// have every engine thread serve its sockets through one.
-    pub fn apply_io(&self) -> Result<(), loadrig_spec::SpecError> {
+    /// The source addresses of the connections (`--bind`), each one an
+    /// address of this host; none without `--bind`.
+    pub fn sources(&self) -> Result<Vec<std::net::IpAddr>, SpecError> {
+        let Some(list) = &self.bind else {
+            return Ok(Vec::new());
+        };
+        let sources = loadrig_targets::parse_sources(list)?;
+        loadrig_targets::check_sources(&sources)?;
+        Ok(sources)
+    }
+
+    /// `--io`: with `uring`, after checking that this kernel gives the
+    /// process a ring.
+    pub fn io_mode(&self) -> Result<IoMode, SpecError> {
         if self.io != "uring" {
-            return Ok(());
+            return Ok(IoMode::Epoll);
         }
-        loadrig_targets::enable_uring().map_err(|e| {
-            loadrig_spec::SpecError::new(
+        loadrig_targets::check_uring().map_err(|e| {
+            SpecError::new(
                 "--io",
                 format!("this kernel gives this process no io_uring ring ({e})"),
             )
         })?;
-        loadrig_engine::set_thread_hooks(loadrig_engine::ThreadHooks {
-            start: loadrig_targets::uring_start,
-            stop: loadrig_targets::uring_stop,
-            park: loadrig_targets::uring_park,
-        });
-        Ok(())
+        Ok(IoMode::Uring)
     }
 
-    /// Bound the opening of this process's connections, handshake and
-    /// login included, by `--timeout`, and what each holds of its replies
-    /// by `--max-reply` (docs/limits.md), before any target opens. A
-    /// timeout the spec will refuse leaves the default.
-    pub fn apply_limits(&self) {
-        if loadrig_spec::bounds::seconds("--timeout", self.timeout, false).is_ok() {
-            loadrig_targets::limit_handshakes(std::time::Duration::from_secs_f64(self.timeout));
-        }
-        loadrig_targets::limit_replies(self.max_reply);
+    /// How long opening a connection may take, handshake and login
+    /// included: `--timeout` (docs/limits.md). None for a timeout the spec
+    /// will refuse.
+    pub fn handshake_limit(&self) -> Option<std::time::Duration> {
+        loadrig_spec::bounds::seconds("--timeout", self.timeout, false)
+            .ok()
+            .map(|_| std::time::Duration::from_secs_f64(self.timeout))
     }
 
     /// Check the flags together and build the run spec, resolved against

@@ -18,9 +18,10 @@ pub struct TlsArgs {
 }
 
 impl TlsArgs {
-    /// Set what this process's TLS connections trust, before any opens.
-    pub fn apply(&self) -> Result<(), loadrig_spec::SpecError> {
-        loadrig_targets::trust_tls(self.cacert.as_deref(), self.insecure)
+    /// What the target's TLS connections trust; a `--cacert` that cannot
+    /// be read or holds no certificate is a usage error.
+    pub fn trust(&self) -> Result<loadrig_targets::TlsTrust, loadrig_spec::SpecError> {
+        loadrig_targets::TlsTrust::new(self.cacert.as_deref(), self.insecure)
     }
 }
 
@@ -39,7 +40,7 @@ mod tests {
     fn a_cacert_that_is_not_there_is_a_usage_error() {
         let t = T::parse_from(["t", "--cacert", "/nonexistent/ca.pem", "--insecure"]);
         assert!(t.tls.insecure);
-        let e = t.tls.apply().expect_err("refused");
+        let e = t.tls.trust().expect_err("refused");
         assert_eq!(e.flag, "--cacert");
     }
 }

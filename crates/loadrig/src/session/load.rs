@@ -65,7 +65,7 @@ impl<B: Bench> Session<'_, B> {
         // this one, which gives it up again until its load begins.
         let threads = {
             let _fifo = self.realtime()?;
-            Threads::new(self.spec.threads)?
+            Threads::new(self.spec.threads, self.opts.hooks)?
         };
         // A descriptor per connection: thousands need more than a shell's
         // soft limit. Failing to raise it is not an error of its own; a

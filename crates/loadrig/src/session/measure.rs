@@ -11,7 +11,7 @@ use loadrig_workloads::{Bench, Results, TargetInfo};
 
 use super::load::Loaded;
 use super::prepare::Before;
-use super::Session;
+use super::{Options, Session};
 
 /// A run's measurements, ready to be checked and shown.
 pub struct End {
@@ -59,7 +59,7 @@ impl<B: Bench> Session<'_, B> {
         let domains = self.bench.domains();
         let mut report = Report::build(RunRecord {
             spec: self.spec,
-            environment: environment(self.spec, before.server_version, &self.bench),
+            environment: environment(self.spec, before.server_version, &self.bench, self.opts),
             started_unix_ms: begin.unix_ms,
             kinds: &kinds,
             domains: &domains,
@@ -88,11 +88,13 @@ impl<B: Bench> Session<'_, B> {
     }
 }
 
-/// Where the run ran: this host, the target and its facts.
+/// Where the run ran: this host, the target and its facts, and from
+/// `opts` the CPU this process pinned itself to and the `--bind` sources.
 pub fn environment<B: Bench>(
     spec: &RunSpec,
     server_version: Option<String>,
     bench: &B,
+    opts: &Options,
 ) -> Environment {
     Environment {
         host: hostname(),
@@ -102,8 +104,8 @@ pub fn environment<B: Bench>(
         server_version,
         durability: bench.target().durability(),
         unread: bench.target().unread(),
-        cpu: crate::pin::pinned(),
-        sources: loadrig_targets::bound_sources(),
+        cpu: opts.cpu,
+        sources: opts.sources.clone(),
     }
 }
 

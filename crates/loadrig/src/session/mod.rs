@@ -76,6 +76,12 @@ pub struct Options {
     /// When the load begins; `None`: as soon as the connections are open.
     pub start: Option<StartRule>,
     pub role: Role,
+    /// What the engine's threads run for the sockets (`--io uring`).
+    pub hooks: Option<loadrig_engine::ThreadHooks>,
+    /// The CPU this process pinned itself to (`--pin`, `--cpus`), if it did.
+    pub cpu: Option<usize>,
+    /// The source addresses of `--bind`, as the report records them.
+    pub sources: Vec<String>,
 }
 
 impl Options {

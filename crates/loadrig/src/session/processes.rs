@@ -142,7 +142,7 @@ impl<B: Bench> Session<'_, B> {
             });
         };
         merged.spec = self.spec.masked();
-        merged.environment = environment(self.spec, before.server_version, &self.bench);
+        merged.environment = environment(self.spec, before.server_version, &self.bench, self.opts);
         merged.exit_code = children_code;
         if self.stop.load(Ordering::Relaxed) {
             merged.interrupted = true;

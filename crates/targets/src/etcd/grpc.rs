@@ -17,7 +17,6 @@ use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -121,12 +120,17 @@ pub(crate) struct Channel<M> {
 }
 
 impl<M: Unpin> Channel<M> {
-    /// Connect to `host:port` and agree on HTTP/2 (prior knowledge, no
-    /// TLS), within `timeout`.
-    pub async fn open(host: &str, port: u16, timeout: Duration) -> Result<Self, ChannelError> {
+    /// Connect to `host:port` through `via` and agree on HTTP/2 (prior
+    /// knowledge, no TLS), within `via`'s handshake limit.
+    pub(crate) async fn open(
+        via: &crate::settings::Connector,
+        host: &str,
+        port: u16,
+    ) -> Result<Self, ChannelError> {
+        let timeout = via.handshake_limit();
         let opening = async {
             // From the next `--bind` address, as every other target's.
-            let tcp = crate::socket::dial(host, port).await?;
+            let tcp = crate::socket::dial(via, host, port).await?;
             tcp.set_nodelay(true)?;
             let (send, conn) = h2::client::Builder::new()
                 .initial_window_size(STREAM_WINDOW)

@@ -139,6 +139,7 @@ impl KvBackend for EtcdTarget {
             .map_err(|e| self.unreachable(e))?;
         Ok(EtcdConn {
             at: self.at.clone(),
+            via: self.via.clone(),
             member,
             chan,
             prefix: self.prefix.clone(),
@@ -154,6 +155,7 @@ impl KvBackend for EtcdTarget {
 /// One HTTP/2 connection to one member.
 pub struct EtcdConn {
     at: Arc<TargetUrl>,
+    via: Arc<crate::settings::Connector>,
     member: usize,
     chan: Channel<(Tag, Shape)>,
     prefix: Arc<[u8]>,
@@ -346,8 +348,7 @@ impl KvConn for EtcdConn {
         for k in 1..=n {
             let i = (self.member + k) % n;
             let (host, port, _) = self.at.server(i);
-            if let Ok(chan) = Channel::open(&host, port, crate::handshake::handshake_limit()).await
-            {
+            if let Ok(chan) = Channel::open(&self.via, &host, port).await {
                 self.chan = chan;
                 self.member = i;
                 self.failed.clear();

@@ -27,6 +27,7 @@ use loadrig_wire::etcd::request;
 use loadrig_wire::etcd::response::{MemberList, StatusResponse};
 use loadrig_workloads::{TargetError, TargetInfo};
 
+use crate::settings::Connector;
 use crate::url::TargetUrl;
 use grpc::{CallError, Channel, Method};
 
@@ -69,6 +70,7 @@ struct Facts {
 /// The members of one etcd cluster. Cheap: it connects per use.
 pub struct EtcdTarget {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     /// The member the next engine connection goes to (round robin).
     next: AtomicUsize,
     /// Every row's key starts with it: `lrkv/DATASET/`.
@@ -77,9 +79,10 @@ pub struct EtcdTarget {
 }
 
 impl EtcdTarget {
-    pub(crate) fn new(at: TargetUrl) -> EtcdTarget {
+    pub(crate) fn new(at: TargetUrl, via: Arc<Connector>) -> EtcdTarget {
         EtcdTarget {
             at: Arc::new(at),
+            via,
             next: AtomicUsize::new(0),
             prefix: Arc::from(&b"lrkv/kv/"[..]),
             facts: OnceLock::new(),
@@ -108,7 +111,7 @@ impl EtcdTarget {
         for k in 0..n {
             let i = (from + k) % n;
             let (host, port, name) = self.at.server(i);
-            match Channel::open(&host, port, crate::handshake::handshake_limit()).await {
+            match Channel::open(&self.via, &host, port).await {
                 Ok(c) => return Ok((c, i)),
                 Err(e) => why.push(format!("{name}: {e}")),
             }
@@ -195,7 +198,7 @@ impl TargetInfo for EtcdTarget {
     /// when it runs here.
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
         let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
-        let metrics = Box::new(stats::metrics(host.clone(), port))
+        let metrics = Box::new(stats::metrics(self.via.clone(), host.clone(), port))
             as Box<dyn loadrig_workloads::stats::StatsSource>;
         std::iter::once(metrics)
             .chain(crate::local::process_on(&host, port, &["etcd"]))

@@ -4,9 +4,12 @@
 //! samples are read; a member that serves its client port over TLS only
 //! answers nothing there, and each sample is counted as failed.
 
+use std::sync::Arc;
+
 use loadrig_workloads::stats::{pick, Reading, Series};
 
 use crate::scrape::Page;
+use crate::settings::Connector;
 
 /// The metric's name, the reading's name, and whether it is a counter
 /// (what etcd 3.4 exposes; a name it lacks is left out of the lap).
@@ -61,8 +64,9 @@ pub(crate) const SERIES: &[Series] = &[
 ];
 
 /// `/metrics` on `host:port` as a source.
-pub(crate) fn metrics(host: String, port: u16) -> Page {
+pub(crate) fn metrics(via: Arc<Connector>, host: String, port: u16) -> Page {
     Page {
+        via,
         server: "etcd",
         host,
         port,

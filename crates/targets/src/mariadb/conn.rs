@@ -18,7 +18,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::time::Duration;
+use std::sync::Arc;
 
 use bytes::Buf;
 use loadrig_engine::Tag;
@@ -30,6 +30,7 @@ use loadrig_wire::my::{self, MyError};
 use loadrig_workloads::Reply;
 
 use super::error_class;
+use crate::settings::Connector;
 use crate::socket::Socket;
 
 /// The read buffer grows in steps of this (answers are small: a row or an OK).
@@ -44,7 +45,9 @@ pub(crate) struct Account {
     pub user: String,
     pub password: String,
     pub database: String,
-    pub timeout: Duration,
+    /// The target's settings: how long connecting, logging in and
+    /// preparing may take, the source address, the reply limit.
+    pub via: Arc<Connector>,
 }
 
 /// What one call's answer becomes: rows folded as they are read, then the
@@ -300,8 +303,8 @@ fn refused(e: &ServerError) -> io::Error {
 /// Connect, log in and prepare `stmts`, all within the account's timeout;
 /// the socket and the statements' ids.
 async fn dial(account: &Account, stmts: &[Stmt]) -> io::Result<(Socket, Vec<u32>)> {
-    let t = account.timeout;
-    let mut sock = Socket::connect(&account.host, account.port, t, READ_CHUNK).await?;
+    let t = account.via.handshake_limit();
+    let mut sock = Socket::connect(&account.via, &account.host, account.port, READ_CHUNK).await?;
     let login = async {
         log_in(&mut sock, account).await?;
         let mut ids = Vec::with_capacity(stmts.len());

@@ -98,6 +98,8 @@ pub struct MyKvConn {
     conn: MyConn<TxnDone>,
     names: Arc<Names>,
     opts: Opts,
+    /// How long opening the cold path's connection may take.
+    limit: std::time::Duration,
     admin: Option<Conn>,
 }
 
@@ -207,7 +209,7 @@ impl MyKvConn {
     /// The cold path's connection, opened on first use.
     async fn admin(&mut self) -> Result<&mut Conn, TargetError> {
         if self.admin.is_none() {
-            let conn = open(&self.opts)
+            let conn = open(&self.opts, self.limit)
                 .await
                 .map_err(|e| self.failed(reason(&e)))?;
             self.admin = Some(conn);
@@ -420,6 +422,7 @@ impl KvBackend for MariadbTarget {
             conn: self.conn(&[self.kv.call.as_str()]).await?,
             names: self.kv.clone(),
             opts: self.opts.clone(),
+            limit: self.via.handshake_limit(),
             admin: None,
         })
     }

@@ -12,6 +12,7 @@ pub(crate) mod stats;
 mod voter;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use loadrig_workloads::TargetError;
 use loadrig_workloads::TargetInfo;
@@ -23,6 +24,7 @@ use conn::{Account, Answer};
 
 use loadrig_spec::SpecError;
 
+use crate::settings::Connector;
 use crate::sql::SqlAdmin;
 use crate::url::TargetUrl;
 
@@ -46,6 +48,7 @@ pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
 /// A MariaDB (or MySQL) server and database. Cheap: it connects per use.
 pub struct MariadbTarget {
     at: TargetUrl,
+    via: Arc<Connector>,
     opts: Opts,
     /// Read from the server at the first connection; `durability()` is sync.
     durability: OnceLock<String>,
@@ -54,7 +57,7 @@ pub struct MariadbTarget {
 }
 
 impl MariadbTarget {
-    pub(crate) fn new(at: TargetUrl) -> MariadbTarget {
+    pub(crate) fn new(at: TargetUrl, via: Arc<Connector>) -> MariadbTarget {
         let (host, port, _) = at.server(0);
         let opts = OptsBuilder::default()
             .ip_or_hostname(host)
@@ -67,6 +70,7 @@ impl MariadbTarget {
             .tcp_nodelay(true);
         MariadbTarget {
             at,
+            via,
             opts: opts.into(),
             durability: OnceLock::new(),
             kv: Arc::new(kv::Names::new("kv")),
@@ -90,7 +94,7 @@ impl MariadbTarget {
     /// A connection for cold-path work (set-up, counts); failing to open
     /// one means the server cannot be reached (exit 3).
     async fn admin(&self) -> Result<Conn, TargetError> {
-        let mut conn = open(&self.opts)
+        let mut conn = open(&self.opts, self.via.handshake_limit())
             .await
             .map_err(|e| self.unreachable(reason(&e)))?;
         if self.durability.get().is_none() {
@@ -110,7 +114,7 @@ impl MariadbTarget {
             user: self.at.user.clone().unwrap_or_default(),
             password: self.at.password.clone().unwrap_or_default(),
             database: self.at.path.clone(),
-            timeout: crate::handshake::handshake_limit(),
+            via: self.via.clone(),
         }
     }
 
@@ -174,8 +178,9 @@ impl SqlAdmin for MariadbTarget {
     }
 }
 
-async fn open(opts: &Opts) -> Result<Conn, mysql_async::Error> {
-    match tokio::time::timeout(crate::handshake::handshake_limit(), Conn::new(opts.clone())).await {
+/// A mysql_async connection (the cold path), opened within `limit`.
+async fn open(opts: &Opts, limit: Duration) -> Result<Conn, mysql_async::Error> {
+    match tokio::time::timeout(limit, Conn::new(opts.clone())).await {
         Ok(r) => r,
         Err(_) => Err(mysql_async::Error::Io(mysql_async::IoError::Io(
             std::io::ErrorKind::TimedOut.into(),
@@ -265,8 +270,10 @@ impl TargetInfo for MariadbTarget {
 
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
         let (host, port, _) = self.at.server(0);
-        let own: Box<dyn loadrig_workloads::stats::StatsSource> =
-            Box::new(stats::Status::new(self.opts.clone()));
+        let own: Box<dyn loadrig_workloads::stats::StatsSource> = Box::new(stats::Status::new(
+            self.opts.clone(),
+            self.via.handshake_limit(),
+        ));
         std::iter::once(own)
             .chain(crate::local::process_on(
                 &host,

@@ -37,12 +37,18 @@ pub(crate) const SERIES: &[Series] = &[
 
 pub(crate) struct Status {
     opts: Opts,
+    /// How long opening its connection may take.
+    limit: std::time::Duration,
     conn: Option<Conn>,
 }
 
 impl Status {
-    pub(crate) fn new(opts: Opts) -> Status {
-        Status { opts, conn: None }
+    pub(crate) fn new(opts: Opts, limit: std::time::Duration) -> Status {
+        Status {
+            opts,
+            limit,
+            conn: None,
+        }
     }
 }
 
@@ -55,7 +61,7 @@ impl StatsSource for Status {
         Box::pin(async move {
             let mut conn = match self.conn.take() {
                 Some(c) => c,
-                None => super::open(&self.opts)
+                None => super::open(&self.opts, self.limit)
                     .await
                     .map_err(|e| super::reason(&e))?,
             };

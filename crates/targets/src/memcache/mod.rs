@@ -55,10 +55,10 @@ pub struct MemcacheTarget {
 }
 
 impl MemcacheTarget {
-    pub(crate) fn new(at: TargetUrl) -> MemcacheTarget {
+    pub(crate) fn new(at: TargetUrl, via: Arc<crate::settings::Connector>) -> MemcacheTarget {
         let at = Arc::new(at);
         MemcacheTarget {
-            dial: Arc::new(PlainDial::new(at.clone(), READ_CHUNK, "memcached")),
+            dial: Arc::new(PlainDial::new(at.clone(), via, READ_CHUNK, "memcached")),
             at,
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
@@ -172,7 +172,10 @@ mod tests {
             s.write_all(answer).unwrap();
             std::thread::sleep(Duration::from_secs(2));
         });
-        MemcacheTarget::new(parse_url(&format!("127.0.0.1:{port}")).unwrap())
+        MemcacheTarget::new(
+            parse_url(&format!("127.0.0.1:{port}")).unwrap(),
+            crate::settings::Connector::new(&crate::ClientSettings::default()),
+        )
     }
 
     #[tokio::test]

@@ -21,6 +21,7 @@ use loadrig_workloads::pubsub::mqtt::{MqttLink, KEEP_ALIVE, MAX_DEPTH};
 use loadrig_workloads::pubsub::PubSubBackend;
 use loadrig_workloads::{TargetError, TargetInfo};
 
+use crate::settings::Connector;
 use crate::socket::{said, Dial, Socket, Stream};
 use crate::url::TargetUrl;
 
@@ -72,6 +73,7 @@ pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, Qos), SpecError> {
 /// One or more MQTT brokers. Cheap: it connects per use.
 pub struct MqttTarget {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     qos: Qos,
     /// The server the next connection goes to (round robin).
     next: AtomicUsize,
@@ -82,9 +84,10 @@ pub struct MqttTarget {
 }
 
 impl MqttTarget {
-    pub(crate) fn new(at: TargetUrl, qos: Qos) -> MqttTarget {
+    pub(crate) fn new(at: TargetUrl, qos: Qos, via: Arc<Connector>) -> MqttTarget {
         MqttTarget {
             at: Arc::new(at),
+            via,
             qos,
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
@@ -122,7 +125,7 @@ impl MqttTarget {
     /// from a connection of its own.
     async fn ask_version(&self) -> Option<String> {
         let id = format!("loadrig-{}-version", std::process::id());
-        let mut sock = open(&self.at, 0, &id).await.ok()?;
+        let mut sock = open(&self.at, &self.via, 0, &id).await.ok()?;
         let pid = NonZeroU16::MIN;
         mqtt::encode_subscribe(&mut sock.wbuf, pid, &[(VERSION_TOPIC, Qos::AtMostOnce)]).ok()?;
         let version = loop {
@@ -166,7 +169,7 @@ impl TargetInfo for MqttTarget {
 
     /// `$SYS` on the first broker, and its process when it runs here.
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
-        let sys = Box::new(stats::Sys::new(self.at.clone()))
+        let sys = Box::new(stats::Sys::new(self.at.clone(), self.via.clone()))
             as Box<dyn loadrig_workloads::stats::StatsSource>;
         std::iter::once(sys)
             .chain(crate::local::first_process(&self.at, PROCESS))
@@ -182,15 +185,15 @@ impl PubSubBackend for MqttTarget {
     async fn connect(&self, client: u64) -> Result<MqttConn, TargetError> {
         let server = self.next.fetch_add(1, Ordering::Relaxed) % self.at.servers.len();
         let client_id = format!("loadrig-{}-{client}", std::process::id());
-        let sock =
-            open(&self.at, server, &client_id)
-                .await
-                .map_err(|e| TargetError::Unreachable {
-                    target: self.at.label(),
-                    reason: e.to_string(),
-                })?;
+        let sock = open(&self.at, &self.via, server, &client_id)
+            .await
+            .map_err(|e| TargetError::Unreachable {
+                target: self.at.label(),
+                reason: e.to_string(),
+            })?;
         let dial = Arc::new(MqttDial {
             at: self.at.clone(),
+            via: self.via.clone(),
             client_id,
         });
         Ok(MqttLink::new(Stream::new(sock, dial, server), self.qos))
@@ -237,23 +240,22 @@ fn refusal(code: ConnectReturnCode) -> &'static str {
     }
 }
 
-/// Connect to server `i` as `client_id` (clean session) and wait for the
-/// CONNACK.
-async fn open(at: &TargetUrl, i: usize, client_id: &str) -> Result<Socket, LinkError> {
+/// Connect to server `i` through `via` as `client_id` (clean session) and
+/// wait for the CONNACK.
+async fn open(
+    at: &TargetUrl,
+    via: &Connector,
+    i: usize,
+    client_id: &str,
+) -> Result<Socket, LinkError> {
     let (host, port, name) = at.server(i);
     let io = |source| LinkError::Io {
         server: name.clone(),
         source,
     };
-    let mut sock = Socket::open(
-        &host,
-        port,
-        crate::handshake::handshake_limit(),
-        READ_CHUNK,
-        at.tls,
-    )
-    .await
-    .map_err(io)?;
+    let mut sock = Socket::open(via, &host, port, READ_CHUNK, at.tls)
+        .await
+        .map_err(io)?;
     let connect = mqtt::Connect {
         client_id,
         clean_session: true,
@@ -282,7 +284,7 @@ async fn open(at: &TargetUrl, i: usize, client_id: &str) -> Result<Socket, LinkE
             }
         }
     };
-    match tokio::time::timeout(crate::handshake::handshake_limit(), connack).await {
+    match tokio::time::timeout(via.handshake_limit(), connack).await {
         Err(_) => Err(io(io::Error::new(io::ErrorKind::TimedOut, "timed out"))),
         Ok(Err(e)) => Err(io(e)),
         Ok(Ok(ConnectReturnCode::Accepted)) => Ok(sock),
@@ -300,6 +302,7 @@ pub type MqttConn = MqttLink<Stream<MqttDial>>;
 /// client id, up to the CONNACK.
 pub struct MqttDial {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     client_id: String,
 }
 
@@ -309,7 +312,9 @@ impl Dial for MqttDial {
     }
 
     async fn dial(&self, server: usize) -> Option<Socket> {
-        open(&self.at, server, &self.client_id).await.ok()
+        open(&self.at, &self.via, server, &self.client_id)
+            .await
+            .ok()
     }
 }
 

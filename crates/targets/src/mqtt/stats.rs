@@ -59,15 +59,20 @@ const PING_EVERY: Duration = Duration::from_secs(KEEP_ALIVE as u64 / 3);
 
 pub(crate) struct Sys {
     at: std::sync::Arc<TargetUrl>,
+    via: std::sync::Arc<crate::settings::Connector>,
     link: Option<(Socket, Instant)>,
     /// The latest value of each series, by its index in [`SERIES`].
     latest: BTreeMap<usize, f64>,
 }
 
 impl Sys {
-    pub(crate) fn new(at: std::sync::Arc<TargetUrl>) -> Sys {
+    pub(crate) fn new(
+        at: std::sync::Arc<TargetUrl>,
+        via: std::sync::Arc<crate::settings::Connector>,
+    ) -> Sys {
         Sys {
             at,
+            via,
             link: None,
             latest: BTreeMap::new(),
         }
@@ -117,7 +122,7 @@ impl StatsSource for Sys {
                 Some((s, at)) => (s, at, DRAIN_WAIT),
                 None => {
                     let id = format!("loadrig-{}-stats", std::process::id());
-                    let mut s = super::open(&self.at, 0, &id)
+                    let mut s = super::open(&self.at, &self.via, 0, &id)
                         .await
                         .map_err(|e| e.to_string())?;
                     let topics: Vec<String> = SERIES

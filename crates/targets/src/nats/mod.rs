@@ -22,6 +22,7 @@ use loadrig_workloads::pubsub::nats::NatsLink;
 use loadrig_workloads::pubsub::PubSubBackend;
 use loadrig_workloads::{TargetError, TargetInfo};
 
+use crate::settings::Connector;
 use crate::socket::{said, Dial, Socket, Stream};
 use crate::url::TargetUrl;
 
@@ -66,6 +67,7 @@ pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, Option<u16>), SpecErro
 /// One or more NATS servers. Cheap: it connects per use.
 pub struct NatsTarget {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     /// The server the next connection goes to (round robin).
     next: AtomicUsize,
     version: OnceLock<String>,
@@ -74,10 +76,11 @@ pub struct NatsTarget {
 }
 
 impl NatsTarget {
-    pub(crate) fn new(at: TargetUrl, monitor: Option<u16>) -> NatsTarget {
+    pub(crate) fn new(at: TargetUrl, monitor: Option<u16>, via: Arc<Connector>) -> NatsTarget {
         NatsTarget {
             monitor,
             at: Arc::new(at),
+            via,
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
         }
@@ -100,7 +103,9 @@ impl NatsTarget {
 impl TargetInfo for NatsTarget {
     async fn server_version(&self) -> Option<String> {
         if self.version.get().is_none() {
-            if let Ok(Ok((_, v))) = tokio::time::timeout(ASIDE_TIMEOUT, open(&self.at, 0)).await {
+            if let Ok(Ok((_, v))) =
+                tokio::time::timeout(ASIDE_TIMEOUT, open(&self.at, &self.via, 0)).await
+            {
                 self.remember(v);
             }
         }
@@ -118,7 +123,8 @@ impl TargetInfo for NatsTarget {
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
         let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
         let varz = self.monitor.map(|m| {
-            Box::new(stats::varz(host.clone(), m)) as Box<dyn loadrig_workloads::stats::StatsSource>
+            Box::new(stats::varz(self.via.clone(), host.clone(), m))
+                as Box<dyn loadrig_workloads::stats::StatsSource>
         });
         varz.into_iter()
             .chain(crate::local::process_on(&host, port, &["nats-server"]))
@@ -133,12 +139,13 @@ impl PubSubBackend for NatsTarget {
     /// `client` is unused.
     async fn connect(&self, _client: u64) -> Result<NatsConn, TargetError> {
         let server = self.next.fetch_add(1, Ordering::Relaxed) % self.at.servers.len();
-        let (sock, version) = open(&self.at, server)
+        let (sock, version) = open(&self.at, &self.via, server)
             .await
             .map_err(|e| self.unreachable(e))?;
         self.remember(version);
         let dial = Arc::new(NatsDial {
             at: self.at.clone(),
+            via: self.via.clone(),
         });
         Ok(NatsLink::new(Stream::new(sock, dial, server)))
     }
@@ -165,23 +172,22 @@ enum LinkError {
     Refused { server: String, why: String },
 }
 
-/// Connect to server `i` and shake hands; returns the socket and the
-/// server's version (`nats-server 2.9.10`).
-async fn open(at: &TargetUrl, i: usize) -> Result<(Socket, Option<String>), LinkError> {
+/// Connect to server `i` through `via` and shake hands; returns the
+/// socket and the server's version (`nats-server 2.9.10`).
+async fn open(
+    at: &TargetUrl,
+    via: &Connector,
+    i: usize,
+) -> Result<(Socket, Option<String>), LinkError> {
     let (host, port, name) = at.server(i);
     let io = |source| LinkError::Io {
         server: name.clone(),
         source,
     };
-    let mut sock = Socket::connect(&host, port, crate::handshake::handshake_limit(), READ_CHUNK)
+    let mut sock = Socket::connect(via, &host, port, READ_CHUNK)
         .await
         .map_err(io)?;
-    match tokio::time::timeout(
-        crate::handshake::handshake_limit(),
-        handshake(&mut sock, at, &host),
-    )
-    .await
-    {
+    match tokio::time::timeout(via.handshake_limit(), handshake(&mut sock, at, via, &host)).await {
         Err(_) => Err(io(io::Error::new(io::ErrorKind::TimedOut, "timed out"))),
         Ok(Err(Handshake::Io(e))) => Err(io(e)),
         Ok(Err(Handshake::Refused(why))) => Err(LinkError::Refused { server: name, why }),
@@ -209,6 +215,7 @@ fn invalid(what: impl std::fmt::Display) -> io::Error {
 async fn handshake(
     sock: &mut Socket,
     at: &TargetUrl,
+    via: &Connector,
     host: &str,
 ) -> Result<Option<String>, Handshake> {
     let version = loop {
@@ -222,7 +229,7 @@ async fn handshake(
                     return Err(Handshake::Refused("the server offers no TLS".to_string()));
                 }
                 if at.tls || required {
-                    sock.start_tls(host).await?;
+                    sock.start_tls(via, host).await?;
                 }
                 break v;
             }
@@ -280,6 +287,7 @@ pub type NatsConn = NatsLink<Stream<NatsDial>>;
 /// How a connection (re)opens its socket: TCP, then the handshake.
 pub struct NatsDial {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
 }
 
 impl Dial for NatsDial {
@@ -288,7 +296,10 @@ impl Dial for NatsDial {
     }
 
     async fn dial(&self, server: usize) -> Option<Socket> {
-        open(&self.at, server).await.ok().map(|(sock, _)| sock)
+        open(&self.at, &self.via, server)
+            .await
+            .ok()
+            .map(|(sock, _)| sock)
     }
 }
 

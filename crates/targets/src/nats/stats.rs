@@ -4,9 +4,12 @@
 //! of its own each lap (docs/resources.md). A server without monitoring
 //! answers nothing there: each sample fails and is counted as failed.
 
+use std::sync::Arc;
+
 use loadrig_workloads::stats::{Reading, Series};
 
 use crate::scrape::Page;
+use crate::settings::Connector;
 
 /// nats-server's default monitoring port.
 pub(crate) const MONITOR_PORT: u16 = 8222;
@@ -25,8 +28,9 @@ pub(crate) const SERIES: &[Series] = &[
 ];
 
 /// `/varz` on `host:port` as a source.
-pub(crate) fn varz(host: String, port: u16) -> Page {
+pub(crate) fn varz(via: Arc<Connector>, host: String, port: u16) -> Page {
     Page {
+        via,
         server: "nats",
         host,
         port,

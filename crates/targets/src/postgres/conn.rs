@@ -16,7 +16,6 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use loadrig_engine::Tag;
@@ -27,14 +26,9 @@ use postgres_protocol::authentication::md5_hash;
 use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
 
 use super::{sqlstate_class, SslMode};
+use crate::settings::Connector;
 use crate::socket::{said, Socket};
 use crate::tls::Check;
-
-/// How long opening a connection may take: TCP, TLS, login and the
-/// statements' Parse together (`--timeout`).
-pub(super) fn open_timeout() -> Duration {
-    crate::handshake::handshake_limit()
-}
 
 /// The largest read step: answers on the hot path are a few dozen bytes
 /// per call, so this is many calls' worth.
@@ -53,6 +47,9 @@ pub(crate) struct Login {
     pub(super) password: Option<String>,
     pub(super) database: String,
     pub(super) mode: SslMode,
+    /// The target's settings: how long opening a connection may take (TCP,
+    /// TLS, login and the statements' Parse together), what TLS trusts.
+    pub(super) via: Arc<Connector>,
 }
 
 /// What a call's answer must hold, for the calls that check what they
@@ -225,12 +222,13 @@ impl<R> Wire<R> {
 
 /// The reason a connection did not open, in the words a user needs.
 async fn open(login: &Login, sql: &[String]) -> Result<Socket, String> {
-    tokio::time::timeout(open_timeout(), handshake(login, sql))
+    let limit = login.via.handshake_limit();
+    tokio::time::timeout(limit, handshake(login, sql))
         .await
         .unwrap_or_else(|_| {
             Err(format!(
                 "connected, but no startup answer within {}s",
-                open_timeout().as_secs_f64()
+                limit.as_secs_f64()
             ))
         })
 }
@@ -252,7 +250,7 @@ fn message(body: &[u8]) -> String {
 }
 
 async fn handshake(login: &Login, sql: &[String]) -> Result<Socket, String> {
-    let mut sock = Socket::connect(&login.host, login.port, open_timeout(), READ_CHUNK)
+    let mut sock = Socket::connect(&login.via, &login.host, login.port, READ_CHUNK)
         .await
         .map_err(io)?;
     if login.mode != SslMode::Disable {
@@ -267,7 +265,7 @@ async fn handshake(login: &Login, sql: &[String]) -> Result<Socket, String> {
                     SslMode::VerifyCa => Check::ChainOnly,
                     _ => Check::Full,
                 };
-                sock.start_tls_checked(&login.host, check)
+                sock.start_tls_checked(&login.via, &login.host, check)
                     .await
                     .map_err(io)?;
             }

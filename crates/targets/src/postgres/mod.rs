@@ -15,6 +15,7 @@ pub(crate) mod stats;
 mod voter;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use loadrig_workloads::TargetError;
 use loadrig_workloads::TargetInfo;
@@ -22,7 +23,8 @@ use tokio_postgres::config::SslMode as PgSslMode;
 use tokio_postgres::{Client, Config};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::tls::{self, Check};
+use crate::settings::Connector;
+use crate::tls::Check;
 
 use loadrig_spec::SpecError;
 
@@ -80,6 +82,8 @@ pub(crate) enum SslMode {
 pub(crate) struct Connect {
     pg: Config,
     tls: MakeRustlsConnect,
+    /// How long opening a connection may take, login included.
+    limit: Duration,
 }
 
 /// A PostgreSQL server and database. Cheap: it connects per use.
@@ -95,7 +99,8 @@ pub struct PostgresTarget {
 }
 
 impl PostgresTarget {
-    pub(crate) fn new(at: TargetUrl, mode: SslMode) -> PostgresTarget {
+    pub(crate) fn new(at: TargetUrl, mode: SslMode, via: Arc<Connector>) -> PostgresTarget {
+        let limit = via.handshake_limit();
         let (host, port, _) = at.server(0);
         let mut config = Config::new();
         config
@@ -104,7 +109,7 @@ impl PostgresTarget {
             .user(at.user.as_deref().unwrap_or_default())
             .dbname(&at.path)
             .application_name("loadrig")
-            .connect_timeout(open_timeout());
+            .connect_timeout(limit);
         if let Some(p) = &at.password {
             config.password(p);
         }
@@ -117,7 +122,7 @@ impl PostgresTarget {
             SslMode::VerifyCa => Check::ChainOnly,
             _ => Check::Full,
         };
-        let tls = MakeRustlsConnect::new((*tls::config(check)).clone());
+        let tls = MakeRustlsConnect::new((*via.tls_config(check)).clone());
         let login = Arc::new(conn::Login {
             host,
             port,
@@ -125,11 +130,16 @@ impl PostgresTarget {
             password: at.password.clone(),
             database: at.path.clone(),
             mode,
+            via,
         });
         PostgresTarget {
             login,
             at,
-            config: Arc::new(Connect { pg: config, tls }),
+            config: Arc::new(Connect {
+                pg: config,
+                tls,
+                limit,
+            }),
             durability: OnceLock::new(),
             kv: Arc::new(kv::Sql::new("kv")),
         }
@@ -222,18 +232,12 @@ impl SqlAdmin for PostgresTarget {
     }
 }
 
-// Opening a connection is bounded, the startup and login exchange
-// included: tokio-postgres's own connect timeout bounds only the TCP
-// connect, and a server that accepts and then says nothing would hold the
-// caller for ever.
-use conn::open_timeout;
-
 /// Why a connection did not open.
 #[derive(Debug)]
 enum Unopened {
     Pg(tokio_postgres::Error),
-    /// Connected, and the server did not finish the startup in time.
-    Silent,
+    /// Connected, and the server did not finish the startup within this.
+    Silent(Duration),
 }
 
 impl From<tokio_postgres::Error> for Unopened {
@@ -246,20 +250,23 @@ impl Unopened {
     fn reason(&self) -> String {
         match self {
             Unopened::Pg(e) => reason(e),
-            Unopened::Silent => format!(
+            Unopened::Silent(limit) => format!(
                 "connected, but no startup answer within {}s",
-                open_timeout().as_secs_f64()
+                limit.as_secs_f64()
             ),
         }
     }
 }
 
 /// Connect and let a task drive the socket until the client is dropped.
+/// Bounded, the startup and login exchange included: tokio-postgres's own
+/// connect timeout bounds only the TCP connect, and a server that accepts
+/// and then says nothing would hold the caller for ever.
 async fn open(config: &Connect) -> Result<Client, Unopened> {
     let (client, connection) =
-        tokio::time::timeout(open_timeout(), config.pg.connect(config.tls.clone()))
+        tokio::time::timeout(config.limit, config.pg.connect(config.tls.clone()))
             .await
-            .map_err(|_| Unopened::Silent)??;
+            .map_err(|_| Unopened::Silent(config.limit))??;
     tokio::spawn(async move {
         // The error, if any, reaches the calls in flight as a closed client.
         let _ = connection.await;

@@ -23,6 +23,7 @@ use loadrig_workloads::stream::{ByteStream, Fifo};
 use loadrig_workloads::{Reply, TargetError};
 
 use super::{Admin, Link, RedisConn, RedisTarget};
+use crate::settings::Connector;
 use crate::url::TargetUrl;
 
 /// A range read: the keys from ARGV[1] (inclusive) to ARGV[2]
@@ -85,6 +86,7 @@ pub struct RedisKvConn {
     parts: Fifo<Part>,
     names: Arc<Names>,
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     admin: Option<Admin>,
 }
 
@@ -208,12 +210,12 @@ impl RedisKvConn {
     /// A cold-path link, opened on first use.
     async fn admin(&mut self) -> Result<&mut Admin, TargetError> {
         if self.admin.is_none() {
-            let link = Link::open(&self.at, 0, 0)
-                .await
-                .map_err(|e| TargetError::Unreachable {
+            let link = Link::open(&self.at, &self.via, 0, 0).await.map_err(|e| {
+                TargetError::Unreachable {
                     target: self.at.label(),
                     reason: e.to_string(),
-                })?;
+                }
+            })?;
             self.admin = Some(Admin {
                 link,
                 label: self.at.label(),
@@ -517,6 +519,7 @@ impl KvBackend for RedisTarget {
             parts: Fifo::new(),
             names: self.kv.clone(),
             at: self.at.clone(),
+            via: self.via.clone(),
             admin: None,
         })
     }

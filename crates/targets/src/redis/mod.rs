@@ -28,6 +28,7 @@ use bytes::Buf;
 use loadrig_spec::SpecError;
 use loadrig_wire::kv::resp::{self};
 
+use crate::settings::Connector;
 use crate::url::{hostport, TargetUrl};
 use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
 use loadrig_workloads::stats::StatsSource;
@@ -72,6 +73,7 @@ pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
 /// One or more Redis servers. Cheap: it connects per use.
 pub struct RedisTarget {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     /// The server the next pub/sub or kv connection goes to (round robin;
     /// the redis workload's connections go by their worker number).
     next: AtomicU32,
@@ -84,9 +86,10 @@ pub struct RedisTarget {
 }
 
 impl RedisTarget {
-    pub(crate) fn new(at: TargetUrl) -> RedisTarget {
+    pub(crate) fn new(at: TargetUrl, via: Arc<Connector>) -> RedisTarget {
         RedisTarget {
             at: Arc::new(at),
+            via,
             next: AtomicU32::new(0),
             version: OnceLock::new(),
             durability: OnceLock::new(),
@@ -187,7 +190,8 @@ impl TargetInfo for RedisTarget {
 
     fn server_stats(&self) -> Vec<Box<dyn StatsSource>> {
         let (host, port) = self.at.servers.first().cloned().unwrap_or_default();
-        let info: Box<dyn StatsSource> = Box::new(stats::RedisInfo::new(self.at.clone()));
+        let info: Box<dyn StatsSource> =
+            Box::new(stats::RedisInfo::new(self.at.clone(), self.via.clone()));
         std::iter::once(info)
             .chain(crate::local::process_on(&host, port, &["redis-server"]))
             .collect()
@@ -208,18 +212,19 @@ impl RedisBackend for RedisTarget {
 
     async fn connect(&self, db: u32, worker: u32) -> Result<RedisConn, TargetError> {
         let server = worker as usize % self.at.servers.len().max(1);
-        let link = Link::open(&self.at, server, db)
+        let link = Link::open(&self.at, &self.via, server, db)
             .await
             .map_err(|e| self.unreachable(e))?;
         let dial = Arc::new(RedisDial {
             at: self.at.clone(),
+            via: self.via.clone(),
             db,
         });
         Ok(Stream::new(link.sock, dial, server))
     }
 
     async fn admin(&self, server: usize, db: u32) -> Result<Admin, TargetError> {
-        let link = Link::open(&self.at, server, db)
+        let link = Link::open(&self.at, &self.via, server, db)
             .await
             .map_err(|e| self.unreachable(e))?;
         Ok(Admin {
@@ -252,30 +257,30 @@ struct Link {
 }
 
 impl Link {
-    /// Connect to server `i`, log in, select `db`.
-    async fn open(at: &TargetUrl, i: usize, db: u32) -> Result<Link, LinkError> {
+    /// Connect to server `i` through `via`, log in, select `db`.
+    async fn open(at: &TargetUrl, via: &Connector, i: usize, db: u32) -> Result<Link, LinkError> {
         let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
-        Link::dial(at, &host, port, db).await
+        Link::dial(at, via, &host, port, db).await
     }
 
     /// Connect to `host:port` (one of `at`'s servers or a node a cluster
-    /// named), log in as `at` says, select `db`.
-    async fn dial(at: &TargetUrl, host: &str, port: u16, db: u32) -> Result<Link, LinkError> {
+    /// named) through `via`, log in as `at` says, select `db`.
+    async fn dial(
+        at: &TargetUrl,
+        via: &Connector,
+        host: &str,
+        port: u16,
+        db: u32,
+    ) -> Result<Link, LinkError> {
         let name = hostport(host, port);
         let io = |source| LinkError::Io {
             server: name.clone(),
             source,
         };
         let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "timed out");
-        let sock = Socket::open(
-            host,
-            port,
-            crate::handshake::handshake_limit(),
-            READ_CHUNK,
-            at.tls,
-        )
-        .await
-        .map_err(io)?;
+        let sock = Socket::open(via, host, port, READ_CHUNK, at.tls)
+            .await
+            .map_err(io)?;
         let mut link = Link { sock };
         let mut asked: Vec<&'static str> = Vec::new();
         if let Some(pass) = &at.password {
@@ -292,7 +297,7 @@ impl Link {
             asked.push("SELECT");
         }
         for what in asked {
-            let reply = tokio::time::timeout(crate::handshake::handshake_limit(), link.reply())
+            let reply = tokio::time::timeout(via.handshake_limit(), link.reply())
                 .await
                 .map_err(|_| io(timed_out()))?
                 .map_err(io)?;
@@ -444,6 +449,7 @@ pub type RedisConn = Stream<RedisDial>;
 /// How an engine connection (re)opens its link.
 pub struct RedisDial {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     db: u32,
 }
 
@@ -453,7 +459,7 @@ impl Dial for RedisDial {
     }
 
     async fn dial(&self, server: usize) -> Option<Socket> {
-        Link::open(&self.at, server, self.db)
+        Link::open(&self.at, &self.via, server, self.db)
             .await
             .ok()
             .map(|l| l.sock)
@@ -526,7 +532,10 @@ mod tests {
             }
             std::thread::sleep(Duration::from_secs(2));
         });
-        RedisTarget::new(parse_url(&format!(":pw@127.0.0.1:{port}")).unwrap())
+        RedisTarget::new(
+            parse_url(&format!(":pw@127.0.0.1:{port}")).unwrap(),
+            Connector::new(&crate::ClientSettings::default()),
+        )
     }
 
     #[tokio::test]

@@ -23,11 +23,12 @@ impl PubSubBackend for RedisTarget {
     /// Redis does not name clients: `client` is unused.
     async fn connect(&self, _client: u64) -> Result<RedisPubSubConn, TargetError> {
         let server = self.round_robin() as usize % self.at.servers.len().max(1);
-        let link = Link::open(&self.at, server, 0)
+        let link = Link::open(&self.at, &self.via, server, 0)
             .await
             .map_err(|e| self.unreachable(e))?;
         let dial = Arc::new(RedisDial {
             at: self.at.clone(),
+            via: self.via.clone(),
             db: 0,
         });
         Ok(RespPubSub::new(Stream::new(link.sock, dial, server)))

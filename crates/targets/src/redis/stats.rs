@@ -7,6 +7,7 @@ use loadrig_wire::kv::resp;
 use loadrig_workloads::redis::Value;
 use loadrig_workloads::stats::{pick, Reading, Sampled, Series, StatsSource};
 
+use crate::settings::Connector;
 use crate::url::TargetUrl;
 
 use super::Link;
@@ -35,12 +36,17 @@ pub(crate) const SERIES: &[Series] = &[
 
 pub(crate) struct RedisInfo {
     pub at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     link: Option<Link>,
 }
 
 impl RedisInfo {
-    pub(crate) fn new(at: Arc<TargetUrl>) -> RedisInfo {
-        RedisInfo { at, link: None }
+    pub(crate) fn new(at: Arc<TargetUrl>, via: Arc<Connector>) -> RedisInfo {
+        RedisInfo {
+            at,
+            via,
+            link: None,
+        }
     }
 }
 
@@ -53,7 +59,7 @@ impl StatsSource for RedisInfo {
         Box::pin(async move {
             let mut link = match self.link.take() {
                 Some(l) => l,
-                None => Link::open(&self.at, 0, 0)
+                None => Link::open(&self.at, &self.via, 0, 0)
                     .await
                     .map_err(|e| e.to_string())?,
             };

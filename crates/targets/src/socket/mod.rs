@@ -15,11 +15,12 @@
 use std::io;
 use std::net::SocketAddr;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::Interest;
 use tokio::net::{TcpSocket, TcpStream};
+
+use crate::settings::Connector;
 
 mod fit;
 use fit::Fit;
@@ -46,18 +47,24 @@ pub struct Socket {
     fit: Fit,
     sent: u64,
     received: u64,
+    /// The most `rbuf` may hold (`--max-reply`).
+    max_reply: usize,
+    /// Whether the socket goes onto its engine thread's ring (`--io uring`).
+    #[cfg(target_os = "linux")]
+    uring: bool,
 }
 
 impl Socket {
-    /// Connect within `timeout`, Nagle off, from the next `--bind`
-    /// address if any ([`crate::source`]).
-    pub async fn connect(
+    /// Connect within `via`'s handshake limit, Nagle off, from `via`'s
+    /// next source address if any; the socket keeps `via`'s reply limit and
+    /// I/O mode.
+    pub(crate) async fn connect(
+        via: &Connector,
         host: &str,
         port: u16,
-        timeout: Duration,
         chunk: usize,
     ) -> io::Result<Socket> {
-        let stream = tokio::time::timeout(timeout, dial(host, port))
+        let stream = tokio::time::timeout(via.handshake_limit(), dial(via, host, port))
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connection timed out"))??;
         stream.set_nodelay(true)?;
@@ -70,6 +77,9 @@ impl Socket {
             fit: Fit::new(chunk),
             sent: 0,
             received: 0,
+            max_reply: via.max_reply(),
+            #[cfg(target_os = "linux")]
+            uring: via.uring(),
         })
     }
 
@@ -91,7 +101,7 @@ impl Socket {
         // Whoever reads this buffer has taken no whole frame from what it
         // holds: a reply past the limit breaks the link (a protocol error)
         // before it takes more memory.
-        let limit = crate::held::reply_limit();
+        let limit = self.max_reply;
         if self.rbuf.len() >= limit {
             return Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -286,7 +296,7 @@ impl Socket {
         if self.tls.is_some() {
             return Ok(());
         }
-        let here = ring::here();
+        let here = if self.uring { ring::here() } else { None };
         self.io = match (std::mem::replace(&mut self.io, Io::Gone), here) {
             (Io::Poll(s), Some(id)) => Io::Ring(ring::Ringed::new(s, id)?),
             (Io::Ring(r), here) if here != Some(r.ring()) && !r.busy() => Io::Poll(r.into_tokio()?),
@@ -363,11 +373,11 @@ pub(crate) fn said(e: &io::Error, product: &str) -> String {
     }
 }
 
-/// Connect to `host:port`, from the next source address when `--bind` gave
-/// some: the first of the host's addresses of the source's family. (Also
-/// the etcd client's, whose HTTP/2 runs on a plain stream.)
-pub(crate) async fn dial(host: &str, port: u16) -> io::Result<TcpStream> {
-    let Some(source) = crate::source::next_source() else {
+/// Connect to `host:port`, from `via`'s next source address when `--bind`
+/// gave some: the first of the host's addresses of the source's family.
+/// (Also the etcd client's, whose HTTP/2 runs on a plain stream.)
+pub(crate) async fn dial(via: &Connector, host: &str, port: u16) -> io::Result<TcpStream> {
+    let Some(source) = via.next_source() else {
         return TcpStream::connect((host, port)).await;
     };
     let mut last = None;

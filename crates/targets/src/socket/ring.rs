@@ -1,7 +1,7 @@
 //! io_uring for the hand-written sockets (`--io uring`, docs/io-uring.md).
 //!
-//! Each engine thread gets one ring when its workers start
-//! ([`start`]). A socket on that thread then hands its sends and receives
+//! Each engine thread gets one ring when its workers start ([`start`], a
+//! hook the binary gives the engine with `--io uring`). A socket on that thread then hands its sends and receives
 //! to the ring instead of calling `send` and `recv` itself ([`Ringed`]):
 //! the requests queue in the ring's submission queue, and the thread
 //! submits them all, and collects every completion, in one
@@ -38,7 +38,7 @@ use std::cell::RefCell;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytes::BytesMut;
@@ -76,8 +76,6 @@ const INBOX_MAX: usize = 1 << 20;
 /// receives to end.
 const DISARM_TURNS: u32 = 100;
 
-/// Whether this process serves its sockets through io_uring.
-static ON: AtomicBool = AtomicBool::new(false);
 /// Ring ids, so a socket knows whether the ring of the thread it is on is
 /// the one holding its slots.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -86,31 +84,23 @@ thread_local! {
     static RING: RefCell<Option<Ring>> = const { RefCell::new(None) };
 }
 
-/// Serve this process's sockets through io_uring, after checking that the
-/// kernel lets it make a ring of the kind used here, buffer pool included.
-/// Set before the load starts, by the binary.
-pub fn enable() -> io::Result<()> {
+/// Check that the kernel lets this process make a ring of the kind used
+/// here, buffer pool included: what `--io uring` asks of it, checked by
+/// the binary before anything connects.
+pub fn check() -> io::Result<()> {
     let uring = build()?;
     let pool = Pool::new(&uring)?;
     // The ring first: the kernel lets go of the pool as it closes.
     drop(uring);
     drop(pool);
-    ON.store(true, Ordering::Relaxed);
     Ok(())
 }
 
-/// Whether [`enable`] was called.
-fn enabled() -> bool {
-    ON.load(Ordering::Relaxed)
-}
-
 /// As an engine thread's workers start: give the thread its ring, made
-/// once, and let its sockets onto it. A thread that cannot have one keeps
-/// its sockets on epoll.
+/// once, and let its sockets onto it (those of a target opened with
+/// [`crate::IoMode::Uring`]). A thread that cannot have one keeps its
+/// sockets on epoll.
 pub fn start() {
-    if !enabled() {
-        return;
-    }
     RING.with(|r| {
         let Ok(mut r) = r.try_borrow_mut() else {
             return;
@@ -917,15 +907,24 @@ mod tests {
         port
     }
 
-    /// A current-thread runtime whose park turns its thread's ring, with
-    /// io_uring enabled.
+    /// A current-thread runtime whose park turns its thread's ring, on a
+    /// kernel that gives rings.
     fn ring_runtime() -> tokio::runtime::Runtime {
-        enable().unwrap();
+        check().unwrap();
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .on_thread_park(park)
             .build()
             .unwrap()
+    }
+
+    /// What a target opened with `--io uring` and a 5 s limit connects with.
+    fn on_uring() -> std::sync::Arc<crate::settings::Connector> {
+        crate::settings::Connector::new(&crate::ClientSettings {
+            io: crate::IoMode::Uring,
+            handshake_limit: Duration::from_secs(5),
+            ..crate::ClientSettings::default()
+        })
     }
 
     fn on_ring(sock: &Socket) -> bool {
@@ -943,7 +942,8 @@ mod tests {
         let rt = ring_runtime();
         let port = echo(3);
         rt.block_on(async {
-            let open = || Socket::connect("127.0.0.1", port, Duration::from_secs(5), 4096);
+            let via = on_uring();
+            let open = || Socket::connect(&via, "127.0.0.1", port, 4096);
             let mut before = open().await.unwrap();
             start();
             let mut a = open().await.unwrap();
@@ -1029,7 +1029,8 @@ mod tests {
         let port = flood(sizes);
         let local = tokio::task::LocalSet::new();
         local.block_on(&rt, async {
-            let open = || Socket::connect("127.0.0.1", port, Duration::from_secs(5), 4096);
+            let via = on_uring();
+            let open = || Socket::connect(&via, "127.0.0.1", port, 4096);
             start();
             let mut slow = open().await.unwrap();
             slow.fill().await.unwrap();

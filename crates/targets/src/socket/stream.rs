@@ -127,6 +127,7 @@ pub(crate) fn op_error(e: io::Error) -> OpError {
 /// [`Dial`] of those targets, and how they connect outside a stream.
 pub struct PlainDial {
     at: Arc<crate::url::TargetUrl>,
+    via: Arc<crate::settings::Connector>,
     /// The protocol's read chunk (the socket's largest read step).
     chunk: usize,
     /// The product named in a connect error ("memcached", "HTTP").
@@ -136,16 +137,22 @@ pub struct PlainDial {
 impl PlainDial {
     pub(crate) fn new(
         at: Arc<crate::url::TargetUrl>,
+        via: Arc<crate::settings::Connector>,
         chunk: usize,
         product: &'static str,
     ) -> PlainDial {
-        PlainDial { at, chunk, product }
+        PlainDial {
+            at,
+            via,
+            chunk,
+            product,
+        }
     }
 
     /// Connect to server `i`, or say why not in plain words.
     pub(crate) async fn open(&self, i: usize) -> Result<Socket, String> {
         let (host, port) = self.at.servers.get(i).cloned().unwrap_or_default();
-        Socket::connect(&host, port, crate::handshake::handshake_limit(), self.chunk)
+        Socket::connect(&self.via, &host, port, self.chunk)
             .await
             .map_err(|e: io::Error| {
                 format!(

@@ -7,7 +7,6 @@
 
 use std::io::{self, BufRead, Read, Write};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Buf;
 use rustls::ClientConnection;
@@ -15,6 +14,7 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use super::{ready, tcp, Socket};
+use crate::settings::Connector;
 use crate::tls::{self, Check};
 
 /// The TLS state of a socket: boxed because it is large (a few KB of
@@ -23,17 +23,17 @@ pub(super) type Tls = Option<Box<ClientConnection>>;
 
 impl Socket {
     /// [`Socket::connect`], then [`Socket::start_tls`] when `tls`, both
-    /// within `timeout`.
-    pub async fn open(
+    /// within `via`'s handshake limit.
+    pub(crate) async fn open(
+        via: &Connector,
         host: &str,
         port: u16,
-        timeout: Duration,
         chunk: usize,
         tls: bool,
     ) -> io::Result<Socket> {
-        let mut sock = Socket::connect(host, port, timeout, chunk).await?;
+        let mut sock = Socket::connect(via, host, port, chunk).await?;
         if tls {
-            tokio::time::timeout(timeout, sock.start_tls(host))
+            tokio::time::timeout(via.handshake_limit(), sock.start_tls(via, host))
                 .await
                 .map_err(|_| {
                     io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out")
@@ -43,17 +43,23 @@ impl Socket {
     }
 
     /// Turn this connected socket into a TLS one and shake hands, checking
-    /// the certificate against `host` (within the caller's timeout: this
-    /// waits for the server). Bytes queued in `wbuf` go after the handshake.
-    pub async fn start_tls(&mut self, host: &str) -> io::Result<()> {
-        self.start_tls_checked(host, Check::Full).await
+    /// the certificate against `host` as `via` trusts (within the caller's
+    /// timeout: this waits for the server). Bytes queued in `wbuf` go after
+    /// the handshake.
+    pub(crate) async fn start_tls(&mut self, via: &Connector, host: &str) -> io::Result<()> {
+        self.start_tls_checked(via, host, Check::Full).await
     }
 
     /// [`Socket::start_tls`], checking as much of the certificate as
     /// `check` says (PostgreSQL's `sslmode=verify-ca` skips the host name).
-    pub(crate) async fn start_tls_checked(&mut self, host: &str, check: Check) -> io::Result<()> {
+    pub(crate) async fn start_tls_checked(
+        &mut self,
+        via: &Connector,
+        host: &str,
+        check: Check,
+    ) -> io::Result<()> {
         let name = tls::server_name(host)?;
-        let conn = ClientConnection::new(tls::config(check), name).map_err(tls::io_error)?;
+        let conn = ClientConnection::new(via.tls_config(check), name).map_err(tls::io_error)?;
         self.tls = Some(Box::new(conn));
         while let Some(conn) = self.tls.as_deref_mut() {
             write_tls(tcp(&self.io)?, conn)?;

@@ -131,6 +131,7 @@ pub struct VoltKvConn {
     names: std::sync::Arc<Names>,
     /// The admin link for reading rows back, opened on first use.
     target: std::sync::Arc<crate::url::TargetUrl>,
+    via: std::sync::Arc<crate::settings::Connector>,
 }
 
 impl KvConn for VoltKvConn {
@@ -191,7 +192,7 @@ impl KvConn for VoltKvConn {
         );
         // A cold-path link of its own: the engine connection's answers
         // are transactions'.
-        let target = VoltTarget::new((*self.target).clone());
+        let target = VoltTarget::new((*self.target).clone(), self.via.clone());
         let tables = target.admin().await?.sql(&sql).await?;
         let mut by_key = std::collections::HashMap::new();
         if let Some(t) = tables.first() {
@@ -314,6 +315,7 @@ impl KvBackend for VoltTarget {
             conn: self.conn().await?,
             names: self.kv.clone(),
             target: self.at.clone(),
+            via: self.via.clone(),
         })
     }
 }

@@ -32,6 +32,7 @@ use loadrig_spec::SpecError;
 use loadrig_wire::volt as vw;
 use loadrig_workloads::{Reply, TargetError, TargetInfo};
 
+use crate::settings::Connector;
 use crate::socket::{said, Socket};
 use crate::url::TargetUrl;
 
@@ -60,6 +61,7 @@ pub(crate) fn parse_url(rest: &str) -> Result<TargetUrl, SpecError> {
 /// A VoltDB cluster. Cheap: it connects per use.
 pub struct VoltTarget {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     /// The next host a connection goes to (round robin).
     next_host: AtomicUsize,
     /// The server's build string, from the first login.
@@ -71,9 +73,10 @@ pub struct VoltTarget {
 }
 
 impl VoltTarget {
-    pub(crate) fn new(at: TargetUrl) -> VoltTarget {
+    pub(crate) fn new(at: TargetUrl, via: Arc<Connector>) -> VoltTarget {
         VoltTarget {
             at: Arc::new(at),
+            via,
             next_host: AtomicUsize::new(0),
             build: OnceLock::new(),
             durability: OnceLock::new(),
@@ -98,7 +101,7 @@ impl VoltTarget {
     /// A logged-in link to the next host.
     async fn link(&self) -> Result<(Link, usize), TargetError> {
         let host = self.next_host.fetch_add(1, Ordering::Relaxed) % self.at.servers.len();
-        let (link, build) = Link::open(&self.at, host)
+        let (link, build) = Link::open(&self.at, &self.via, host)
             .await
             .map_err(|e| self.unreachable(e.to_string()))?;
         let _ = self.build.set(build);
@@ -127,6 +130,7 @@ impl VoltTarget {
         let (link, host) = self.link().await?;
         Ok(VoltConn {
             at: self.at.clone(),
+            via: self.via.clone(),
             host,
             link,
             pending: Vec::new(),
@@ -169,8 +173,10 @@ impl TargetInfo for VoltTarget {
 
     /// `@Statistics` on the first host, and its process when it runs here.
     fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
-        let volt = Box::new(stats::VoltStatistics::new(self.at.clone()))
-            as Box<dyn loadrig_workloads::stats::StatsSource>;
+        let volt = Box::new(stats::VoltStatistics::new(
+            self.at.clone(),
+            self.via.clone(),
+        )) as Box<dyn loadrig_workloads::stats::StatsSource>;
         std::iter::once(volt)
             .chain(crate::local::first_process(&self.at, &["java"]))
             .collect()
@@ -202,8 +208,9 @@ struct Link {
 }
 
 impl Link {
-    /// Connect to host `i` of `at` and log in; returns the server's build.
-    async fn open(at: &TargetUrl, i: usize) -> Result<(Link, String), LinkError> {
+    /// Connect to host `i` of `at` through `via` and log in; returns the
+    /// server's build.
+    async fn open(at: &TargetUrl, via: &Connector, i: usize) -> Result<(Link, String), LinkError> {
         let (host, port) = at.servers.get(i).cloned().unwrap_or_default();
         let name = format!("{host}:{port}");
         let io = |source| LinkError::Io {
@@ -214,7 +221,7 @@ impl Link {
             host: name.clone(),
             source,
         };
-        let sock = Socket::connect(&host, port, crate::handshake::handshake_limit(), READ_CHUNK)
+        let sock = Socket::connect(via, &host, port, READ_CHUNK)
             .await
             .map_err(io)?;
         let mut link = Link { sock };
@@ -229,7 +236,7 @@ impl Link {
             let n = link.next_frame().await?;
             Ok::<_, io::Error>(n)
         };
-        let n = tokio::time::timeout(crate::handshake::handshake_limit(), login)
+        let n = tokio::time::timeout(via.handshake_limit(), login)
             .await
             .map_err(|_| io(io::Error::new(io::ErrorKind::TimedOut, "login timed out")))?
             .map_err(io)?;
@@ -433,6 +440,7 @@ pub trait Answer: Send + 'static {
 /// One engine connection: invocations in flight, matched by client handle.
 pub struct VoltConn<A: Answer> {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     host: usize,
     link: Link,
     /// Indexed by tag: the calls in flight.
@@ -497,7 +505,7 @@ impl<A: Answer> VoltConn<A> {
         let hosts = self.at.servers.len();
         for k in 0..hosts {
             let i = (self.host + k) % hosts;
-            if let Ok((link, _)) = Link::open(&self.at, i).await {
+            if let Ok((link, _)) = Link::open(&self.at, &self.via, i).await {
                 self.link = link;
                 self.host = i;
                 return Ok(());

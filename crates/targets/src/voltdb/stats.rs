@@ -44,12 +44,20 @@ pub(crate) const SERIES: &[Series] = &[
 
 pub(crate) struct VoltStatistics {
     at: std::sync::Arc<TargetUrl>,
+    via: std::sync::Arc<crate::settings::Connector>,
     link: Option<Link>,
 }
 
 impl VoltStatistics {
-    pub(crate) fn new(at: std::sync::Arc<TargetUrl>) -> VoltStatistics {
-        VoltStatistics { at, link: None }
+    pub(crate) fn new(
+        at: std::sync::Arc<TargetUrl>,
+        via: std::sync::Arc<crate::settings::Connector>,
+    ) -> VoltStatistics {
+        VoltStatistics {
+            at,
+            via,
+            link: None,
+        }
     }
 }
 
@@ -101,7 +109,12 @@ impl StatsSource for VoltStatistics {
         Box::pin(async move {
             let mut link = match self.link.take() {
                 Some(l) => l,
-                None => Link::open(&self.at, 0).await.map_err(|e| e.to_string())?.0,
+                None => {
+                    Link::open(&self.at, &self.via, 0)
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .0
+                }
             };
             let memory = statistics(&mut link, "MEMORY").await?;
             let profile = statistics(&mut link, "PROCEDUREPROFILE").await?;

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use loadrig_targets::{EtcdTarget, Target};
+use loadrig_targets::{ClientSettings, EtcdTarget, Opened, Target};
 use loadrig_workloads::kv::{Key, KvBackend, KvConn, RangeRead, Rows, Txn, TxnDone};
 use loadrig_workloads::{Reply, TargetError, TargetInfo};
 
@@ -13,7 +13,10 @@ const CLUSTER: &str = "etcd://127.0.0.1:23791,23792,23793";
 /// The target of `url` on a dataset no parallel test uses, emptied.
 async fn open(url: &str, what: &str) -> EtcdTarget {
     static N: AtomicU32 = AtomicU32::new(0);
-    let Target::Etcd(mut t) = Target::open(Some(url)).unwrap() else {
+    let Opened::Etcd(mut t) = Target::open(Some(url), &ClientSettings::default())
+        .unwrap()
+        .into_opened()
+    else {
         panic!("{url} is not etcd")
     };
     let n = N.fetch_add(1, Ordering::Relaxed);
@@ -188,7 +191,12 @@ async fn nothing_listening_and_garbage_are_errors_not_panics() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = free.local_addr().unwrap().port();
     drop(free);
-    let Target::Etcd(t) = Target::open(Some(&format!("etcd://127.0.0.1:{port}"))).unwrap() else {
+    let Opened::Etcd(t) = Target::open(
+        Some(&format!("etcd://127.0.0.1:{port}")),
+        &ClientSettings::default(),
+    )
+    .unwrap()
+    .into_opened() else {
         panic!()
     };
     assert!(matches!(
@@ -206,7 +214,12 @@ async fn nothing_listening_and_garbage_are_errors_not_panics() {
             let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\nno");
         }
     });
-    let Target::Etcd(t) = Target::open(Some(&format!("etcd://127.0.0.1:{port}"))).unwrap() else {
+    let Opened::Etcd(t) = Target::open(
+        Some(&format!("etcd://127.0.0.1:{port}")),
+        &ClientSettings::default(),
+    )
+    .unwrap()
+    .into_opened() else {
         panic!()
     };
     match t.connect().await {

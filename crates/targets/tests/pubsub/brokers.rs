@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use loadrig_targets::Target;
+use loadrig_targets::{ClientSettings, Opened, Target};
 use loadrig_workloads::pubsub::{Confirm, Incoming, PubSubBackend, PubSubConn};
 use loadrig_workloads::{TargetError, TargetInfo};
 
@@ -124,13 +124,15 @@ async fn one_to_two<B: PubSubBackend>(b: &B, service: &str, expect: Confirm) {
     }
 }
 
-fn open(url: &str) -> Target {
-    Target::open(Some(url)).unwrap_or_else(|e| panic!("{url}: {e}"))
+fn open(url: &str) -> Opened {
+    Target::open(Some(url), &ClientSettings::default())
+        .unwrap_or_else(|e| panic!("{url}: {e}"))
+        .into_opened()
 }
 
 #[tokio::test]
 async fn nats_delivers_all_in_order() {
-    let Target::Nats(t) = open("nats://127.0.0.1:4222") else {
+    let Opened::Nats(t) = open("nats://127.0.0.1:4222") else {
         panic!("not NATS")
     };
     one_to_two(&t, "nats", Confirm::Written).await;
@@ -143,7 +145,7 @@ async fn nats_delivers_all_in_order() {
 
 #[tokio::test]
 async fn mqtt_qos0_delivers_all_in_order() {
-    let Target::Mqtt(t) = open("mqtt://127.0.0.1:1883") else {
+    let Opened::Mqtt(t) = open("mqtt://127.0.0.1:1883") else {
         panic!("not MQTT")
     };
     one_to_two(&t, "mosquitto", Confirm::Written).await;
@@ -154,7 +156,7 @@ async fn mqtt_qos0_delivers_all_in_order() {
 
 #[tokio::test]
 async fn mqtt_qos1_delivers_all_in_order_and_acks_each() {
-    let Target::Mqtt(t) = open("mqtt://127.0.0.1:1883?qos=1") else {
+    let Opened::Mqtt(t) = open("mqtt://127.0.0.1:1883?qos=1") else {
         panic!("not MQTT")
     };
     one_to_two(&t, "mosquitto", Confirm::Acked).await;
@@ -166,7 +168,7 @@ async fn mqtt_qos1_delivers_all_in_order_and_acks_each() {
 
 #[tokio::test]
 async fn redis_delivers_all_in_order_and_acks_each() {
-    let Target::Redis(t) = open("redis://127.0.0.1:6379") else {
+    let Opened::Redis(t) = open("redis://127.0.0.1:6379") else {
         panic!("not Redis")
     };
     one_to_two(&t, "redis", Confirm::Acked).await;
@@ -179,7 +181,7 @@ async fn redis_delivers_all_in_order_and_acks_each() {
 
 #[tokio::test]
 async fn nats_request_reply() {
-    let Target::Nats(t) = open("nats://127.0.0.1:4222") else {
+    let Opened::Nats(t) = open("nats://127.0.0.1:4222") else {
         panic!("not NATS")
     };
     let (service, inbox) = (subject("service"), subject("inbox"));
@@ -246,9 +248,9 @@ async fn subscriptions_survive_a_reconnect() {
             }};
         }
         match open(url) {
-            Target::Nats(t) => check!(&t),
-            Target::Mqtt(t) => check!(&t),
-            Target::Redis(t) => check!(&t),
+            Opened::Nats(t) => check!(&t),
+            Opened::Mqtt(t) => check!(&t),
+            Opened::Redis(t) => check!(&t),
             _ => unreachable!(),
         }
     }
@@ -289,14 +291,14 @@ fn unreachable_says(e: TargetError, port: u16) {
 async fn garbage_servers_are_errors_not_panics() {
     const JUNK: &[u8] = b"\xff\x00HTTP/1.1 400 Bad Request\r\n\r\n\x13\x37garbage";
     let port = garbage_server(JUNK);
-    let Target::Nats(t) = open(&format!("nats://127.0.0.1:{port}")) else {
+    let Opened::Nats(t) = open(&format!("nats://127.0.0.1:{port}")) else {
         panic!()
     };
     let e = t.connect(0).await.err().expect("junk is not NATS");
     unreachable_says(e, port);
 
     let port = garbage_server(JUNK);
-    let Target::Mqtt(t) = open(&format!("mqtt://127.0.0.1:{port}?qos=1")) else {
+    let Opened::Mqtt(t) = open(&format!("mqtt://127.0.0.1:{port}?qos=1")) else {
         panic!()
     };
     let e = t.connect(0).await.err().expect("junk is not MQTT");
@@ -304,7 +306,7 @@ async fn garbage_servers_are_errors_not_panics() {
 
     // Redis says nothing until asked: the junk is the answer to PUBLISH.
     let port = garbage_server(JUNK);
-    let Target::Redis(t) = open(&format!("redis://127.0.0.1:{port}")) else {
+    let Opened::Redis(t) = open(&format!("redis://127.0.0.1:{port}")) else {
         panic!()
     };
     let mut c = PubSubBackend::connect(&t, 0).await.unwrap();
@@ -342,7 +344,7 @@ async fn nats_junk_after_the_handshake_breaks_the_stream() {
             .unwrap();
         std::thread::sleep(Duration::from_secs(2));
     });
-    let Target::Nats(t) = open(&format!("nats://127.0.0.1:{port}")) else {
+    let Opened::Nats(t) = open(&format!("nats://127.0.0.1:{port}")) else {
         panic!()
     };
     let mut c = t.connect(0).await.unwrap();
@@ -376,9 +378,9 @@ async fn nothing_listening_is_unreachable() {
     for scheme in ["nats", "mqtt", "redis"] {
         let url = format!("{scheme}://127.0.0.1:{port}");
         let e = match open(&url) {
-            Target::Nats(t) => t.connect(0).await.err(),
-            Target::Mqtt(t) => t.connect(0).await.err(),
-            Target::Redis(t) => PubSubBackend::connect(&t, 0).await.err(),
+            Opened::Nats(t) => t.connect(0).await.err(),
+            Opened::Mqtt(t) => t.connect(0).await.err(),
+            Opened::Redis(t) => PubSubBackend::connect(&t, 0).await.err(),
             _ => unreachable!(),
         };
         let e = e.unwrap_or_else(|| panic!("{url} connected"));
@@ -409,7 +411,7 @@ async fn refusals_are_unreachable_in_words() {
         b"INFO {\"version\":\"2.9.10\",\"auth_required\":true}\r\n",
         b"-ERR 'Authorization Violation'\r\n",
     );
-    let Target::Nats(t) = open(&format!("nats://bob:secret@127.0.0.1:{port}")) else {
+    let Opened::Nats(t) = open(&format!("nats://bob:secret@127.0.0.1:{port}")) else {
         panic!()
     };
     let e = t.connect(0).await.err().unwrap().to_string();
@@ -421,7 +423,7 @@ async fn refusals_are_unreachable_in_words() {
 
     // CONNACK, return code 5.
     let port = scripted(b"", b"\x20\x02\x00\x05");
-    let Target::Mqtt(t) = open(&format!("mqtt://bob:secret@127.0.0.1:{port}")) else {
+    let Opened::Mqtt(t) = open(&format!("mqtt://bob:secret@127.0.0.1:{port}")) else {
         panic!()
     };
     let e = t.connect(0).await.err().unwrap().to_string();
@@ -439,7 +441,7 @@ async fn a_nats_slow_consumer_is_said_plainly() {
         b"INFO {\"version\":\"2.9.10\"}\r\n",
         b"PONG\r\n-ERR 'Slow Consumer'\r\n",
     );
-    let Target::Nats(t) = open(&format!("nats://127.0.0.1:{port}")) else {
+    let Opened::Nats(t) = open(&format!("nats://127.0.0.1:{port}")) else {
         panic!()
     };
     let mut c = t.connect(0).await.unwrap();

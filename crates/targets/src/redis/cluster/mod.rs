@@ -17,6 +17,7 @@ use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
 use loadrig_workloads::{TargetError, TargetInfo};
 
 use super::{Admin, Link, RedisTarget, DEFAULT_PORT, MAX_DEPTH};
+use crate::settings::Connector;
 use crate::url::TargetUrl;
 
 pub use route::ClusterStream;
@@ -170,10 +171,10 @@ impl Redirect {
 }
 
 /// Read the slot map from the first seed that answers.
-async fn read_map(at: &TargetUrl) -> Result<SlotMap, TargetError> {
+async fn read_map(at: &TargetUrl, via: &Connector) -> Result<SlotMap, TargetError> {
     let mut why = String::from("no seed node");
     for (host, port) in &at.servers {
-        let mut a = match Link::dial(at, host, *port, 0).await {
+        let mut a = match Link::dial(at, via, host, *port, 0).await {
             Ok(link) => Admin {
                 link,
                 label: at.label(),
@@ -209,9 +210,9 @@ pub struct RedisClusterTarget {
 }
 
 impl RedisClusterTarget {
-    pub(crate) fn new(at: TargetUrl) -> RedisClusterTarget {
+    pub(crate) fn new(at: TargetUrl, via: Arc<Connector>) -> RedisClusterTarget {
         RedisClusterTarget {
-            first: RedisTarget::new(at.clone()),
+            first: RedisTarget::new(at.clone(), via),
             at: Arc::new(at),
         }
     }
@@ -250,15 +251,16 @@ impl RedisBackend for RedisClusterTarget {
 
     /// Worker `k`'s home (its keys' master) is master `k mod masters`.
     async fn connect(&self, db: u32, worker: u32) -> Result<ClusterStream, TargetError> {
-        ClusterStream::open(self.at.clone(), db, worker as usize).await
+        ClusterStream::open(self.at.clone(), self.first.via.clone(), db, worker as usize).await
     }
 
     async fn admin(&self, _server: usize, db: u32) -> Result<ClusterAdmin, TargetError> {
-        let map = read_map(&self.at).await?;
+        let map = read_map(&self.at, &self.first.via).await?;
         Ok(ClusterAdmin {
             masters: map.nodes.len(),
             map,
             at: self.at.clone(),
+            via: self.first.via.clone(),
             db,
             links: Vec::new(),
         })
@@ -272,6 +274,7 @@ impl RedisBackend for RedisClusterTarget {
 /// master; the rest (INFO, CONFIG GET) goes to the first master.
 pub struct ClusterAdmin {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     db: u32,
     map: SlotMap,
     /// The masters as the map was read (redirects may add nodes to `map`).
@@ -293,7 +296,7 @@ impl ClusterAdmin {
         }
         if self.links[node].is_none() {
             let (host, port) = self.map.nodes.get(node).cloned().unwrap_or_default();
-            let link = Link::dial(&self.at, &host, port, self.db)
+            let link = Link::dial(&self.at, &self.via, &host, port, self.db)
                 .await
                 .map_err(|e| TargetError::Unreachable {
                     target: self.at.label(),

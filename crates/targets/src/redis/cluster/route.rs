@@ -29,6 +29,7 @@ use loadrig_workloads::TargetError;
 
 use super::{read_map, Redirect, SlotMap, MAX_HOPS};
 use crate::redis::Link;
+use crate::settings::Connector;
 use crate::socket::{op_error, Socket};
 use crate::url::TargetUrl;
 
@@ -78,6 +79,7 @@ struct Pending {
 /// One engine connection to a cluster (see the module's comment).
 pub struct ClusterStream {
     at: Arc<TargetUrl>,
+    via: Arc<Connector>,
     db: u32,
     /// The master keyless commands (PING) go to.
     home: usize,
@@ -106,19 +108,19 @@ impl ClusterStream {
     /// Read the slot map and connect to every master.
     pub(crate) async fn open(
         at: Arc<TargetUrl>,
+        via: Arc<Connector>,
         db: u32,
         home: usize,
     ) -> Result<ClusterStream, TargetError> {
-        let map = read_map(&at).await?;
+        let map = read_map(&at, &via).await?;
         let mut nodes = Vec::with_capacity(map.nodes.len());
         for (host, port) in &map.nodes {
-            let link =
-                Link::dial(&at, host, *port, db)
-                    .await
-                    .map_err(|e| TargetError::Unreachable {
-                        target: at.label(),
-                        reason: e.to_string(),
-                    })?;
+            let link = Link::dial(&at, &via, host, *port, db).await.map_err(|e| {
+                TargetError::Unreachable {
+                    target: at.label(),
+                    reason: e.to_string(),
+                }
+            })?;
             nodes.push(Node::new(Some(link.sock)));
         }
         let seed = at.servers.first().map(|s| s.0.clone()).unwrap_or_default();
@@ -128,6 +130,7 @@ impl ClusterStream {
             home,
             tags,
             at,
+            via,
             db,
             map,
             nodes,
@@ -299,7 +302,7 @@ impl ClusterStream {
                 continue;
             }
             let (host, port) = self.map.nodes.get(i).cloned().unwrap_or_default();
-            let link = Link::dial(&self.at, &host, port, self.db)
+            let link = Link::dial(&self.at, &self.via, &host, port, self.db)
                 .await
                 .map_err(|_| OpError::new(ErrorKind::Connect))?;
             let mut sock = link.sock;
@@ -409,7 +412,7 @@ impl ByteStream for ClusterStream {
     }
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
-        let fresh = ClusterStream::open(self.at.clone(), self.db, self.home)
+        let fresh = ClusterStream::open(self.at.clone(), self.via.clone(), self.db, self.home)
             .await
             .map_err(|_| OpError::new(ErrorKind::Connect))?;
         let (sent, received) = self.take_bytes();
@@ -463,6 +466,7 @@ mod tests {
         };
         ClusterStream {
             at: Arc::new(super::super::parse_url("h:1").unwrap()),
+            via: Connector::new(&crate::ClientSettings::default()),
             db: 0,
             home: 1,
             tags: map.tags(1),
