@@ -1,9 +1,14 @@
-//! The `loadrig` binary: flags -> run spec -> plan -> engine -> report ->
-//! printers. This file is the one exit point: it prints an error as one
-//! line and picks the exit code (docs/engine.md section 7).
+//! The `loadrig` binary: flags (`flags/`, a peer's line through `peers/`)
+//! -> run spec and target (`launch.rs`) -> plan (`plan.rs`) -> session
+//! (`session/`) -> report -> presentation (`loadrig_present`). This file
+//! is the one exit point: it prints an error as one line and picks the
+//! exit code (docs/engine.md section 7); each command is one line of
+//! [`execute`].
 
 mod exit;
 mod flags;
+mod launch;
+mod listing;
 mod machine;
 mod manual;
 mod peers;
@@ -14,11 +19,10 @@ mod signals;
 mod start;
 mod sweep;
 
-use anyhow::Context;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
-use loadrig_report::Report;
 
 use flags::{Cli, Command};
+use launch::Launch;
 
 fn main() {
     let code = code();
@@ -132,119 +136,17 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
     }
     match cli.command {
         Command::Targets => {
-            print_targets();
+            listing::targets();
             Ok(exit::OK)
         }
         Command::Workloads => {
-            print_workloads();
+            listing::workloads();
             Ok(exit::OK)
         }
-        Command::Run { workload } => {
-            let (target, mut spec, settings) = open_run(&workload)?;
-            let args = workload.parts()?.run;
-            machine::admit(&spec)?;
-            if let Some(out) = &args.out {
-                check_out(out, args.csv)?;
-            }
-            if let Some(start) = args.start() {
-                start.check(std::time::SystemTime::now())?;
-            }
-            if spec.realtime {
-                // Tried here, and given up at once, so that a process that
-                // may not gets one line before anything connects.
-                loadrig_engine::Fifo::enter().map_err(|e| {
-                    loadrig_spec::SpecError::new(
-                        "--realtime",
-                        format!(
-                            "this process may not use SCHED_FIFO ({e}): it needs root, \
-                             CAP_SYS_NICE or a real-time priority limit (ulimit -r)"
-                        ),
-                    )
-                })?;
-            }
-            if spec.awake {
-                // Likewise: the request is made and withdrawn at once.
-                loadrig_engine::Awake::enter().map_err(|e| {
-                    loadrig_spec::SpecError::new(
-                        "--awake",
-                        format!(
-                            "cannot ask the kernel to keep the CPUs awake ({e}): it needs root"
-                        ),
-                    )
-                })?;
-            }
-            if args.child && !signals::die_with_parent() {
-                anyhow::bail!("the parent of this --child process is gone");
-            }
-            // Each process on a CPU of its own: the parent hands them out,
-            // any other process pins itself before its threads start.
-            let cpus = args
-                .cpus
-                .as_deref()
-                .map(pin::parse_list)
-                .transpose()
-                .map_err(|e| loadrig_spec::SpecError::new("--cpus", e))?;
-            let parent = !args.child && spec.processes > 1;
-            let cpus = pin::plan(
-                args.pin,
-                cpus.as_deref(),
-                if parent { spec.processes } else { 1 },
-            )?;
-            let role = if args.child {
-                session::Role::Child
-            } else if parent {
-                let mut child = flags::child_line(matches);
-                flags::share_subject(&mut spec, &mut child);
-                session::Role::Parent {
-                    child,
-                    cpus: cpus.clone(),
-                }
-            } else {
-                session::Role::Single
-            };
-            let pinned = match (parent, cpus.as_deref().and_then(<[usize]>::first)) {
-                (false, Some(&cpu)) => {
-                    pin::pin(cpu).with_context(|| format!("pinning this process to CPU {cpu}"))?;
-                    Some(cpu)
-                }
-                _ => None,
-            };
-            let hooks = thread_hooks(settings.io);
-            let opts = session::Options {
-                quiet: args.quiet,
-                resources: args.resources,
-                server_stats: args.server_stats == flags::OnOff::On,
-                csv: args.csv,
-                json: args.json,
-                out: args.out.clone(),
-                hdr_log: args.hdr_log.clone(),
-                html: args.html.clone(),
-                start: args.start(),
-                role,
-                hooks,
-                cpu: pinned,
-                sources: settings.bound_sources(),
-            };
-            runtime(hooks)?.block_on(plan::run(&spec, target, &opts))
-        }
-        Command::Prepare { workload } => {
-            let (target, spec, _) = open_run(&workload)?;
-            let args = workload.parts()?.run;
-            if let Some(out) = &args.out {
-                check_out(out, false)?;
-            }
-            runtime(None)?.block_on(plan::prepare(
-                &spec,
-                target,
-                args.out.as_deref(),
-                args.quiet,
-            ))
-        }
-        Command::Teardown { workload } => {
-            let (target, spec, _) = open_run(&workload)?;
-            let quiet = workload.parts()?.run.quiet;
-            runtime(None)?.block_on(plan::teardown(&spec, target, quiet))
-        }
+        Command::Run { workload } => Launch::open(&workload)?.run(matches),
+        Command::Prepare { workload } => Launch::open(&workload)?.prepare(),
+        Command::Teardown { workload } => Launch::open(&workload)?.teardown(),
+        Command::Verify(v) => launch::verify(&v),
         Command::Merge(m) => loadrig_present::merge::run(&loadrig_present::merge::MergeArgs {
             reports: &m.reports,
             prepared: m.prepared.as_deref(),
@@ -255,18 +157,7 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
             loadrig_present::compare::run(&c.baseline, &c.candidate, c.max_regression)
         }
         Command::Plot(p) => loadrig_present::plot::run(&p.files, &p.out, p.gnuplot.as_deref()),
-        Command::Report(r) => {
-            let reports = r
-                .reports
-                .iter()
-                .map(|p| Report::read(p).map(|rep| (loadrig_present::plot::stem(p), rep)))
-                .collect::<Result<Vec<_>, _>>()?;
-            let refs: Vec<(String, &Report)> =
-                reports.iter().map(|(n, r)| (n.clone(), r)).collect();
-            loadrig_present::plot::html::write_reports(&r.out, &refs)?;
-            println!("wrote {}", r.out.display());
-            Ok(exit::OK)
-        }
+        Command::Report(r) => loadrig_present::plot::html::report_command(&r.reports, &r.out),
         Command::Sweep(s) => sweep::run(&s),
         // Taken apart into a `run` line before this (`main`).
         Command::RedisBenchmark(_)
@@ -276,27 +167,6 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         | Command::Wrk(_) => Ok(exit::USAGE),
         Command::Completions { shell } => manual::completions(shell),
         Command::Man { dir } => manual::man(dir.as_deref()),
-        Command::Verify(v) => {
-            let settings = loadrig_targets::ClientSettings {
-                trust: v.tls.trust()?,
-                ..loadrig_targets::ClientSettings::default()
-            };
-            let report = Report::read(&v.report)?;
-            let url = v
-                .target
-                .clone()
-                .unwrap_or_else(|| report.spec.target.clone());
-            // It opens what exists and creates nothing: a SQLite file that
-            // is not there is refused, not made anew and found empty.
-            if let Some(db) = sqlite_file(&url).filter(|db| !db.exists()) {
-                anyhow::bail!(loadrig_spec::SpecError::new(
-                    "--target",
-                    format!("no SQLite database at {}: nothing to verify", db.display())
-                ));
-            }
-            let target = plan::open(report.spec.workload.name(), Some(&url), &settings)?;
-            runtime(None)?.block_on(plan::verify(&report, target))
-        }
     }
 }
 
@@ -306,198 +176,10 @@ fn parse_only(command: &Command) -> anyhow::Result<i32> {
         Command::Run { workload }
         | Command::Prepare { workload }
         | Command::Teardown { workload } => {
-            let (_, spec, _) = open_run(workload)?;
-            loadrig_present::say!("{}", loadrig_present::print::header(&spec));
+            let launch = Launch::open(workload)?;
+            loadrig_present::say!("{}", loadrig_present::print::header(&launch.spec));
         }
         _ => loadrig_present::say!("parsed"),
     }
     Ok(exit::OK)
-}
-
-/// A workload's command line (`run`, `prepare`, `teardown`): the target
-/// first, since it parses its URL and states the facts the spec is
-/// resolved against, before anything connects; and the settings its
-/// connections take.
-fn open_run(
-    workload: &flags::Workload,
-) -> anyhow::Result<(
-    loadrig_targets::Target,
-    loadrig_spec::RunSpec,
-    loadrig_targets::ClientSettings,
-)> {
-    let parts = workload.parts()?;
-    check_files(parts.run, parts.target())?;
-    let settings = parts.run.client_settings()?;
-    // The target first: it parses its URL and states the facts the spec
-    // is resolved against, before anything connects.
-    let target = plan::open(parts.workload.name(), Some(parts.target()), &settings)?;
-    let spec = parts.spec(&target.facts())?;
-    Ok((target, spec, settings))
-}
-
-/// What the engine's threads run for the sockets: with `--io uring`,
-/// each thread's ring made as its workers start and turned as it parks.
-fn thread_hooks(io: loadrig_targets::IoMode) -> Option<loadrig_engine::ThreadHooks> {
-    (io == loadrig_targets::IoMode::Uring).then_some(loadrig_engine::ThreadHooks {
-        start: loadrig_targets::uring_start,
-        stop: loadrig_targets::uring_stop,
-        park: loadrig_targets::uring_park,
-    })
-}
-
-/// Each file a run writes named once, and none of them the SQLite
-/// database it runs on (a report written over it would destroy it):
-/// checked before anything opens.
-fn check_files(run: &flags::RunArgs, target: &str) -> Result<(), loadrig_spec::SpecError> {
-    use std::path::Path;
-    let files: Vec<(&str, &Path)> = [
-        ("--out", run.out.as_deref()),
-        ("--html", run.html.as_deref()),
-        ("--hdr-log", run.hdr_log.as_deref()),
-    ]
-    .into_iter()
-    .filter_map(|(flag, p)| p.filter(|p| *p != Path::new("-")).map(|p| (flag, p)))
-    .collect();
-    let db = sqlite_file(target);
-    for (i, (flag, path)) in files.iter().enumerate() {
-        let bad = |why: String| loadrig_spec::SpecError::new(flag, why);
-        if let Some((other, _)) = files[..i].iter().find(|(_, p)| same_file(p, path)) {
-            return Err(bad(format!("{} is {other}'s file too", path.display())));
-        }
-        if db.is_some_and(|db| same_file(db, path)) {
-            return Err(bad(format!(
-                "{} is the SQLite database the run writes to",
-                path.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The file a `sqlite://PATH` target names; none for a fresh temporary
-/// database (`sqlite://`) or another target.
-fn sqlite_file(target: &str) -> Option<&std::path::Path> {
-    target
-        .strip_prefix("sqlite://")
-        .map(|rest| rest.split('?').next().unwrap_or(""))
-        .filter(|p| !p.is_empty())
-        .map(std::path::Path::new)
-}
-
-/// Whether two paths name one file: the same device and inode when both
-/// exist, else the same absolute path.
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => match (std::path::absolute(a), std::path::absolute(b)) {
-            (Ok(x), Ok(y)) => x == y,
-            _ => a == b,
-        },
-    }
-}
-
-/// `--out` must name a file that can be written, checked before the run
-/// rather than found out after it: not a folder, in a folder that exists
-/// and takes new files (the report is written there atomically).
-fn check_out(out: &std::path::Path, csv: bool) -> Result<(), loadrig_spec::SpecError> {
-    let bad = |why: String| loadrig_spec::SpecError::new("--out", why);
-    if out == std::path::Path::new("-") {
-        return match csv {
-            true => Err(bad("- (standard output) is taken by --csv".to_string())),
-            false => Ok(()),
-        };
-    }
-    // A device or a FIFO is written in place (Report::write).
-    if std::fs::metadata(out).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        return Ok(());
-    }
-    if out.is_dir() {
-        return Err(bad(format!("{} is a folder, not a file", out.display())));
-    }
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(bad(format!("the folder {} does not exist", dir.display())));
-    }
-    tempfile::Builder::new()
-        .prefix(".loadrig-out-check")
-        .tempfile_in(dir)
-        .map(drop)
-        .map_err(|e| bad(format!("cannot write in {}: {e}", dir.display())))
-}
-
-/// tokio's current-thread scheduler on the thread that runs `main`: it
-/// connects, prepares, collects and prints, and is the engine's thread 0.
-/// `--threads N` adds N - 1 engine threads of their own when the load
-/// runs (`loadrig_engine::Threads`, thread-per-core), not a work-stealing
-/// pool: a connection stays on one thread and records into that thread's
-/// measurements. With `hooks`, it parks as the engine's threads do.
-fn runtime(hooks: Option<loadrig_engine::ThreadHooks>) -> anyhow::Result<tokio::runtime::Runtime> {
-    let mut builder = tokio::runtime::Builder::new_current_thread();
-    Ok(loadrig_engine::ThreadHooks::on_park(hooks, builder.enable_all()).build()?)
-}
-
-fn print_targets() {
-    let targets = loadrig_targets::TARGETS;
-    let schemes: Vec<String> = targets.iter().map(|d| d.schemes.join(",")).collect();
-    let workloads: Vec<String> = targets
-        .iter()
-        .map(|d| d.workloads().collect::<Vec<_>>().join(","))
-        .collect();
-    let w = |col: &[String], title: &str| {
-        col.iter()
-            .map(String::len)
-            .chain([title.len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let (ws, ww) = (w(&schemes, "schemes"), w(&workloads, "workloads"));
-    let wn = targets
-        .iter()
-        .map(|d| d.name.len())
-        .chain([8])
-        .max()
-        .unwrap_or(8);
-    loadrig_present::say!(
-        "{:<wn$} {:<ws$} {:<ww$} about",
-        "target",
-        "schemes",
-        "workloads"
-    );
-    for ((d, s), wl) in targets.iter().zip(&schemes).zip(&workloads) {
-        loadrig_present::say!("{:<wn$} {s:<ws$} {wl:<ww$} {}", d.name, d.about);
-        loadrig_present::say!("{:<wn$} {:<ws$} {:<ww$} e.g. {}", "", "", "", d.example);
-        if !d.stats.is_empty() {
-            loadrig_present::say!(
-                "{:<wn$} {:<ws$} {:<ww$} server stats per lap from {}: {}",
-                "",
-                "",
-                "",
-                d.stats_from,
-                d.stats.iter().map(|s| s.1).collect::<Vec<_>>().join(", ")
-            );
-        }
-    }
-}
-
-fn print_workloads() {
-    let rows: Vec<(&str, String, &str)> = loadrig_workloads::WORKLOADS
-        .iter()
-        .map(|w| {
-            let targets: Vec<&str> = loadrig_targets::TARGETS
-                .iter()
-                .filter(|d| d.runs(w.name))
-                .map(|d| d.name)
-                .collect();
-            (w.name, targets.join(","), w.about)
-        })
-        .collect();
-    let w = rows.iter().map(|r| r.1.len()).chain([7]).max().unwrap_or(7);
-    loadrig_present::say!("{:<8} {:<w$} about", "workload", "targets");
-    for (name, targets, about) in rows {
-        loadrig_present::say!("{name:<8} {targets:<w$} {about}");
-    }
 }

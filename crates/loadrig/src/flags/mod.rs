@@ -3,6 +3,7 @@
 //! and builds the [`RunSpec`]. Help text lives in the doc comments.
 
 mod chat;
+pub mod files;
 mod hello;
 mod http;
 mod kv;
@@ -362,7 +363,7 @@ impl Workload {
                 Parts {
                     run,
                     url: None,
-                    workload: pubsub.spec(),
+                    workload: pubsub.spec(run),
                     preset: None,
                     defaults: Defaults {
                         clients: pubsub.pubs,

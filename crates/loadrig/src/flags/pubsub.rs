@@ -44,17 +44,21 @@ pub(super) fn one_connection_per_client(run: &RunArgs) -> Result<(), SpecError> 
 /// The processes of one pubsub run (`--processes`) publish and subscribe
 /// to one subject: every subscriber should receive every publisher's
 /// message, whichever process holds it. Without `--subject` the parent
-/// picks one of the run's own, gives it to every child and records it in
-/// its spec (the merged report's).
-pub fn share_subject(spec: &mut RunSpec, child: &mut ChildLine) {
+/// picks one of the run's own when its spec is made ([`PubSubArgs::spec`])
+/// and gives it to every child ([`subject_for_children`]); the spec, the
+/// merged report's, records it.
+pub fn subject_for_children(spec: &RunSpec, child: &mut ChildLine) {
     if let WorkloadSpec::Pubsub(PubSubSpec {
-        subject: subject @ None,
-        ..
-    }) = &mut spec.workload
+        subject: Some(s), ..
+    }) = &spec.workload
     {
-        let s = loadrig_workloads::pubsub::fresh_subject();
-        child.args.push(format!("--subject={s}").into());
-        *subject = Some(s);
+        let given = child
+            .args
+            .iter()
+            .any(|a| a.to_string_lossy().starts_with("--subject="));
+        if !given {
+            child.args.push(format!("--subject={s}").into());
+        }
     }
 }
 
@@ -129,14 +133,21 @@ pub struct PubSubArgs {
 }
 
 impl PubSubArgs {
-    pub fn spec(&self) -> WorkloadSpec {
+    /// The parent of `--processes` picks the run's subject here, when
+    /// none is given, so the spec is whole before it is validated.
+    pub fn spec(&self, run: &RunArgs) -> WorkloadSpec {
+        let parent = run.processes.is_some_and(|k| k > 1) && !run.child;
+        let subject = match (&self.subject, parent) {
+            (None, true) => Some(loadrig_workloads::pubsub::fresh_subject()),
+            (given, _) => given.clone(),
+        };
         WorkloadSpec::Pubsub(PubSubSpec {
             pubs: self.pubs,
             subs: self.subs,
             size: self.size,
             request: self.request,
             drain_secs: self.drain,
-            subject: self.subject.clone(),
+            subject,
         })
     }
 }

@@ -240,6 +240,18 @@ pub fn report_page(reports: &[(String, &Report)]) -> anyhow::Result<String> {
     Ok(o)
 }
 
+/// `loadrig report REPORT... -o FILE.html`: the reports as one page.
+pub fn report_command(paths: &[std::path::PathBuf], out: &Path) -> anyhow::Result<i32> {
+    let reports = paths
+        .iter()
+        .map(|p| Report::read(p).map(|rep| (super::stem(p), rep)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let refs: Vec<(String, &Report)> = reports.iter().map(|(n, r)| (n.clone(), r)).collect();
+    write_reports(out, &refs)?;
+    crate::say!("wrote {}", out.display());
+    Ok(loadrig_report::exit::OK)
+}
+
 /// Write [`report_page`] to `path`.
 pub fn write_reports(path: &Path, reports: &[(String, &Report)]) -> anyhow::Result<()> {
     let page = report_page(reports)?;
