@@ -34,6 +34,8 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, Parser, Subcommand};
 use loadrig_spec::{Preset, RunSpec, SpecError, TargetFacts, WorkloadSpec};
 
+pub use crate::session::ChildLine;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "loadrig",
@@ -485,17 +487,6 @@ pub const HEADERS_ENV: &str = "LOADRIG_HEADERS";
 
 /// The environment variable `--target` is also read from.
 pub const TARGET_ENV: &str = "LOADRIG_TARGET";
-
-/// How the parent of `--processes` starts each child, less what it adds per
-/// child (`--shard`, `--start-at`, `--out`).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ChildLine {
-    /// `run WORKLOAD` and every flag the user gave, as given, except the
-    /// parent's own and those in `env`.
-    pub args: Vec<OsString>,
-    /// Flags passed as environment variables (secrets).
-    pub env: Vec<(&'static str, OsString)>,
-}
 
 /// The child's command line and environment from the parent's matches.
 pub fn child_line(matches: &ArgMatches) -> ChildLine {

@@ -39,6 +39,7 @@ mod verify;
 
 pub use commands::{prepare_only, teardown_only, verify_report};
 pub use deadline::Deadlines;
+pub use processes::ChildLine;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -52,7 +53,6 @@ use loadrig_spec::RunSpec;
 use loadrig_workloads::{Bench, TargetInfo};
 
 use crate::exit;
-use crate::flags::ChildLine;
 use crate::signals::Watch;
 use crate::start::StartRule;
 use processes::Gathered;

@@ -25,8 +25,18 @@ use super::measure::{environment, End};
 use super::prepare::Before;
 use super::Session;
 use crate::exit;
-use crate::flags::ChildLine;
 use crate::start::{self, StartRule};
+
+/// How the parent of `--processes` starts each child, less what it adds per
+/// child (`--shard`, `--start-at`, `--out`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChildLine {
+    /// `run WORKLOAD` and every flag the user gave, as given, except the
+    /// parent's own and those in `env`.
+    pub args: Vec<OsString>,
+    /// Flags passed as environment variables (secrets).
+    pub env: Vec<(&'static str, OsString)>,
+}
 
 /// The start when neither `--start-at` nor `--start-delay` is given.
 const DEFAULT_START: StartRule = StartRule::Delay(1.0);
