@@ -210,7 +210,7 @@ struct Part<D> {
     issuing: usize,
     stop: Arc<AtomicBool>,
     talking: Arc<AtomicUsize>,
-    tx: tokio::sync::mpsc::UnboundedSender<collect::Report>,
+    tx: tokio::sync::mpsc::UnboundedSender<collect::Handover>,
 }
 
 impl<D: Driver> Part<D> {

@@ -354,7 +354,7 @@ fn parse_only(command: &Command) -> anyhow::Result<i32> {
 /// first, since it parses its URL and states the facts the spec is
 /// resolved against, before anything connects.
 fn open_run(
-    workload: &flags::Workload,
+    workload: &flags::WorkloadArgs,
 ) -> anyhow::Result<(loadrig_targets::Target, loadrig_spec::RunSpec)> {
     let parts = workload.parts()?;
     check_files(parts.run, parts.target())?;

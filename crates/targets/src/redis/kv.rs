@@ -19,7 +19,7 @@ use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::kv::resp::{self, Reply as Resp};
 use loadrig_workloads::kv::{Key, KvBackend, KvConn, Rows, Txn, TxnDone};
 use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
-use loadrig_workloads::stream::{ByteStream, Fifo};
+use loadrig_workloads::stream::{ByteStream, InFlight};
 use loadrig_workloads::{Reply, TargetError};
 
 use super::{Admin, Link, RedisConn, RedisTarget};
@@ -82,7 +82,7 @@ enum Part {
 /// One pipelined connection running transactions.
 pub struct RedisKvConn {
     stream: RedisConn,
-    parts: Fifo<Part>,
+    parts: InFlight<Part>,
     names: Arc<Names>,
     at: Arc<TargetUrl>,
     admin: Option<Admin>,
@@ -514,7 +514,7 @@ impl KvBackend for RedisTarget {
     async fn connect(&self) -> Result<Self::Conn, TargetError> {
         Ok(RedisKvConn {
             stream: RedisBackend::connect(self, 0, self.round_robin()).await?,
-            parts: Fifo::new(),
+            parts: InFlight::new(),
             names: self.kv.clone(),
             at: self.at.clone(),
             admin: None,

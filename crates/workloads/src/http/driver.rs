@@ -29,7 +29,7 @@ use loadrig_metrics::{ErrorKind, OpError};
 use super::load::{Load, DOMAINS, OTHER, REOPENED, S2XX};
 use super::response::Reader;
 use super::HttpConn;
-use crate::stream::{Fifo, StreamDriver};
+use crate::stream::{InFlight, StreamDriver};
 
 const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
 const WRONG: OpError = OpError::new(ErrorKind::Verification);
@@ -46,7 +46,7 @@ struct Pending {
 pub struct HttpDriver<C> {
     conn: C,
     load: Arc<Load>,
-    pending: Fifo<Pending>,
+    pending: InFlight<Pending>,
     /// What has been read of the oldest request's response.
     reader: Reader,
     /// The server said it closes this connection after the response
@@ -61,7 +61,7 @@ impl<C: HttpConn> HttpDriver<C> {
             conn,
             reader: Reader::new(load.head_only, load.get),
             load,
-            pending: Fifo::new(),
+            pending: InFlight::new(),
             closing: false,
             counts: [0; DOMAINS.len()],
         }
@@ -110,7 +110,7 @@ impl<C: HttpConn> HttpDriver<C> {
         let server = self.conn.server();
         // Nothing of the old socket's buffers came along.
         let (load, out) = (&*self.load, self.conn.out());
-        let mut again = Fifo::new();
+        let mut again = InFlight::new();
         while let Some(p) = self.pending.pop() {
             load.write(out, server, p.index);
             again.push(p, &[]);

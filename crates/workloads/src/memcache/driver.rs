@@ -23,7 +23,7 @@ use loadrig_wire::kv::memcache::binary::{self, GetKind, Opcode, SetOpts, Status}
 use loadrig_wire::kv::memcache::text::{self, Response, StoreCmd, StoreOpts};
 
 use super::load::{Load, Op, GET, GET_HITS, GET_MISSES, SET};
-use crate::stream::{self, ByteStream, Fifo, StreamDriver};
+use crate::stream::{self, ByteStream, InFlight, StreamDriver};
 
 const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
 const WRONG: OpError = OpError::new(ErrorKind::Verification);
@@ -40,7 +40,7 @@ pub struct MemcacheDriver<C> {
     conn: C,
     load: Arc<Load>,
     /// Requests in flight, and whether the stream is out of step.
-    pending: Fifo<Pending>,
+    pending: InFlight<Pending>,
     /// Keys of the request being written, `multiget` of them end to end.
     keys: Vec<u8>,
     /// Hits and misses since the engine last took them.
@@ -57,7 +57,7 @@ impl<C: ByteStream> MemcacheDriver<C> {
         MemcacheDriver {
             conn,
             load,
-            pending: Fifo::new(),
+            pending: InFlight::new(),
             keys,
             counts: [0; 2],
             hits: 0,

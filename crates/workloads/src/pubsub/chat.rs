@@ -17,7 +17,7 @@ use loadrig_metrics::Snapshot;
 use loadrig_spec::{ChatSpec, RunSpec, Stop};
 use serde_json::value::RawValue;
 
-use super::client::{Client, ClientDriver, Role, DOMAINS, SEND};
+use super::client::{Client, ClientDriver, ClientRole, DOMAINS, SEND};
 use super::fanout::{run_prefix, subscribe_failed};
 use super::tally::ClientTally;
 use super::{PubSubBackend, PubSubConn};
@@ -89,7 +89,7 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
         // Stress sends as fast as the broker takes it: taken, not written
         // into a socket buffer the broker reads seconds later.
         conn.confirm_by_round_trip();
-        let role = Role::Member { first, size };
+        let role = ClientRole::Member { first, size };
         Ok(ClientDriver::new(conn, self.client.clone(), role, n))
     }
 

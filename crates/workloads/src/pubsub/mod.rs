@@ -36,7 +36,7 @@ use loadrig_metrics::OpError;
 use crate::{TargetError, TargetInfo};
 
 pub use chat::ChatBench;
-pub use client::{Client, ClientDriver, Role, DELIVER, DOMAINS, SEND};
+pub use client::{Client, ClientDriver, ClientRole, DELIVER, DOMAINS, SEND};
 pub use fanout::{fresh_subject, PubSubBench};
 pub use tally::{ClientTally, Spread, Tallies};
 

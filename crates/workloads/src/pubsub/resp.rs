@@ -19,7 +19,7 @@ use loadrig_wire::kv::resp::{self, Reply};
 
 use super::{Confirm, Incoming, PubSubConn};
 use crate::redis::command::error_class;
-use crate::stream::{await_in_place, ByteStream, Fifo, Scan};
+use crate::stream::{await_in_place, ByteStream, InFlight, Scan};
 
 const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
 
@@ -94,7 +94,7 @@ pub struct RespPubSub<S> {
     /// In subscribe mode; opened by the first `subscribe`.
     subscriber: Option<S>,
     /// Tags of the publishes in flight, oldest first.
-    tags: Fifo<Tag>,
+    tags: InFlight<Tag>,
     /// Channels subscribed; made again on reconnect.
     channels: Vec<Vec<u8>>,
     /// Bytes of subscribe streams replaced since the last `take_bytes`.
@@ -107,7 +107,7 @@ impl<S: ByteStream> RespPubSub<S> {
         RespPubSub {
             publisher,
             subscriber: None,
-            tags: Fifo::new(),
+            tags: InFlight::new(),
             channels: Vec::new(),
             carried: (0, 0),
         }

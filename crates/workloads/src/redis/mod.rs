@@ -30,7 +30,7 @@ use loadrig_metrics::{ErrorKind, OpError, Snapshot};
 use loadrig_spec::{RedisSpec, RedisTest, RunSpec};
 use loadrig_wire::kv::resp::{self, Reply};
 
-use crate::stream::{ByteStream, Fifo};
+use crate::stream::{ByteStream, InFlight};
 use crate::{Bench, Results, TargetError, TargetInfo, Verdict};
 use command::Template;
 use driver::Mode;
@@ -173,7 +173,7 @@ pub trait RespAdmin {
 /// and come back in order, each answering the oldest tag.
 pub struct RespConn<S> {
     stream: S,
-    tags: Fifo<Tag>,
+    tags: InFlight<Tag>,
 }
 
 const PROTOCOL: OpError = OpError {
@@ -185,7 +185,7 @@ impl<S: ByteStream> RespConn<S> {
     pub fn new(stream: S) -> Self {
         RespConn {
             stream,
-            tags: Fifo::new(),
+            tags: InFlight::new(),
         }
     }
 
