@@ -21,8 +21,6 @@ use loadrig_metrics::{OpError, Snapshot};
 use serde_json::value::RawValue;
 
 pub use loadrig_metrics::{Check, Results, Verdict};
-/// Counts as people read them (one home for number formats: the report's).
-pub use loadrig_report::fmt::{group, group_i};
 
 /// A workload: its name (`loadrig run NAME`), the capability it needs of a
 /// target, and one line for `loadrig workloads`.

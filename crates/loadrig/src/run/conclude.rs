@@ -9,9 +9,10 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use loadrig_metrics::{Snapshot, Verdict};
+use loadrig_report::fmt::group;
 use loadrig_report::{Environment, Report, Verification};
 use loadrig_spec::{CsvDialect, RunSpec};
-use loadrig_workloads::{group, Bench, TargetInfo};
+use loadrig_workloads::{Bench, TargetInfo};
 
 use crate::exit;
 use crate::print::{csv, redis, Printer};

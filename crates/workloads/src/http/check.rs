@@ -16,12 +16,13 @@
 use std::time::Duration;
 
 use loadrig_metrics::{Check, ErrorKind, Snapshot};
+use loadrig_report::fmt::group;
 
 use super::load::{Load, DOMAINS, REOPENED};
 use super::response::{Reader, Response};
 use super::HttpBackend;
 use crate::stream::ByteStream;
-use crate::{group, Results, TargetError, Verdict};
+use crate::{Results, TargetError, Verdict};
 
 /// How long a cold-path exchange may take.
 const COLD_TIMEOUT: Duration = Duration::from_secs(30);

@@ -29,9 +29,10 @@ use std::time::{Duration, Instant};
 
 use loadrig_engine::Tag;
 use loadrig_metrics::{OpError, Snapshot};
+use loadrig_report::fmt::group;
 use loadrig_spec::{KvSpec, RunSpec};
 
-use crate::{group, Bench, Reply, Results, TargetError, TargetInfo, Verdict};
+use crate::{Bench, Reply, Results, TargetError, TargetInfo, Verdict};
 use data::{key_of, Generator, Origin};
 use driver::MISSING;
 use verify::{Ledger, BATCH};

@@ -23,11 +23,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use loadrig_engine::rng::Rng;
+use loadrig_report::fmt::group;
 use loadrig_spec::KvSpec;
 
 use super::data::{key_of, Generator, Origin};
 use super::{Key, KvBackend, KvConn, Rows};
-use crate::{group, Check, TargetError, Verdict};
+use crate::{Check, TargetError, Verdict};
 
 /// Rows one `put_rows` carries in the load phase and when values are put
 /// back.

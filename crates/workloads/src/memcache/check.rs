@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use bytes::Buf;
 use loadrig_metrics::{ErrorKind, Snapshot, Span};
+use loadrig_report::fmt::group;
 use loadrig_spec::Stop;
 use loadrig_wire::kv::memcache::text::{self, Response};
 use loadrig_wire::kv::memcache::McError;
@@ -30,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use super::load::{Load, GET, GET_HITS, GET_MISSES, SET};
 use super::MemcacheBackend;
 use crate::stream::ByteStream;
-use crate::{group, Check, Results, TargetError, Verdict};
+use crate::{Check, Results, TargetError, Verdict};
 
 /// How long one cold-path exchange may take.
 const COLD_TIMEOUT: Duration = Duration::from_secs(120);

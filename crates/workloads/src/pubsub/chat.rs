@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
+use loadrig_report::fmt::group;
 use loadrig_spec::{ChatSpec, RunSpec, Stop};
 use serde_json::value::RawValue;
 
@@ -21,7 +22,7 @@ use super::client::{Client, ClientDriver, ClientRole, DOMAINS, SEND};
 use super::fanout::{run_prefix, subscribe_failed};
 use super::tally::ClientTally;
 use super::{PubSubBackend, PubSubConn};
-use crate::{group, Bench, Check, Results, TargetError, Verdict};
+use crate::{Bench, Check, Results, TargetError, Verdict};
 
 /// The chat workload on one broker.
 pub struct ChatBench<B> {

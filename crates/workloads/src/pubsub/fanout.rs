@@ -12,13 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
+use loadrig_report::fmt::group;
 use loadrig_spec::{PubSubSpec, RunSpec, Stop};
 use serde_json::value::RawValue;
 
 use super::client::{Client, ClientDriver, ClientRole, DOMAINS, SEND};
 use super::tally::{ClientTally, Spread};
 use super::{PubSubBackend, PubSubConn};
-use crate::{group, Bench, Check, Results, TargetError, Verdict};
+use crate::{Bench, Check, Results, TargetError, Verdict};
 
 /// The pubsub workload on one broker.
 pub struct PubSubBench<B> {

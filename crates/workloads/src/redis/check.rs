@@ -19,8 +19,9 @@ use super::command::{self, put_digits};
 use super::driver::test_seed;
 use super::read::{self, scan, Lacks, Reader};
 use super::{RedisBackend, RespAdmin, Value};
-use crate::{group, group_i, Check, Results, TargetError, Verdict};
+use crate::{Check, Results, TargetError, Verdict};
 use loadrig_engine::{rng::Rng, WARMUP_INDEX_BASE};
+use loadrig_report::fmt::{group, group_i};
 
 /// Where a test's writes (or pops) land.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

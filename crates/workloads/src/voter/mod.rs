@@ -10,13 +10,14 @@ use std::future::Future;
 
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{OpError, Snapshot};
+use loadrig_report::fmt::{group, group_i};
 use loadrig_spec::{RunSpec, VoterSpec, CONTESTANT_NAMES};
 use serde::{Deserialize, Serialize};
 
 pub use area_codes::AREA_CODES;
 pub use generator::CallGenerator;
 
-use crate::{group, group_i, Bench, Check, Reply, Results, TargetError, TargetInfo, Verdict};
+use crate::{Bench, Check, Reply, Results, TargetError, TargetInfo, Verdict};
 
 /// One vote as the Vote procedure receives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
