@@ -141,6 +141,13 @@ pub enum Reply<T> {
     Broken(OpError),
 }
 
+/// How long a target may take over what it asks the server about itself
+/// on the side of the run ([`TargetInfo::server_version`]: the version,
+/// durability settings, a cluster's members, the server's name): past
+/// it, the run goes on without the answer. Only a broker that may stay
+/// silent by design waits less (MQTT's `$SYS` version topic).
+pub const ASIDE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What a target says about itself, whatever the workload: every
 /// capability trait builds on it, so a target states these facts once.
 pub trait TargetInfo {
