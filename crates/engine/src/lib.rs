@@ -31,7 +31,7 @@ use std::time::Duration;
 use loadrig_spec::LoadSpec;
 
 pub use collect::LapView;
-pub use driver::{Driver, Event, Tag};
+pub use driver::{CountsBytes, Driver, Event, Tag};
 pub use idle::{serve_until, Waited};
 pub use lanes::{Homed, Threads};
 pub use loadrig_metrics::{Lap, Outcome};

@@ -14,6 +14,7 @@
 use std::sync::Arc;
 
 use bytes::{Buf, BufMut, BytesMut};
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::kv::resp::{self, Reply as Resp};
@@ -306,10 +307,6 @@ impl KvConn for RedisKvConn {
         self.stream.reconnect().await
     }
 
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.stream.take_bytes()
-    }
-
     async fn put_rows(&mut self, rows: &Rows) -> Result<(), TargetError> {
         let names = self.names.clone();
         let mut mset: Command = vec![b"MSET".to_vec()];
@@ -348,6 +345,12 @@ impl KvConn for RedisKvConn {
                 reason: format!("MGET answered {other:?}"),
             }),
         }
+    }
+}
+
+impl CountsBytes for RedisKvConn {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.stream.take_bytes()
     }
 }
 

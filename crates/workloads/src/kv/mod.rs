@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{OpError, Snapshot};
 use loadrig_report::fmt::group;
@@ -201,7 +202,7 @@ pub trait KvBackend: TargetInfo {
 
 /// One connection: transactions on the hot path (possibly many in flight),
 /// bulk writes and read back on the cold path.
-pub trait KvConn: Send + 'static {
+pub trait KvConn: CountsBytes + Send + 'static {
     /// Queue a transaction under `tag`; must not block. The connection
     /// copies what it needs: the driver reuses `txn` for the next one.
     fn submit(&mut self, txn: &Txn, tag: Tag);
@@ -212,11 +213,6 @@ pub trait KvConn: Send + 'static {
     fn recv(&mut self) -> impl Future<Output = Reply<TxnDone>> + Send;
 
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
-
-    /// Bytes sent and received since the last call, where known.
-    fn take_bytes(&mut self) -> (u64, u64) {
-        (0, 0)
-    }
 
     /// Cold path: write `rows` (insert or overwrite) and commit, in as few
     /// round trips as the target allows (a batch of up to a few thousand

@@ -23,6 +23,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Buf;
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 pub use loadrig_wire::mq::mqtt::Qos;
@@ -360,10 +361,6 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
         Ok(())
     }
 
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.stream.take_bytes()
-    }
-
     /// QoS 0 only: at QoS 1 the broker's `PUBACK` confirms each publish.
     fn confirm_by_round_trip(&mut self) {
         if self.qos == Qos::AtMostOnce {
@@ -375,6 +372,12 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
     async fn close(&mut self) {
         mqtt::encode_disconnect(self.stream.out());
         let _ = tokio::time::timeout(CLOSE_TIMEOUT, self.stream.flush()).await;
+    }
+}
+
+impl<S: ByteStream> CountsBytes for MqttLink<S> {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.stream.take_bytes()
     }
 }
 

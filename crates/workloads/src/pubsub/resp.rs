@@ -13,6 +13,7 @@
 use std::time::Duration;
 
 use bytes::Buf;
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::kv::resp::{self, Reply};
@@ -245,6 +246,14 @@ impl<S: ByteStream> PubSubConn for RespPubSub<S> {
         Ok(())
     }
 
+    /// Redis needs no goodbye; what is queued goes out if the socket takes
+    /// it now.
+    async fn close(&mut self) {
+        let _ = tokio::time::timeout(Duration::ZERO, self.publisher.flush()).await;
+    }
+}
+
+impl<S: ByteStream> CountsBytes for RespPubSub<S> {
     fn take_bytes(&mut self) -> (u64, u64) {
         let (mut sent, mut received) = self.publisher.take_bytes();
         let (s, r) = std::mem::take(&mut self.carried);
@@ -256,11 +265,5 @@ impl<S: ByteStream> PubSubConn for RespPubSub<S> {
             received += r;
         }
         (sent, received)
-    }
-
-    /// Redis needs no goodbye; what is queued goes out if the socket takes
-    /// it now.
-    async fn close(&mut self) {
-        let _ = tokio::time::timeout(Duration::ZERO, self.publisher.flush()).await;
     }
 }

@@ -8,6 +8,7 @@ mod generator;
 
 use std::future::Future;
 
+use loadrig_engine::CountsBytes;
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{OpError, Snapshot};
 use loadrig_report::fmt::{group, group_i};
@@ -141,15 +142,12 @@ pub trait VoterBackend: TargetInfo {
 }
 
 /// One connection able to call Vote, possibly many calls in flight.
-pub trait VoterConn: Send + 'static {
+pub trait VoterConn: CountsBytes + Send + 'static {
     /// Queue a call; must not block.
     fn vote(&mut self, vote: &Vote, tag: Tag);
     /// The next answer. Cancel safe.
     fn recv(&mut self) -> impl Future<Output = Reply<VoteResult>> + Send;
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
-    fn take_bytes(&mut self) -> (u64, u64) {
-        (0, 0)
-    }
 }
 
 /// The engine's driver for the Voter over any [`VoterConn`].
