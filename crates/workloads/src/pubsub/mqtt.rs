@@ -96,6 +96,14 @@ fn subject_to_mqtt(subject: &[u8], filter: bool, out: &mut String) -> bool {
     true
 }
 
+/// A received topic name as a subject into `out` (`/` -> `.`): the
+/// inverse of [`to_topic`].
+#[inline]
+fn to_subject(topic: &str, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend(topic.bytes().map(|b| if b == b'/' { b'.' } else { b }));
+}
+
 /// A publish's packet identifier: its tag + 1.
 #[inline]
 fn pid_of(tag: Tag) -> Option<NonZeroU16> {
@@ -262,9 +270,7 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
                         // Never asked for: every subscription is QoS 0 or 1.
                         QosPid::ExactlyOnce(_) => return Some(Err(PROTOCOL)),
                     };
-                    self.subject.clear();
-                    self.subject
-                        .extend(p.topic.bytes().map(|b| if b == b'/' { b'.' } else { b }));
+                    to_subject(p.topic, &mut self.subject);
                     let out = f(Incoming::Message {
                         subject: &self.subject,
                         reply: None,
