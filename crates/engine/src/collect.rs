@@ -1,6 +1,6 @@
 //! The collector: merges the threads' snapshots at lap boundaries into lap
 //! figures and run totals, and shows each lap to the caller as it closes.
-//! It receives one report per engine thread per lap, however many
+//! It receives one [`Handover`] per engine thread per lap, however many
 //! connections each thread serves.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -15,8 +15,12 @@ use crate::{EngineConfig, Lap, Outcome};
 /// snapshots of that lap; later ones count in the next lap.
 const GRACE: Duration = Duration::from_millis(20);
 
-/// What a thread hands over: its workers' snapshots since its last report.
-pub(crate) struct Report {
+/// What a thread hands over to the collector
+/// ([`Recorder::hand_over`](crate::record::Recorder::hand_over)): its
+/// workers' snapshots since its last hand-over. Named for the hand-over,
+/// not a report: the run's report is `loadrig_report::Report`, made from
+/// the collector's totals.
+pub(crate) struct Handover {
     /// The engine thread (`lanes`), not a connection.
     pub thread: usize,
     /// [warm-up, measured].
@@ -25,9 +29,9 @@ pub(crate) struct Report {
     pub pending: u64,
     /// The thread's workers whose connection is up.
     pub connections: u64,
-    /// Bytes (sent, received) by the thread's sockets since its last report.
+    /// Bytes (sent, received) by the thread's sockets since its last hand-over.
     pub traffic: (u64, u64),
-    /// The thread's workers are all done; this is its final report.
+    /// The thread's workers are all done; this is its final hand-over.
     pub last: bool,
     /// The thread's last completion or delivery.
     pub last_event: Option<Instant>,
@@ -35,7 +39,7 @@ pub(crate) struct Report {
 
 pub(crate) async fn collect(
     cfg: &EngineConfig,
-    mut rx: UnboundedReceiver<Report>,
+    mut rx: UnboundedReceiver<Handover>,
     threads: usize,
     start: Instant,
     mut on_lap: impl FnMut(&LapView<'_>),
@@ -47,7 +51,7 @@ pub(crate) async fn collect(
     let mut lap = blank();
     let mut pending = vec![0u64; threads.max(1)];
     let mut up = vec![0u64; threads.max(1)];
-    // Bytes of the lap being collected, as the threads' reports said.
+    // Bytes of the lap being collected, as the threads' hand-overs said.
     let mut traffic = (0u64, 0u64);
     let mut last_event: Option<Instant> = None;
     let mut live = threads;
@@ -63,7 +67,7 @@ pub(crate) async fn collect(
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
 
     // Threads heard from since the last lap closed (or finished): a lap
-    // whose threads have not all reported by its grace waits for them, up
+    // whose threads have not all handed over by its grace waits for them, up
     // to half an interval, so a thread that was busy or descheduled at the
     // boundary does not leave the lap empty and double the next one.
     let mut heard = vec![false; threads.max(1)];

@@ -32,6 +32,17 @@ pub enum Event {
     },
 }
 
+/// A connection that counts the bytes it moves: the one `take_bytes` of
+/// every capability's connection (the workloads' `VoterConn`, `HelloConn`,
+/// `KvConn` and `PubSubConn` have it as a supertrait), so a connection type
+/// that serves several capabilities counts its bytes in one place, and a
+/// driver hands its connection's count on as [`Driver::take_bytes`].
+pub trait CountsBytes {
+    /// Bytes (sent, received) since the last call; `(0, 0)` where they
+    /// are not known (an embedded database, no target at all).
+    fn take_bytes(&mut self) -> (u64, u64);
+}
+
 /// One connection to a target, speaking one workload. The engine owns one
 /// driver per worker and is generic over it, so the hot path is statically
 /// dispatched.
@@ -108,7 +119,8 @@ pub trait Driver: Send + 'static {
     /// Re-establish the connection after [`Event::Broken`] or a timeout.
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
 
-    /// Bytes sent and received since the last call.
+    /// Bytes sent and received since the last call (its connection's
+    /// [`CountsBytes`], where it has one).
     fn take_bytes(&mut self) -> (u64, u64) {
         (0, 0)
     }

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use loadrig_spec::LoadSpec;
 
-pub use driver::{Driver, Event, Tag};
+pub use driver::{CountsBytes, Driver, Event, Tag};
 pub use idle::{serve_until, Waited};
 pub use lanes::{Homed, Threads};
 pub use loadrig_metrics::LapView;
@@ -200,7 +200,7 @@ struct Part<D> {
     issuing: usize,
     stop: Arc<AtomicBool>,
     talking: Arc<AtomicUsize>,
-    tx: tokio::sync::mpsc::UnboundedSender<collect::Report>,
+    tx: tokio::sync::mpsc::UnboundedSender<collect::Handover>,
 }
 
 impl<D: Driver> Part<D> {

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
-use crate::collect::Report;
+use crate::collect::Handover;
 
 /// The recorder of one thread, shared by its workers.
 pub(crate) type Shared = Rc<RefCell<Recorder>>;
@@ -38,7 +38,7 @@ pub(crate) struct Recorder {
     handed: Option<Instant>,
     thread: usize,
     shape: (usize, usize),
-    tx: UnboundedSender<Report>,
+    tx: UnboundedSender<Handover>,
 }
 
 impl Recorder {
@@ -46,7 +46,7 @@ impl Recorder {
         thread: usize,
         workers: usize,
         shape: (usize, usize),
-        tx: UnboundedSender<Report>,
+        tx: UnboundedSender<Handover>,
     ) -> Shared {
         Rc::new(RefCell::new(Recorder {
             snaps: [
@@ -110,7 +110,7 @@ impl Recorder {
         ];
         // The collector outlives every thread's workers; if it is gone
         // the run is over and there is no one left to tell.
-        let _ = self.tx.send(Report {
+        let _ = self.tx.send(Handover {
             thread: self.thread,
             snaps,
             pending: self.pending.iter().sum(),

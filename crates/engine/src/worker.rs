@@ -122,8 +122,9 @@ impl Ending {
     }
 }
 
-/// What a worker does: issue operations, listen, or both.
-struct Role {
+/// Whether a worker listens: beside issuing operations, or instead of
+/// issuing (a subscriber).
+struct Listening {
     /// Keeps calling `recv` with nothing in flight (see `Driver::listens`).
     listen: bool,
     /// Issues nothing (a subscriber of a pub/sub run).
@@ -146,7 +147,7 @@ pub(crate) struct Worker<D> {
     /// worker wakes for them precisely and records each one's send lag.
     paced: bool,
     /// Whether it issues, listens, or both.
-    role: Role,
+    listening: Listening,
     /// Whether the connection is up, and the reconnect backoff.
     link: LinkState,
     /// Operations in flight by tag (see `slots`).
@@ -313,7 +314,7 @@ impl<D: Driver> Worker<D> {
                 last_arrival: None,
                 counted: matches!(load.stop, Stop::Count(_)),
             },
-            role: Role {
+            listening: Listening {
                 listen,
                 listener: ends.listener,
             },
@@ -413,14 +414,14 @@ impl<D: Driver> Worker<D> {
                 }
                 tokio::select! {
                     biased;
-                    ev = self.driver.recv(), if self.slots.busy() > 0 || self.role.listen => {
+                    ev = self.driver.recv(), if self.slots.busy() > 0 || self.listening.listen => {
                         let now = Instant::now();
                         self.complete(ev, now);
                         self.since_yield += 1;
                         // Answers that came in with this one (one read, many
                         // pipelined replies) complete at the same instant:
                         // one clock read per read, not per reply.
-                        while (self.slots.busy() > 0 || self.role.listen) && self.link.connected {
+                        while (self.slots.busy() > 0 || self.listening.listen) && self.link.connected {
                             let Some(ev) = self.driver.try_recv() else { break };
                             self.complete(ev, now);
                             self.since_yield += 1;
@@ -476,11 +477,11 @@ impl<D: Driver> Worker<D> {
         if !self.ending.quiet {
             self.ending.quiet = true;
             self.driver.issued_all();
-            if !self.role.listener {
+            if !self.listening.listener {
                 self.ending.talking.fetch_sub(1, Ordering::AcqRel);
             }
         }
-        if !self.role.listen || self.ending.stop.load(Ordering::Relaxed) {
+        if !self.listening.listen || self.ending.stop.load(Ordering::Relaxed) {
             return true;
         }
         // Listening: go on until every issuing worker is done and nothing

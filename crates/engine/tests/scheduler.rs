@@ -18,7 +18,7 @@ type Log = Arc<Mutex<Vec<(u64, Instant, usize)>>>;
 
 /// A single-queue server: each request takes `service`, one after the
 /// other per connection; nothing completes inside the stall window.
-struct Fifo {
+struct SingleQueue {
     service: Duration,
     stall: Option<(Instant, Instant)>,
     queue: VecDeque<(Tag, Instant)>,
@@ -26,9 +26,9 @@ struct Fifo {
     log: Log,
 }
 
-impl Fifo {
+impl SingleQueue {
     fn new(service: Duration, stall: Option<(Instant, Instant)>, log: Log) -> Self {
-        Fifo {
+        SingleQueue {
             service,
             stall,
             queue: VecDeque::new(),
@@ -38,7 +38,7 @@ impl Fifo {
     }
 }
 
-impl Driver for Fifo {
+impl Driver for SingleQueue {
     fn kind_of(&self, _index: u64) -> usize {
         0
     }
@@ -116,7 +116,7 @@ async fn drive(
     let start = Instant::now() + Duration::from_millis(10);
     let stall = stall.map(|(a, b)| (start + a, start + b));
     let drivers = (0..cfg.load.connections)
-        .map(|_| Fifo::new(service, stall, log.clone()))
+        .map(|_| SingleQueue::new(service, stall, log.clone()))
         .collect();
     let out = run(
         &cfg,
@@ -296,7 +296,7 @@ async fn late_operations_beyond_the_bound_are_dropped_and_counted() {
 /// A server that answers until `dies_after` calls, then refuses every
 /// reconnect: the run still ends, and `-n` is accounted for.
 struct Dying {
-    inner: Fifo,
+    inner: SingleQueue,
     calls: u32,
     dies_after: u32,
 }
@@ -334,7 +334,7 @@ async fn a_dying_server_gives_counted_errors_and_the_run_ends() {
         let start = Instant::now();
         let drivers = (0..2)
             .map(|_| Dying {
-                inner: Fifo::new(Duration::from_millis(1), None, log.clone()),
+                inner: SingleQueue::new(Duration::from_millis(1), None, log.clone()),
                 calls: 0,
                 dies_after: 100,
             })
@@ -554,7 +554,7 @@ fn threads_share_the_indices_and_their_recorders_add_up() {
         let start = Instant::now() + Duration::from_millis(10);
         let mut drivers = Vec::new();
         for k in 0..7 {
-            let d = Fifo::new(Duration::from_micros(50), None, log.clone());
+            let d = SingleQueue::new(Duration::from_micros(50), None, log.clone());
             drivers.push(threads.homed(k, async { d }).await);
         }
         let out = loadrig_engine::run_on(

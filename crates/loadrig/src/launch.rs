@@ -13,7 +13,7 @@ use loadrig_report::Report;
 use loadrig_spec::{RunSpec, SpecError};
 use loadrig_targets::{ClientSettings, IoMode, Target};
 
-use crate::flags::{self, files, RunArgs, VerifyArgs, Workload};
+use crate::flags::{self, files, RunArgs, VerifyArgs, WorkloadArgs};
 use crate::{machine, pin, plan, session, signals};
 
 /// A workload's command line, taken apart and resolved once.
@@ -27,7 +27,7 @@ pub struct Launch<'a> {
 
 impl Launch<'_> {
     /// Stage 1 (the flags) and stage 2 (the target, then the spec).
-    pub fn open(workload: &Workload) -> anyhow::Result<Launch<'_>> {
+    pub fn open(workload: &WorkloadArgs) -> anyhow::Result<Launch<'_>> {
         let parts = workload.parts()?;
         files::check_files(parts.run, parts.target())?;
         let settings = parts.run.client_settings()?;

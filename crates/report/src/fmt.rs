@@ -1,4 +1,5 @@
-//! Number formats shared by every printer.
+//! Number formats, the one home: every printer, the workloads' results
+//! and verdicts, and the tests use these.
 
 use std::time::Duration;
 

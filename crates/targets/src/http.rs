@@ -7,12 +7,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use loadrig_spec::SpecError;
 use loadrig_workloads::http::response::MAX_HEAD;
 use loadrig_workloads::http::{HttpBackend, HttpConn as Conn};
-use loadrig_workloads::{TargetError, TargetInfo};
+use loadrig_workloads::{TargetError, TargetInfo, ASIDE_TIMEOUT};
 
 use crate::socket::{PlainDial, Stream};
 use crate::url::{hostport, TargetUrl};
@@ -21,9 +20,6 @@ const DEFAULT_PORT: u16 = 80;
 
 /// The most requests one connection keeps in flight: a bound on memory.
 const MAX_DEPTH: usize = 65_536;
-
-/// How long the server's name may take.
-const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;

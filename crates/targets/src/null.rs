@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use loadrig_engine::rng::Rng;
+use loadrig_engine::CountsBytes;
 use loadrig_engine::{Tag, Timer};
 use loadrig_metrics::OpError;
 use loadrig_spec::{SpecError, CONTESTANT_NAMES};
@@ -89,6 +90,13 @@ pub struct NullConn {
     queue: VecDeque<(Tag, Option<Instant>, bool)>,
     /// tokio's sleep alone would round a 100 us delay up to a millisecond.
     timer: Timer,
+}
+
+/// No bytes: there is no target.
+impl CountsBytes for NullConn {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        (0, 0)
+    }
 }
 
 impl NullConn {

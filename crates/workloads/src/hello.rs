@@ -6,6 +6,7 @@
 use std::future::Future;
 
 use loadrig_engine::rng::Rng;
+use loadrig_engine::CountsBytes;
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{OpError, Snapshot};
 use loadrig_spec::{HelloSpec, RunSpec};
@@ -120,13 +121,10 @@ pub trait HelloBackend: TargetInfo {
 
 /// One connection that can call Insert and Select. A Select whose row
 /// differs from `expect` completes with a verification error.
-pub trait HelloConn: Send + 'static {
+pub trait HelloConn: CountsBytes + Send + 'static {
     fn call(&mut self, op: &HelloOp, tag: Tag);
     fn recv(&mut self) -> impl Future<Output = Reply<()>> + Send;
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
-    fn take_bytes(&mut self) -> (u64, u64) {
-        (0, 0)
-    }
 }
 
 pub struct HelloDriver<C> {

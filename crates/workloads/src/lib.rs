@@ -21,8 +21,6 @@ use loadrig_metrics::{OpError, Snapshot};
 use serde_json::value::RawValue;
 
 pub use loadrig_metrics::{Check, Results, Verdict};
-/// Counts as people read them (one home for number formats: the report's).
-pub use loadrig_report::fmt::{group, group_i};
 
 /// A workload: its name (`loadrig run NAME`), the capability it needs of a
 /// target, and one line for `loadrig workloads`.
@@ -142,6 +140,13 @@ pub enum Reply<T> {
     /// The connection failed; everything in flight on it is lost.
     Broken(OpError),
 }
+
+/// How long a target may take over what it asks the server about itself
+/// on the side of the run ([`TargetInfo::server_version`]: the version,
+/// durability settings, a cluster's members, the server's name): past
+/// it, the run goes on without the answer. Only a broker that may stay
+/// silent by design waits less (MQTT's `$SYS` version topic).
+pub const ASIDE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a target says about itself, whatever the workload: every
 /// capability trait builds on it, so a target states these facts once.

@@ -3,7 +3,7 @@
 //! the socket, dials and logs in, and moves bytes; the
 //! workload encodes requests into [`ByteStream::out`], parses responses
 //! where they lie at the front of [`ByteStream::input`], and keeps the
-//! requests in flight in a [`Fifo`] (these protocols answer in order).
+//! requests in flight in an [`InFlight`] (these protocols answer in order).
 //! [`recv`] is the one receive loop every such driver uses.
 
 use std::collections::VecDeque;
@@ -72,22 +72,22 @@ pub trait ByteStream: Send + 'static {
 /// queue's memory, which with thousands of connections would be one more
 /// cache miss per answer (docs/scale.md).
 #[derive(Debug)]
-pub struct Fifo<T> {
+pub struct InFlight<T> {
     front: Option<T>,
     rest: VecDeque<T>,
     stray: bool,
 }
 
-impl<T> Default for Fifo<T> {
+impl<T> Default for InFlight<T> {
     fn default() -> Self {
-        Fifo::new()
+        InFlight::new()
     }
 }
 
-impl<T> Fifo<T> {
+impl<T> InFlight<T> {
     /// Nothing in flight; the queue grows when a second request is pushed.
     pub fn new() -> Self {
-        Fifo {
+        InFlight {
             front: None,
             rest: VecDeque::new(),
             stray: false,
@@ -342,7 +342,7 @@ mod tests {
 
     #[test]
     fn a_byte_with_nothing_in_flight_puts_the_stream_out_of_step() {
-        let mut f = Fifo::new();
+        let mut f = InFlight::new();
         f.push(1, b"");
         f.push(2, b"+OK\r\n");
         assert!(!f.stray(), "bytes with a request in flight are its answer");
@@ -355,7 +355,7 @@ mod tests {
 
     #[test]
     fn requests_come_back_in_the_order_sent_across_the_inline_one() {
-        let mut f = Fifo::new();
+        let mut f = InFlight::new();
         for i in 1..=3 {
             f.push(i, b"");
         }

@@ -129,7 +129,7 @@ mod tests {
         all.extend(args);
         let cli = Cli::try_parse_from(all).expect("parses");
         let super::super::Command::Run {
-            workload: super::super::Workload::Kv { kv, .. },
+            workload: super::super::WorkloadArgs::Kv { kv, .. },
         } = cli.command
         else {
             panic!("kv")

@@ -55,17 +55,17 @@ pub enum Command {
     /// Run a workload against a target
     Run {
         #[command(subcommand)]
-        workload: Workload,
+        workload: WorkloadArgs,
     },
     /// A many-host run's first step: create the schema and data once, record the baseline (--out)
     Prepare {
         #[command(subcommand)]
-        workload: Workload,
+        workload: WorkloadArgs,
     },
     /// A many-host run's last step: drop what `loadrig prepare` created
     Teardown {
         #[command(subcommand)]
-        workload: Workload,
+        workload: WorkloadArgs,
     },
     /// List the targets and the workloads each can run
     Targets,
@@ -136,7 +136,7 @@ impl Command {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Workload {
+pub enum WorkloadArgs {
     /// VoltDB's Voter: one vote is one server-side transaction
     #[command(after_help = PRESETS_HELP)]
     Voter {
@@ -311,12 +311,12 @@ impl Parts<'_> {
     }
 }
 
-impl Workload {
+impl WorkloadArgs {
     /// The shared flags, the workload's spec, the preset chosen and the
     /// workload's defaults.
     pub fn parts(&self) -> Result<Parts<'_>, SpecError> {
         Ok(match self {
-            Workload::Voter { run, voter } => {
+            WorkloadArgs::Voter { run, voter } => {
                 let preset = voter.preset.map(VoterPresetArg::preset);
                 Parts {
                     run,
@@ -326,7 +326,7 @@ impl Workload {
                     defaults: DB_DEFAULTS,
                 }
             }
-            Workload::Hello { run, hello } => {
+            WorkloadArgs::Hello { run, hello } => {
                 let preset = hello.preset.map(|HelloPresetArg::Hsd| Preset::Hsd);
                 Parts {
                     run,
@@ -336,7 +336,7 @@ impl Workload {
                     defaults: DB_DEFAULTS,
                 }
             }
-            Workload::Redis { run, redis } => {
+            WorkloadArgs::Redis { run, redis } => {
                 // `-t get` from before -t was --target everywhere.
                 if let Some(t) = run.target.as_deref() {
                     if !t.contains("://") && loadrig_spec::RedisTest::select(t).is_ok() {
@@ -358,7 +358,7 @@ impl Workload {
                     defaults: REDIS_DEFAULTS,
                 }
             }
-            Workload::Pubsub { run, pubsub } => {
+            WorkloadArgs::Pubsub { run, pubsub } => {
                 one_connection_per_client(run)?;
                 no_subject_across_hosts(run, pubsub)?;
                 no_managed_mode(run)?;
@@ -379,7 +379,7 @@ impl Workload {
                     },
                 }
             }
-            Workload::Chat { run, chat } => {
+            WorkloadArgs::Chat { run, chat } => {
                 one_connection_per_client(run)?;
                 let spec = chat.spec()?;
                 Parts {
@@ -394,7 +394,7 @@ impl Workload {
                     preset: None,
                 }
             }
-            Workload::Http { run, http } => {
+            WorkloadArgs::Http { run, http } => {
                 if let (Some(_), Some(t)) = (&http.url, &run.target) {
                     // `-t2` from wrk's spelling, before -t was --target everywhere.
                     let why = match t.parse::<u32>() {
@@ -414,14 +414,14 @@ impl Workload {
                     defaults: HTTP_DEFAULTS,
                 }
             }
-            Workload::Kv { run, kv } => Parts {
+            WorkloadArgs::Kv { run, kv } => Parts {
                 run,
                 url: None,
                 workload: kv.spec()?,
                 preset: None,
                 defaults: KV_DEFAULTS,
             },
-            Workload::Memcache { run, memcache } => Parts {
+            WorkloadArgs::Memcache { run, memcache } => Parts {
                 run,
                 url: None,
                 workload: memcache.spec()?,

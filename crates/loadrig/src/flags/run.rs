@@ -446,7 +446,7 @@ mod tests {
     use clap::Parser;
     use loadrig_spec::Shard;
 
-    use crate::flags::{Cli, Command, Workload};
+    use crate::flags::{Cli, Command, WorkloadArgs};
 
     /// The shard of `loadrig run voter ARGS` with `index` as the value of
     /// `$JOB_COMPLETION_INDEX`.
@@ -454,7 +454,7 @@ mod tests {
         let mut all = vec!["loadrig", "run", "voter"];
         all.extend_from_slice(args);
         let Command::Run {
-            workload: Workload::Voter { run, .. },
+            workload: WorkloadArgs::Voter { run, .. },
         } = Cli::try_parse_from(all).map_err(|e| e.to_string())?.command
         else {
             return Err("not run voter".into());

@@ -11,6 +11,7 @@
 
 use std::path::PathBuf;
 
+use loadrig_report::fmt::group;
 use loadrig_report::Report;
 
 use crate::common::{assert_all_ok, json, loadrig, run_reported, Run};
@@ -131,11 +132,6 @@ pub(crate) fn votes_add_up(r: &Run, report: &Report, n: u64) {
         group(t.over_limit)
     );
     assert!(r.stdout.contains(&line), "no '{line}':\n{}", r.dump());
-}
-
-/// `1,234`, as the output groups digits.
-fn group(n: u64) -> String {
-    loadrig_workloads::group(n)
 }
 
 #[test]

@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::etcd::request::{self, Range};
@@ -358,10 +359,6 @@ impl KvConn for EtcdConn {
         Err(OpError::new(ErrorKind::Connect))
     }
 
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.chan.take_bytes()
-    }
-
     async fn put_rows(&mut self, rows: &Rows) -> Result<(), TargetError> {
         // The transactions of one batch are in flight together and etcd
         // may apply them in any order: a key given twice is sent once,
@@ -431,6 +428,12 @@ impl KvConn for EtcdConn {
             }
         }
         Ok(out)
+    }
+}
+
+impl CountsBytes for EtcdConn {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.chan.take_bytes()
     }
 }
 

@@ -25,7 +25,7 @@ use bytes::{Bytes, BytesMut};
 use loadrig_spec::SpecError;
 use loadrig_wire::etcd::request;
 use loadrig_wire::etcd::response::{MemberList, StatusResponse};
-use loadrig_workloads::{TargetError, TargetInfo};
+use loadrig_workloads::{TargetError, TargetInfo, ASIDE_TIMEOUT};
 
 use crate::settings::Connector;
 use crate::url::TargetUrl;
@@ -42,9 +42,6 @@ const MAX_DEPTH: usize = 4096;
 /// How long a cold-path call may take (a delete of a million keys is one
 /// Raft entry the member applies at once).
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// How long the version and the member list may take.
-const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 
 const EXPECTED: &str = "etcd://HOST[:PORT][,PORT|,HOST[:PORT]...]";
 

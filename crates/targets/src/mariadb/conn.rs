@@ -21,6 +21,7 @@ use std::io;
 use std::sync::Arc;
 
 use bytes::Buf;
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::my::command::{self, Param, LAST_PREPARED};
@@ -269,9 +270,11 @@ impl<R: Answer> MyConn<R> {
         self.set_ids(&ids);
         Ok(())
     }
+}
 
+impl<R: Answer> CountsBytes for MyConn<R> {
     /// Bytes sent and received since the last call.
-    pub(crate) fn take_bytes(&mut self) -> (u64, u64) {
+    fn take_bytes(&mut self) -> (u64, u64) {
         let (sent, received) = self.sock.take_bytes();
         let (s, r) = std::mem::take(&mut self.carried);
         (sent + s, received + r)

@@ -108,8 +108,4 @@ impl HelloConn for MyConn<()> {
     async fn reconnect(&mut self) -> Result<(), OpError> {
         MyConn::reconnect(self).await
     }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        MyConn::take_bytes(self)
-    }
 }

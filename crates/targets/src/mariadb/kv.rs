@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::my::command::Param;
@@ -308,10 +309,6 @@ impl KvConn for MyKvConn {
         self.conn.reconnect().await
     }
 
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.conn.take_bytes()
-    }
-
     async fn put_rows(&mut self, rows: &Rows) -> Result<(), TargetError> {
         if rows.is_empty() {
             return Ok(());
@@ -347,6 +344,12 @@ impl KvConn for MyKvConn {
         let rows = rows.map_err(|e| self.failed(reason(&e)))?;
         let mut by_key: HashMap<Vec<u8>, Vec<u8>> = rows.into_iter().collect();
         Ok(keys.iter().map(|k| by_key.remove(&k[..])).collect())
+    }
+}
+
+impl CountsBytes for MyKvConn {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.conn.take_bytes()
     }
 }
 

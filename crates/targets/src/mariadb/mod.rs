@@ -15,7 +15,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use loadrig_workloads::TargetError;
-use loadrig_workloads::TargetInfo;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row};
 
@@ -249,40 +248,12 @@ fn error_class(code: u16, state: &str) -> &'static str {
     }
 }
 
-impl TargetInfo for MariadbTarget {
-    async fn server_version(&self) -> Option<String> {
-        MariadbTarget::server_version(self).await
-    }
-
-    fn durability(&self) -> Option<String> {
-        self.durability.get().cloned()
-    }
-
-    fn max_depth(&self) -> usize {
-        MAX_DEPTH
-    }
-
-    /// One, as pgbench's `-j` (docs/mariadb.md: 8% to 12% less CPU per
-    /// call than two threads here, at the same throughput).
-    fn default_threads(&self) -> Option<usize> {
-        Some(1)
-    }
-
-    fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
-        let (host, port, _) = self.at.server(0);
-        let own: Box<dyn loadrig_workloads::stats::StatsSource> = Box::new(stats::Status::new(
-            self.opts.clone(),
-            self.via.handshake_limit(),
-        ));
-        std::iter::once(own)
-            .chain(crate::local::process_on(
-                &host,
-                port,
-                &["mariadbd", "mysqld"],
-            ))
-            .collect()
-    }
-}
+crate::sql::sql_target_info!(
+    MariadbTarget,
+    max_depth: MAX_DEPTH,
+    stats: |t| Box::new(stats::Status::new(t.opts.clone(), t.via.handshake_limit())),
+    processes: ["mariadbd", "mysqld"],
+);
 
 crate::sql::sql_backends!(MariadbTarget, MyConn);
 

@@ -69,10 +69,6 @@ impl VoterConn for MyConn<VoteResult> {
     async fn reconnect(&mut self) -> Result<(), OpError> {
         MyConn::reconnect(self).await
     }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        MyConn::take_bytes(self)
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use loadrig_spec::SpecError;
 use loadrig_wire::kv::memcache::text;
@@ -15,7 +14,7 @@ use loadrig_wire::kv::memcache::text;
 use crate::url::TargetUrl;
 use loadrig_workloads::memcache::MemcacheBackend;
 use loadrig_workloads::stats::StatsSource;
-use loadrig_workloads::{TargetError, TargetInfo};
+use loadrig_workloads::{TargetError, TargetInfo, ASIDE_TIMEOUT};
 
 use crate::socket::{PlainDial, Stream};
 
@@ -25,9 +24,6 @@ const DEFAULT_PORT: u16 = 11211;
 
 /// The most requests one connection keeps in flight: a bound on memory.
 const MAX_DEPTH: usize = 65_536;
-
-/// How long the server's version may take.
-const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
@@ -170,7 +166,7 @@ mod tests {
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf);
             s.write_all(answer).unwrap();
-            std::thread::sleep(Duration::from_secs(2));
+            std::thread::sleep(std::time::Duration::from_secs(2));
         });
         MemcacheTarget::new(
             parse_url(&format!("127.0.0.1:{port}")).unwrap(),

@@ -30,8 +30,9 @@ const DEFAULT_PORT: u16 = 1883;
 const EXPECTED: &str = "mqtt://[USER[:PASSWORD]@]HOST[:PORT][,PORT|,HOST[:PORT]...][?qos=0|1]";
 
 /// How long asking the broker's version may take: a broker with no `$SYS`
-/// topics never answers.
-const ASIDE_TIMEOUT: Duration = Duration::from_secs(2);
+/// topics never answers, so less than every other target's
+/// [`ASIDE_TIMEOUT`](loadrig_workloads::ASIDE_TIMEOUT).
+const SYS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where Mosquitto keeps its version, retained.
 const VERSION_TOPIC: &str = "$SYS/broker/version";
@@ -146,7 +147,7 @@ impl MqttTarget {
 impl TargetInfo for MqttTarget {
     async fn server_version(&self) -> Option<String> {
         if self.version.get().is_none() {
-            let v = tokio::time::timeout(ASIDE_TIMEOUT, self.ask_version())
+            let v = tokio::time::timeout(SYS_TIMEOUT, self.ask_version())
                 .await
                 .ok()
                 .flatten();

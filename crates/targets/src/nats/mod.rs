@@ -13,14 +13,13 @@ pub(crate) mod stats;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use bytes::Buf;
 use loadrig_spec::SpecError;
 use loadrig_wire::mq::nats::{self, Auth, Connect, ServerOp};
 use loadrig_workloads::pubsub::nats::NatsLink;
 use loadrig_workloads::pubsub::PubSubBackend;
-use loadrig_workloads::{TargetError, TargetInfo};
+use loadrig_workloads::{TargetError, TargetInfo, ASIDE_TIMEOUT};
 
 use crate::settings::Connector;
 use crate::socket::{said, Dial, Socket, Stream};
@@ -34,9 +33,6 @@ const EXPECTED: &str =
 /// The most publishes one connection keeps in flight. Publishes are done
 /// once written, so this only bounds what a workload queues.
 const MAX_DEPTH: usize = 65_536;
-
-/// How long asking the server's version may take.
-const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Read buffer growth step.
 const READ_CHUNK: usize = 64 * 1024;

@@ -18,6 +18,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::pg::{self, tag, Auth, DataRow, MAX_FRAME};
@@ -211,9 +212,11 @@ impl<R> Wire<R> {
         let (sent, received) = sock.take_bytes();
         self.carried = (self.carried.0 + sent, self.carried.1 + received);
     }
+}
 
+impl<R> CountsBytes for Wire<R> {
     /// Bytes sent and received since the last call.
-    pub(crate) fn take_bytes(&mut self) -> (u64, u64) {
+    fn take_bytes(&mut self) -> (u64, u64) {
         let (sent, received) = self.sock.take_bytes();
         let (s, r) = std::mem::take(&mut self.carried);
         (sent + s, received + r)

@@ -83,8 +83,4 @@ impl HelloConn for PgConn<()> {
     async fn reconnect(&mut self) -> Result<(), OpError> {
         PgConn::reconnect(self).await
     }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        PgConn::take_bytes(self)
-    }
 }

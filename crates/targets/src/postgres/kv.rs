@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::pg::{self, DataRow};
@@ -245,10 +246,6 @@ impl KvConn for PgKvConn {
         self.wire.reconnect().await
     }
 
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.wire.take_bytes()
-    }
-
     async fn put_rows(&mut self, rows: &Rows) -> Result<(), TargetError> {
         let k: Vec<&[u8]> = rows.keys().iter().map(|k| &k[..]).collect();
         let v: Vec<&[u8]> = rows.iter().map(|(_, v)| v).collect();
@@ -266,6 +263,12 @@ impl KvConn for PgKvConn {
             .map(|r| r.try_get::<_, Option<Vec<u8>>>(0))
             .collect::<Result<_, _>>()
             .map_err(|e| self.failed(&e))
+    }
+}
+
+impl CountsBytes for PgKvConn {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.wire.take_bytes()
     }
 }
 

@@ -18,7 +18,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use loadrig_workloads::TargetError;
-use loadrig_workloads::TargetInfo;
 use tokio_postgres::config::SslMode as PgSslMode;
 use tokio_postgres::{Client, Config};
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -349,38 +348,12 @@ fn sqlstate_class(code: &str) -> &'static str {
 /// calls pipelined. `R` is the workload's result type.
 pub type PgConn<R> = conn::Wire<R>;
 
-impl TargetInfo for PostgresTarget {
-    async fn server_version(&self) -> Option<String> {
-        PostgresTarget::server_version(self).await
-    }
-
-    fn durability(&self) -> Option<String> {
-        self.durability.get().cloned()
-    }
-
-    fn max_depth(&self) -> usize {
-        MAX_DEPTH
-    }
-
-    /// One, as pgbench's `-j` (docs/mariadb.md: 8% to 12% less CPU per
-    /// call than two threads here, at the same throughput).
-    fn default_threads(&self) -> Option<usize> {
-        Some(1)
-    }
-
-    fn server_stats(&self) -> Vec<Box<dyn loadrig_workloads::stats::StatsSource>> {
-        let (host, port, _) = self.at.server(0);
-        let own: Box<dyn loadrig_workloads::stats::StatsSource> =
-            Box::new(stats::PgStats::new(self.config.clone()));
-        std::iter::once(own)
-            .chain(crate::local::process_on(
-                &host,
-                port,
-                &["postgres", "postmaster"],
-            ))
-            .collect()
-    }
-}
+crate::sql::sql_target_info!(
+    PostgresTarget,
+    max_depth: MAX_DEPTH,
+    stats: |t| Box::new(stats::PgStats::new(t.config.clone())),
+    processes: ["postgres", "postmaster"],
+);
 
 crate::sql::sql_backends!(PostgresTarget, PgConn);
 

@@ -54,10 +54,6 @@ impl VoterConn for PgConn<VoteResult> {
     async fn reconnect(&mut self) -> Result<(), OpError> {
         PgConn::reconnect(self).await
     }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        PgConn::take_bytes(self)
-    }
 }
 
 /// `voter_vote`'s return code (an `integer`) as the vote's result.

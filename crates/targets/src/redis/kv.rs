@@ -14,12 +14,13 @@
 use std::sync::Arc;
 
 use bytes::{Buf, BufMut, BytesMut};
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::kv::resp::{self, Reply as Resp};
 use loadrig_workloads::kv::{Key, KvBackend, KvConn, Rows, Txn, TxnDone};
 use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
-use loadrig_workloads::stream::{ByteStream, Fifo};
+use loadrig_workloads::stream::{ByteStream, InFlight};
 use loadrig_workloads::{Reply, TargetError};
 
 use super::{Admin, Link, RedisConn, RedisTarget};
@@ -83,7 +84,7 @@ enum Part {
 /// One pipelined connection running transactions.
 pub struct RedisKvConn {
     stream: RedisConn,
-    parts: Fifo<Part>,
+    parts: InFlight<Part>,
     names: Arc<Names>,
     at: Arc<TargetUrl>,
     via: Arc<Connector>,
@@ -308,10 +309,6 @@ impl KvConn for RedisKvConn {
         self.stream.reconnect().await
     }
 
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.stream.take_bytes()
-    }
-
     async fn put_rows(&mut self, rows: &Rows) -> Result<(), TargetError> {
         let names = self.names.clone();
         let mut mset: Command = vec![b"MSET".to_vec()];
@@ -350,6 +347,12 @@ impl KvConn for RedisKvConn {
                 reason: format!("MGET answered {other:?}"),
             }),
         }
+    }
+}
+
+impl CountsBytes for RedisKvConn {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.stream.take_bytes()
     }
 }
 
@@ -516,7 +519,7 @@ impl KvBackend for RedisTarget {
     async fn connect(&self) -> Result<Self::Conn, TargetError> {
         Ok(RedisKvConn {
             stream: RedisBackend::connect(self, 0, self.round_robin()).await?,
-            parts: Fifo::new(),
+            parts: InFlight::new(),
             names: self.kv.clone(),
             at: self.at.clone(),
             via: self.via.clone(),

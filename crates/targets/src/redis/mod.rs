@@ -32,7 +32,7 @@ use crate::settings::Connector;
 use crate::url::{hostport, TargetUrl};
 use loadrig_workloads::redis::{cmd, Command, RedisBackend, RespAdmin, Value};
 use loadrig_workloads::stats::StatsSource;
-use loadrig_workloads::{TargetError, TargetInfo};
+use loadrig_workloads::{TargetError, TargetInfo, ASIDE_TIMEOUT};
 
 use crate::socket::{said, Dial, Socket, Stream};
 
@@ -46,9 +46,6 @@ const MAX_DEPTH: usize = 65_536;
 
 /// How long a cold-path batch of commands may take.
 const ADMIN_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How long the server's version and durability settings may take.
-const ASIDE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::OpError;
 use loadrig_workloads::kv::{Key, KvBackend, KvConn, Rows, Txn, TxnDone};
@@ -125,6 +126,13 @@ impl SqliteKvConn {
                 target: format!("sqlite dataset {}", self.sql.dataset),
                 reason,
             })
+    }
+}
+
+/// No bytes: the database runs inside this process.
+impl CountsBytes for SqliteKvConn {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        (0, 0)
     }
 }
 

@@ -27,6 +27,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::thread;
 
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::OpError;
 use loadrig_spec::SpecError;
@@ -375,6 +376,13 @@ impl<R> SqliteConn<R> {
         let (tx, rx) = amp::unbounded_channel();
         self.tx = tx;
         self.rx = rx;
+    }
+}
+
+/// No bytes: the database runs inside this process.
+impl<R> CountsBytes for SqliteConn<R> {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        (0, 0)
     }
 }
 

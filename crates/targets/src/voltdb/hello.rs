@@ -68,10 +68,6 @@ impl HelloConn for VoltConn<Greetings> {
     async fn reconnect(&mut self) -> Result<(), OpError> {
         VoltConn::reconnect(self).await
     }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        VoltConn::take_bytes(self)
-    }
 }
 
 impl HelloBackend for VoltTarget {

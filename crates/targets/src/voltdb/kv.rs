@@ -8,6 +8,7 @@
 //! MariaDB. The load phase calls VoltDB's own single-partition
 //! `KV_NAME.upsert` per row, pipelined.
 
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::volt::Value;
@@ -159,10 +160,6 @@ impl KvConn for VoltKvConn {
         self.conn.reconnect().await
     }
 
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.conn.take_bytes()
-    }
-
     async fn put_rows(&mut self, rows: &Rows) -> Result<(), TargetError> {
         let upsert = self.names.upsert.clone();
         for (i, (k, v)) in rows.iter().enumerate() {
@@ -205,6 +202,12 @@ impl KvConn for VoltKvConn {
             }
         }
         Ok(keys.iter().map(|k| by_key.remove(&k[..])).collect())
+    }
+}
+
+impl CountsBytes for VoltKvConn {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.conn.take_bytes()
     }
 }
 

@@ -26,6 +26,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Buf;
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::SpecError;
@@ -513,7 +514,9 @@ impl<A: Answer> VoltConn<A> {
         }
         Err(OpError::new(ErrorKind::Connect))
     }
+}
 
+impl<A: Answer> CountsBytes for VoltConn<A> {
     fn take_bytes(&mut self) -> (u64, u64) {
         self.link.sock.take_bytes()
     }

@@ -65,10 +65,6 @@ impl VoterConn for VoltConn<Votes> {
     async fn reconnect(&mut self) -> Result<(), OpError> {
         VoltConn::reconnect(self).await
     }
-
-    fn take_bytes(&mut self) -> (u64, u64) {
-        VoltConn::take_bytes(self)
-    }
 }
 
 impl VoltTarget {

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use loadrig_engine::CountsBytes;
 use loadrig_targets::{ClientSettings, EtcdTarget, Opened, Target};
 use loadrig_workloads::kv::{Key, KvBackend, KvConn, RangeRead, Rows, Txn, TxnDone};
 use loadrig_workloads::{Reply, TargetError, TargetInfo};

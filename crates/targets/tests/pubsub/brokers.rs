@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+use loadrig_engine::CountsBytes;
 use loadrig_targets::{ClientSettings, Opened, Target};
 use loadrig_workloads::pubsub::{Confirm, Incoming, PubSubBackend, PubSubConn};
 use loadrig_workloads::{TargetError, TargetInfo};

@@ -16,13 +16,13 @@
 use std::time::Duration;
 
 use loadrig_metrics::{Check, ErrorKind, Snapshot};
+use loadrig_report::fmt::group;
 
-use super::driver::HttpBench;
-use super::load::{DOMAINS, REOPENED};
+use super::load::{Load, DOMAINS, REOPENED};
 use super::response::{Reader, Response};
 use super::HttpBackend;
 use crate::stream::ByteStream;
-use crate::{group, Results, TargetError, Verdict};
+use crate::{Results, TargetError, Verdict};
 
 /// How long a cold-path exchange may take.
 const COLD_TIMEOUT: Duration = Duration::from_secs(30);
@@ -181,17 +181,19 @@ fn request(out: &mut bytes::BytesMut, method: &str, path: &str, authority: &str)
     );
 }
 
+/// `timeout` is the run's `--timeout`, for each server's body afterwards.
 pub(super) async fn verify<B: HttpBackend>(
-    bench: &HttpBench<B>,
+    backend: &B,
+    load: &Load,
+    timeout: Duration,
     counted: &Snapshot,
 ) -> Result<Verdict, TargetError> {
-    let load = &*bench.load;
     let wrong = counted
         .kinds
         .first()
         .map_or(0, |k| k.errors.get(ErrorKind::Verification)) as i64;
     if load.put {
-        return verify_puts(bench, counted, wrong).await;
+        return verify_puts(backend, load, counted, wrong).await;
     }
     let mut checks = Vec::new();
     let mut said = Vec::new();
@@ -205,15 +207,13 @@ pub(super) async fn verify<B: HttpBackend>(
         // else (a `--processes` parent, whose children saw the bodies)
         // the first server's.
         let mut now = Vec::new();
-        let get = [("GET", bench.backend.path().to_string())];
-        for s in 0..bench.backend.servers() {
+        let get = [("GET", backend.path().to_string())];
+        for s in 0..backend.servers() {
             // A server that does not answer with a body now does not serve
             // the first one: counted, not a reason to stop. Within the
             // run's --timeout: a server that answered nothing during the
             // run need not be waited for longer now.
-            let got = Cold::new(&bench.backend, s)
-                .exchange("GET", &get, bench.timeout)
-                .await;
+            let got = Cold::new(backend, s).exchange("GET", &get, timeout).await;
             let first = got.ok().and_then(|g| g.into_iter().next());
             now.push(first.and_then(|g| (g.status == 200).then_some(g.print).flatten()));
         }
@@ -229,7 +229,7 @@ pub(super) async fn verify<B: HttpBackend>(
                     "every 200 body was the first one seen ({} bytes), and each of {} servers \
                      serves it afterwards",
                     group(first.0),
-                    bench.backend.servers()
+                    backend.servers()
                 ));
             }
             None => said.push("no 200 response, no body to compare".to_string()),
@@ -258,11 +258,11 @@ fn written(counted: &Snapshot) -> Option<Vec<u64>> {
 }
 
 async fn verify_puts<B: HttpBackend>(
-    bench: &HttpBench<B>,
+    backend: &B,
+    load: &Load,
     counted: &Snapshot,
     wrong: i64,
 ) -> Result<Verdict, TargetError> {
-    let load = &*bench.load;
     let (ok, failed_puts) = counted
         .kinds
         .first()
@@ -272,17 +272,17 @@ async fn verify_puts<B: HttpBackend>(
             "which paths were written is not known (a report without the indices issued): not read back",
         ));
     };
-    let label = bench.backend.label();
+    let label = backend.label();
     // Per index: found with its body (Some(true)), with another (Some(false)).
     let mut found: Vec<Option<bool>> = vec![None; indices.len()];
-    for s in 0..bench.backend.servers() {
+    for s in 0..backend.servers() {
         let todo: Vec<usize> = (0..indices.len())
             .filter(|&i| found[i] != Some(true))
             .collect();
         if todo.is_empty() {
             break;
         }
-        let mut cold = Cold::new(&bench.backend, s);
+        let mut cold = Cold::new(backend, s);
         for batch in todo.chunks(BATCH) {
             let gets: Vec<(&str, String)> = batch
                 .iter()
@@ -350,19 +350,19 @@ pub(super) fn results(counted: &Snapshot) -> Results {
     }
 }
 
-/// Delete the run's `PUT` directory on every server.
-pub(super) async fn clean<B: HttpBackend>(bench: &HttpBench<B>) -> Result<(), TargetError> {
-    let label = bench.backend.label();
-    let delete = [("DELETE", bench.load.dir.clone())];
-    for s in 0..bench.backend.servers() {
-        let got = Cold::new(&bench.backend, s)
+/// Delete the run's `PUT` directory, `dir`, on every server.
+pub(super) async fn clean<B: HttpBackend>(backend: &B, dir: &str) -> Result<(), TargetError> {
+    let label = backend.label();
+    let delete = [("DELETE", dir.to_string())];
+    for s in 0..backend.servers() {
+        let got = Cold::new(backend, s)
             .exchange("DELETE", &delete, COLD_TIMEOUT)
             .await?;
         if let Some(g) = got.iter().find(|g| !matches!(g.status, 200..=299 | 404)) {
             return Err(failed(
                 &label,
                 "DELETE",
-                format!("status {} removing {}", g.status, bench.load.dir),
+                format!("status {} removing {}", g.status, dir),
             ));
         }
     }

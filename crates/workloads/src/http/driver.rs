@@ -1,6 +1,6 @@
 //! The http workload's run: one driver per connection, copying each
 //! request into the write buffer and reading each response off the front
-//! of the read buffer as it arrives, and the [`Bench`] around them.
+//! of the read buffer as it arrives.
 //!
 //! A body is consumed as it comes ([`Reader`]): hashed and dropped from
 //! the read buffer read by read, so a connection holds about one read of
@@ -24,15 +24,12 @@ use std::future::Future;
 use std::sync::Arc;
 
 use loadrig_engine::{Driver, Event, Tag};
-use loadrig_metrics::{ErrorKind, OpError, Snapshot};
-use loadrig_spec::{HttpSpec, RunSpec};
+use loadrig_metrics::{ErrorKind, OpError};
 
-use super::check;
-use super::load::{kind_name, Load, DOMAINS, OTHER, REOPENED, S2XX};
+use super::load::{Load, DOMAINS, OTHER, REOPENED, S2XX};
 use super::response::Reader;
-use super::{HttpBackend, HttpConn};
-use crate::stream::{Fifo, StreamDriver};
-use crate::{Bench, Results, TargetError, Verdict};
+use super::HttpConn;
+use crate::stream::{InFlight, StreamDriver};
 
 const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
 const WRONG: OpError = OpError::new(ErrorKind::Verification);
@@ -49,7 +46,7 @@ struct Pending {
 pub struct HttpDriver<C> {
     conn: C,
     load: Arc<Load>,
-    pending: Fifo<Pending>,
+    pending: InFlight<Pending>,
     /// What has been read of the oldest request's response.
     reader: Reader,
     /// The server said it closes this connection after the response
@@ -59,12 +56,12 @@ pub struct HttpDriver<C> {
 }
 
 impl<C: HttpConn> HttpDriver<C> {
-    fn new(conn: C, load: Arc<Load>) -> Self {
+    pub(super) fn new(conn: C, load: Arc<Load>) -> Self {
         HttpDriver {
             conn,
             reader: Reader::new(load.head_only, load.get),
             load,
-            pending: Fifo::new(),
+            pending: InFlight::new(),
             closing: false,
             counts: [0; DOMAINS.len()],
         }
@@ -113,7 +110,7 @@ impl<C: HttpConn> HttpDriver<C> {
         let server = self.conn.server();
         // Nothing of the old socket's buffers came along.
         let (load, out) = (&*self.load, self.conn.out());
-        let mut again = Fifo::new();
+        let mut again = InFlight::new();
         while let Some(p) = self.pending.pop() {
             load.write(out, server, p.index);
             again.push(p, &[]);
@@ -203,79 +200,6 @@ impl<C: HttpConn> Driver for HttpDriver<C> {
     }
 }
 
-/// The http workload on one backend.
-pub struct HttpBench<B> {
-    pub backend: B,
-    pub load: Arc<Load>,
-    /// The run's `--timeout`, for the check of each server afterwards.
-    pub timeout: std::time::Duration,
-}
-
-impl<B: HttpBackend> HttpBench<B> {
-    pub fn new(backend: B, own: &HttpSpec, run: &RunSpec) -> Self {
-        let authorities: Vec<String> = (0..backend.servers())
-            .map(|s| backend.authority(s))
-            .collect();
-        let load = Load::new(own.clone(), run.seed, backend.path(), &authorities);
-        HttpBench {
-            load: Arc::new(load),
-            backend,
-            timeout: std::time::Duration::from_secs_f64(run.timeout_secs),
-        }
-    }
-}
-
-impl<B: HttpBackend> Bench for HttpBench<B> {
-    type Driver = HttpDriver<B::Conn>;
-    type Target = B;
-
-    fn target(&self) -> &B {
-        &self.backend
-    }
-
-    fn kinds(&self) -> Vec<&'static str> {
-        vec![kind_name(&self.load.spec.method)]
-    }
-
-    fn domains(&self) -> Vec<String> {
-        DOMAINS.iter().map(|d| d.to_string()).collect()
-    }
-
-    async fn prepare(&mut self) -> Result<(), TargetError> {
-        // Nothing to create: PUTs make their directory (nginx's
-        // create_full_put_path); a server not there fails the connect.
-        Ok(())
-    }
-
-    async fn baseline(&mut self) -> Result<serde_json::Value, TargetError> {
-        Ok(serde_json::Value::Null)
-    }
-
-    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
-        let conn = self.backend.connect().await?;
-        Ok(HttpDriver::new(conn, self.load.clone()))
-    }
-
-    async fn verify(
-        &mut self,
-        _baseline: &serde_json::Value,
-        counted: &Snapshot,
-    ) -> Result<Verdict, TargetError> {
-        check::verify(self, counted).await
-    }
-
-    async fn results(&mut self, counted: &Snapshot) -> Result<Results, TargetError> {
-        Ok(check::results(counted))
-    }
-
-    async fn finish(&mut self, keep: bool) -> Result<(), TargetError> {
-        if keep || !self.load.put {
-            return Ok(());
-        }
-        check::clean(self).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
@@ -283,6 +207,7 @@ mod tests {
     use std::task::{Context, Poll, Waker};
 
     use bytes::BytesMut;
+    use loadrig_spec::HttpSpec;
 
     use super::*;
     use crate::stream::ByteStream;

@@ -22,16 +22,16 @@ use std::time::Duration;
 
 use bytes::Buf;
 use loadrig_metrics::{ErrorKind, Snapshot, Span};
+use loadrig_report::fmt::group;
 use loadrig_spec::Stop;
 use loadrig_wire::kv::memcache::text::{self, Response};
 use loadrig_wire::kv::memcache::McError;
 use serde::{Deserialize, Serialize};
 
-use super::driver::MemcacheBench;
 use super::load::{Load, GET, GET_HITS, GET_MISSES, SET};
 use super::MemcacheBackend;
 use crate::stream::ByteStream;
-use crate::{group, Check, Results, TargetError, Verdict};
+use crate::{Check, Results, TargetError, Verdict};
 
 /// How long one cold-path exchange may take.
 const COLD_TIMEOUT: Duration = Duration::from_secs(120);
@@ -244,12 +244,12 @@ async fn read_back<B: MemcacheBackend>(
 }
 
 pub(super) async fn verify<B: MemcacheBackend>(
-    bench: &MemcacheBench<B>,
+    backend: &B,
+    load: &Load,
     before: &Stats,
     counted: &Snapshot,
 ) -> Result<Verdict, TargetError> {
-    let load = &*bench.load;
-    let after = stats(&bench.backend).await?;
+    let after = stats(backend).await?;
     let kind = |k: usize| counted.kinds.get(k);
     let ok = |k: usize| kind(k).map_or(0, |k| k.ok) as i64;
     let errors = |k: usize, kinds: &[ErrorKind]| {
@@ -294,8 +294,8 @@ pub(super) async fn verify<B: MemcacheBackend>(
     let index: HashMap<(u64, u64), usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let mut present = vec![false; keys.len()];
     let mut bad = 0i64;
-    for s in 0..bench.backend.servers() {
-        for (ws, right) in read_back(&bench.backend, load, s, &keys).await? {
+    for s in 0..backend.servers() {
+        for (ws, right) in read_back(backend, load, s, &keys).await? {
             if let Some(&i) = index.get(&ws) {
                 present[i] = true;
             }
@@ -353,16 +353,20 @@ pub(super) fn results(counted: &Snapshot) -> Results {
 }
 
 /// Delete every key the run may have written, on every server.
-pub(super) async fn clean<B: MemcacheBackend>(bench: &MemcacheBench<B>) -> Result<(), TargetError> {
-    let load = &*bench.load;
-    let label = bench.backend.label();
+pub(super) async fn clean<B: MemcacheBackend>(
+    backend: &B,
+    load: &Load,
+    stop: Stop,
+    whole: bool,
+) -> Result<(), TargetError> {
+    let label = backend.label();
     let mut key = load.key_buffer();
-    for s in 0..bench.backend.servers() {
-        let mut c = bench.backend.connect_to(s).await?;
+    for s in 0..backend.servers() {
+        let mut c = backend.connect_to(s).await?;
         let mut queued = 0;
         for w in 0..load.windows {
             // Every key planned: a superset of what an interrupted run stored.
-            let n = planned(load, bench.stop, bench.whole, w).unwrap_or(load.spec.window);
+            let n = planned(load, stop, whole, w).unwrap_or(load.spec.window);
             for slot in 0..n {
                 load.key(w, slot, &mut key);
                 text::encode_delete(c.out(), &key, true)

@@ -1,7 +1,6 @@
 //! The memcache workload's run: one driver per connection, encoding each
 //! operation with `loadrig_wire::kv` into the connection's write buffer and
-//! parsing each response where it lies in the read buffer, and the
-//! [`Bench`] around them.
+//! parsing each response where it lies in the read buffer.
 //!
 //! Responses come back in request order on both protocols, so the driver
 //! keeps the operations in flight in a FIFO and answers the oldest with
@@ -18,16 +17,13 @@ use std::sync::Arc;
 
 use bytes::Buf;
 use loadrig_engine::{Driver, Event, Tag};
-use loadrig_metrics::{ErrorKind, OpError, Snapshot};
-use loadrig_spec::{MemcacheSpec, RunSpec, Stop, MAX_MULTIGET};
+use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_spec::MAX_MULTIGET;
 use loadrig_wire::kv::memcache::binary::{self, GetKind, Opcode, SetOpts, Status};
 use loadrig_wire::kv::memcache::text::{self, Response, StoreCmd, StoreOpts};
 
-use super::check;
-use super::load::{Load, Op, DOMAINS, GET, GET_HITS, GET_MISSES, KINDS, SET};
-use super::MemcacheBackend;
-use crate::stream::{self, ByteStream, Fifo, StreamDriver};
-use crate::{Bench, Results, TargetError, Verdict};
+use super::load::{Load, Op, GET, GET_HITS, GET_MISSES, SET};
+use crate::stream::{self, ByteStream, InFlight, StreamDriver};
 
 const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
 const WRONG: OpError = OpError::new(ErrorKind::Verification);
@@ -44,7 +40,7 @@ pub struct MemcacheDriver<C> {
     conn: C,
     load: Arc<Load>,
     /// Requests in flight, and whether the stream is out of step.
-    pending: Fifo<Pending>,
+    pending: InFlight<Pending>,
     /// Keys of the request being written, `multiget` of them end to end.
     keys: Vec<u8>,
     /// Hits and misses since the engine last took them.
@@ -56,12 +52,12 @@ pub struct MemcacheDriver<C> {
 }
 
 impl<C: ByteStream> MemcacheDriver<C> {
-    fn new(conn: C, load: Arc<Load>) -> Self {
+    pub(super) fn new(conn: C, load: Arc<Load>) -> Self {
         let keys = load.key_buffer().repeat(load.spec.multiget as usize);
         MemcacheDriver {
             conn,
             load,
-            pending: Fifo::new(),
+            pending: InFlight::new(),
             keys,
             counts: [0; 2],
             hits: 0,
@@ -328,86 +324,5 @@ impl<C: ByteStream> Driver for MemcacheDriver<C> {
         for (d, c) in domains.iter_mut().zip(&mut self.counts) {
             *d += std::mem::take(c);
         }
-    }
-}
-
-/// The memcache workload on one backend.
-pub struct MemcacheBench<B> {
-    pub backend: B,
-    pub load: Arc<Load>,
-    /// When the run stops, for knowing which keys it wrote.
-    pub stop: Stop,
-    /// Whether the run is the whole index space (not one `--shard` of it)
-    /// with no warm-up, for the same.
-    pub whole: bool,
-}
-
-impl<B: MemcacheBackend> MemcacheBench<B> {
-    pub fn new(backend: B, own: &MemcacheSpec, run: &RunSpec) -> Self {
-        // One window per connection over every process (see
-        // [`super::load`]); which keys the sets wrote is known only for
-        // the whole index space and no warm-up.
-        let shards = run.load.shard.count.max(run.processes);
-        let windows = u64::from(run.load.connections) * u64::from(shards);
-        let whole = run.load.shard.count == 1 && run.warmup_secs == 0.0;
-        MemcacheBench {
-            backend,
-            load: Arc::new(Load::new(own.clone(), windows, run.seed)),
-            stop: run.load.stop,
-            whole,
-        }
-    }
-}
-
-impl<B: MemcacheBackend> Bench for MemcacheBench<B> {
-    type Driver = MemcacheDriver<B::Conn>;
-    type Target = B;
-
-    fn target(&self) -> &B {
-        &self.backend
-    }
-
-    fn kinds(&self) -> Vec<&'static str> {
-        KINDS.to_vec()
-    }
-
-    fn domains(&self) -> Vec<String> {
-        DOMAINS.iter().map(|d| d.to_string()).collect()
-    }
-
-    async fn prepare(&mut self) -> Result<(), TargetError> {
-        // Nothing to create; a server that is not there is found by the
-        // baseline.
-        Ok(())
-    }
-
-    async fn baseline(&mut self) -> Result<serde_json::Value, TargetError> {
-        let s = check::stats(&self.backend).await?;
-        Ok(serde_json::to_value(s).unwrap_or_default())
-    }
-
-    async fn connect(&self, _worker: u32) -> Result<Self::Driver, TargetError> {
-        let conn = self.backend.connect().await?;
-        Ok(MemcacheDriver::new(conn, self.load.clone()))
-    }
-
-    async fn verify(
-        &mut self,
-        baseline: &serde_json::Value,
-        counted: &Snapshot,
-    ) -> Result<Verdict, TargetError> {
-        let before: check::Stats = serde_json::from_value(baseline.clone()).unwrap_or_default();
-        check::verify(self, &before, counted).await
-    }
-
-    async fn results(&mut self, counted: &Snapshot) -> Result<Results, TargetError> {
-        Ok(check::results(counted))
-    }
-
-    async fn finish(&mut self, keep: bool) -> Result<(), TargetError> {
-        if keep {
-            return Ok(());
-        }
-        check::clean(self).await
     }
 }

@@ -14,14 +14,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
+use loadrig_report::fmt::group;
 use loadrig_spec::{ChatSpec, RunSpec, Stop};
 use serde_json::value::RawValue;
 
-use super::client::{Client, ClientDriver, Role, DOMAINS, SEND};
+use super::client::{Client, ClientDriver, ClientRole, DOMAINS, SEND};
 use super::fanout::{run_prefix, subscribe_failed};
 use super::tally::ClientTally;
 use super::{PubSubBackend, PubSubConn};
-use crate::{group, Bench, Check, Results, TargetError, Verdict};
+use crate::{Bench, Check, Results, TargetError, Verdict};
 
 /// The chat workload on one broker.
 pub struct ChatBench<B> {
@@ -89,7 +90,7 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
         // Stress sends as fast as the broker takes it: taken, not written
         // into a socket buffer the broker reads seconds later.
         conn.confirm_by_round_trip();
-        let role = Role::Member { first, size };
+        let role = ClientRole::Member { first, size };
         Ok(ClientDriver::new(conn, self.client.clone(), role, n))
     }
 

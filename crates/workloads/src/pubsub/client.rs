@@ -57,7 +57,7 @@ const NO_TAG: Tag = Tag::MAX;
 
 /// What a client does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub enum ClientRole {
     /// Publishes to the run's subject.
     Publisher,
     /// Publishes requests with a reply subject of its own and waits for
@@ -155,7 +155,7 @@ pub(crate) fn unix_now() -> u64 {
 pub struct ClientDriver<C> {
     conn: C,
     client: Arc<Client>,
-    role: Role,
+    role: ClientRole,
     /// The subject sends go to (publisher, requester); the inbox or reply
     /// prefix otherwise.
     subject: Vec<u8>,
@@ -194,10 +194,12 @@ pub struct ClientDriver<C> {
 impl<C: PubSubConn> ClientDriver<C> {
     /// A client numbered `n` (its stamp's publisher id) on `conn`, which
     /// the caller has already subscribed as the role needs.
-    pub fn new(conn: C, client: Arc<Client>, role: Role, n: u32) -> Self {
+    pub fn new(conn: C, client: Arc<Client>, role: ClientRole, n: u32) -> Self {
         let subject = match role {
-            Role::Publisher | Role::Requester | Role::Subscriber => client.topic(),
-            Role::Member { .. } => client.inbox(n),
+            ClientRole::Publisher | ClientRole::Requester | ClientRole::Subscriber => {
+                client.topic()
+            }
+            ClientRole::Member { .. } => client.inbox(n),
         };
         let mut payload = vec![FILL; client.size];
         let _ = Stamp {
@@ -207,13 +209,13 @@ impl<C: PubSubConn> ClientDriver<C> {
         }
         .write_to(&mut payload);
         let to = match role {
-            Role::Member { size, .. } => vec![0; size as usize],
+            ClientRole::Member { size, .. } => vec![0; size as usize],
             _ => Vec::new(),
         };
         let tally = ClientTally {
             client: n,
-            sends: role != Role::Subscriber,
-            receives: matches!(role, Role::Subscriber | Role::Member { .. }),
+            sends: role != ClientRole::Subscriber,
+            receives: matches!(role, ClientRole::Subscriber | ClientRole::Member { .. }),
             to,
             ..ClientTally::default()
         };
@@ -253,7 +255,7 @@ impl<C: PubSubConn> ClientDriver<C> {
     /// A send under `tag` is done: count it (and, in a chat, whom it went to).
     fn sent(&mut self, tag: Tag) {
         self.tally.sent_at(self.read_ns);
-        if let Role::Member { .. } = self.role {
+        if let ClientRole::Member { .. } = self.role {
             let pos = self.per_tag.get(tag as usize).copied().unwrap_or(u64::MAX);
             if let Some(n) = self.tally.to.get_mut(pos as usize) {
                 *n += 1;
@@ -302,7 +304,7 @@ impl<C: PubSubConn> ClientDriver<C> {
     fn broken(&mut self, e: OpError) -> Event {
         let pending = self.written.len() + self.ready.len() + self.acking;
         self.tally.in_doubt += pending as u64;
-        if self.role == Role::Requester {
+        if self.role == ClientRole::Requester {
             self.tally.in_doubt += self.per_tag.iter().filter(|&&s| s != u64::MAX).count() as u64;
             self.per_tag.fill(u64::MAX);
         }
@@ -341,10 +343,10 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
         self.seq += 1;
         let _ = stamp.write_to(&mut self.payload);
         let confirm = match self.role {
-            Role::Publisher | Role::Subscriber => {
+            ClientRole::Publisher | ClientRole::Subscriber => {
                 self.conn.publish(&self.subject, None, &self.payload, tag)
             }
-            Role::Requester => {
+            ClientRole::Requester => {
                 // The reply subject names the tag: `<inbox>.<tag>`.
                 self.dest.clear();
                 self.dest.extend_from_slice(&self.reply_prefix);
@@ -355,7 +357,7 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
                     .publish(&self.subject, Some(&self.dest), &self.payload, tag);
                 return SEND;
             }
-            Role::Member { first, size } => {
+            ClientRole::Member { first, size } => {
                 // A random other member of the group.
                 let me = self.tally.client - first;
                 let mut pos =
@@ -453,7 +455,7 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
                         tally.foreign += 1;
                         return Got::Skip;
                     };
-                    if role == Role::Requester {
+                    if role == ClientRole::Requester {
                         // An answer: the tag is the subject's last word; a
                         // second answer to the same request is stale.
                         let tag = subject.rsplit(|&b| b == b'.').next().and_then(parse_tag);
@@ -482,7 +484,7 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
                     if tag == NO_TAG {
                         continue;
                     }
-                    if self.role != Role::Requester {
+                    if self.role != ClientRole::Requester {
                         self.acking = self.acking.saturating_sub(1);
                     }
                     self.sent(tag);
@@ -509,11 +511,11 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
     }
 
     fn listens(&self) -> bool {
-        !matches!(self.role, Role::Publisher)
+        !matches!(self.role, ClientRole::Publisher)
     }
 
     fn issued_all(&mut self) {
-        if self.role == Role::Publisher {
+        if self.role == ClientRole::Publisher {
             self.client
                 .published
                 .fetch_add(self.tally.sent, Ordering::Release);
@@ -527,7 +529,7 @@ impl<C: PubSubConn> Driver for ClientDriver<C> {
     /// of a run in several processes: the other processes' publishers
     /// count elsewhere.
     fn caught_up(&self) -> bool {
-        self.role == Role::Subscriber
+        self.role == ClientRole::Subscriber
             && self.client.alone
             && self.tally.received >= self.client.published.load(Ordering::Acquire)
     }

@@ -12,13 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadrig_metrics::Snapshot;
+use loadrig_report::fmt::group;
 use loadrig_spec::{PubSubSpec, RunSpec, Stop};
 use serde_json::value::RawValue;
 
-use super::client::{Client, ClientDriver, Role, DOMAINS, SEND};
+use super::client::{Client, ClientDriver, ClientRole, DOMAINS, SEND};
 use super::tally::{ClientTally, Spread};
 use super::{PubSubBackend, PubSubConn};
-use crate::{group, Bench, Check, Results, TargetError, Verdict};
+use crate::{Bench, Check, Results, TargetError, Verdict};
 
 /// The pubsub workload on one broker.
 pub struct PubSubBench<B> {
@@ -135,13 +136,13 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
         let id = self.first.saturating_add(n);
         let mut conn = self.backend.connect(u64::from(id)).await?;
         let role = match (n < self.spec.pubs, self.spec.request) {
-            (true, false) => Role::Publisher,
-            (true, true) => Role::Requester,
-            (false, _) => Role::Subscriber,
+            (true, false) => ClientRole::Publisher,
+            (true, true) => ClientRole::Requester,
+            (false, _) => ClientRole::Subscriber,
         };
         let subject = match role {
-            Role::Requester => Some([self.client.inbox(id).as_slice(), b".*"].concat()),
-            Role::Subscriber => Some(self.client.topic()),
+            ClientRole::Requester => Some([self.client.inbox(id).as_slice(), b".*"].concat()),
+            ClientRole::Subscriber => Some(self.client.topic()),
             _ => None,
         };
         if let Some(s) = subject {

@@ -30,13 +30,14 @@ mod tally;
 
 use std::future::Future;
 
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::OpError;
 
 use crate::{TargetError, TargetInfo};
 
 pub use chat::ChatBench;
-pub use client::{Client, ClientDriver, Role, DELIVER, DOMAINS, SEND};
+pub use client::{Client, ClientDriver, ClientRole, DELIVER, DOMAINS, SEND};
 pub use fanout::{fresh_subject, PubSubBench};
 pub use tally::{ClientTally, Spread, Tallies};
 
@@ -106,7 +107,7 @@ pub trait PubSubBackend: TargetInfo + Send + Sync + 'static {
 ///
 /// Subjects are byte strings of letters, digits and dots
 /// (`lr.1a2b.t.0`); a target maps them to its own syntax if it must.
-pub trait PubSubConn: Send + 'static {
+pub trait PubSubConn: CountsBytes + Send + 'static {
     /// Subscribe to `subject`; returns once the broker has the
     /// subscription (NATS: a `PING` answered after the `SUB`; MQTT:
     /// `SUBACK`; Redis: the `subscribe` reply), so a publish that follows
@@ -149,9 +150,6 @@ pub trait PubSubConn: Send + 'static {
     /// A fresh connection to the same broker (else the next), with its
     /// subscriptions made again; what was in flight is forgotten.
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
-
-    /// Bytes sent and received since the last call.
-    fn take_bytes(&mut self) -> (u64, u64);
 
     /// Close the connection politely (NATS: nothing; MQTT: `DISCONNECT`).
     fn close(&mut self) -> impl Future<Output = ()> + Send;

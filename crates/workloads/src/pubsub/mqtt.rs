@@ -23,6 +23,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Buf;
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 pub use loadrig_wire::mq::mqtt::Qos;
@@ -93,6 +94,14 @@ fn subject_to_mqtt(subject: &[u8], filter: bool, out: &mut String) -> bool {
         });
     }
     true
+}
+
+/// A received topic name as a subject into `out` (`/` -> `.`): the
+/// inverse of [`to_topic`].
+#[inline]
+fn to_subject(topic: &str, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend(topic.bytes().map(|b| if b == b'/' { b'.' } else { b }));
 }
 
 /// A publish's packet identifier: its tag + 1.
@@ -261,9 +270,7 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
                         // Never asked for: every subscription is QoS 0 or 1.
                         QosPid::ExactlyOnce(_) => return Some(Err(PROTOCOL)),
                     };
-                    self.subject.clear();
-                    self.subject
-                        .extend(p.topic.bytes().map(|b| if b == b'/' { b'.' } else { b }));
+                    to_subject(p.topic, &mut self.subject);
                     let out = f(Incoming::Message {
                         subject: &self.subject,
                         reply: None,
@@ -360,10 +367,6 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
         Ok(())
     }
 
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.stream.take_bytes()
-    }
-
     /// QoS 0 only: at QoS 1 the broker's `PUBACK` confirms each publish.
     fn confirm_by_round_trip(&mut self) {
         if self.qos == Qos::AtMostOnce {
@@ -375,6 +378,12 @@ impl<S: ByteStream> PubSubConn for MqttLink<S> {
     async fn close(&mut self) {
         mqtt::encode_disconnect(self.stream.out());
         let _ = tokio::time::timeout(CLOSE_TIMEOUT, self.stream.flush()).await;
+    }
+}
+
+impl<S: ByteStream> CountsBytes for MqttLink<S> {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.stream.take_bytes()
     }
 }
 

@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use bytes::Buf;
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::mq::nats::{self, ServerOp};
@@ -272,10 +273,6 @@ impl<S: ByteStream> PubSubConn for NatsLink<S> {
         self.confirm().await
     }
 
-    fn take_bytes(&mut self) -> (u64, u64) {
-        self.stream.take_bytes()
-    }
-
     fn confirm_by_round_trip(&mut self) {
         self.trips.get_or_insert_with(RoundTrips::default);
     }
@@ -284,6 +281,12 @@ impl<S: ByteStream> PubSubConn for NatsLink<S> {
     /// takes it now.
     async fn close(&mut self) {
         let _ = tokio::time::timeout(Duration::ZERO, self.stream.flush()).await;
+    }
+}
+
+impl<S: ByteStream> CountsBytes for NatsLink<S> {
+    fn take_bytes(&mut self) -> (u64, u64) {
+        self.stream.take_bytes()
     }
 }
 

@@ -13,13 +13,14 @@
 use std::time::Duration;
 
 use bytes::Buf;
+use loadrig_engine::CountsBytes;
 use loadrig_engine::Tag;
 use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_wire::kv::resp::{self, Reply};
 
 use super::{Confirm, Incoming, PubSubConn};
 use crate::redis::command::error_class;
-use crate::stream::{await_in_place, ByteStream, Fifo, Scan};
+use crate::stream::{await_in_place, ByteStream, InFlight, Scan};
 
 const PROTOCOL: OpError = OpError::new(ErrorKind::Protocol);
 
@@ -94,7 +95,7 @@ pub struct RespPubSub<S> {
     /// In subscribe mode; opened by the first `subscribe`.
     subscriber: Option<S>,
     /// Tags of the publishes in flight, oldest first.
-    tags: Fifo<Tag>,
+    tags: InFlight<Tag>,
     /// Channels subscribed; made again on reconnect.
     channels: Vec<Vec<u8>>,
     /// Bytes of subscribe streams replaced since the last `take_bytes`.
@@ -107,7 +108,7 @@ impl<S: ByteStream> RespPubSub<S> {
         RespPubSub {
             publisher,
             subscriber: None,
-            tags: Fifo::new(),
+            tags: InFlight::new(),
             channels: Vec::new(),
             carried: (0, 0),
         }
@@ -245,6 +246,14 @@ impl<S: ByteStream> PubSubConn for RespPubSub<S> {
         Ok(())
     }
 
+    /// Redis needs no goodbye; what is queued goes out if the socket takes
+    /// it now.
+    async fn close(&mut self) {
+        let _ = tokio::time::timeout(Duration::ZERO, self.publisher.flush()).await;
+    }
+}
+
+impl<S: ByteStream> CountsBytes for RespPubSub<S> {
     fn take_bytes(&mut self) -> (u64, u64) {
         let (mut sent, mut received) = self.publisher.take_bytes();
         let (s, r) = std::mem::take(&mut self.carried);
@@ -256,11 +265,5 @@ impl<S: ByteStream> PubSubConn for RespPubSub<S> {
             received += r;
         }
         (sent, received)
-    }
-
-    /// Redis needs no goodbye; what is queued goes out if the socket takes
-    /// it now.
-    async fn close(&mut self) {
-        let _ = tokio::time::timeout(Duration::ZERO, self.publisher.flush()).await;
     }
 }

@@ -16,10 +16,12 @@ use loadrig_spec::{RedisSpec, RedisTest};
 use serde::{Deserialize, Serialize};
 
 use super::command::{self, put_digits};
+use super::driver::test_seed;
 use super::read::{self, scan, Lacks, Reader};
-use super::{test_seed, RedisBackend, RedisBench, RespAdmin, Value};
-use crate::{group, group_i, Check, Results, TargetError, Verdict};
+use super::{RedisBackend, RespAdmin, Value};
+use crate::{Check, Results, TargetError, Verdict};
 use loadrig_engine::{rng::Rng, WARMUP_INDEX_BASE};
+use loadrig_report::fmt::{group, group_i};
 
 /// Where a test's writes (or pops) land.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,17 +211,29 @@ impl Tally<'_> {
     }
 }
 
+/// What the check reads of the run it checks.
+pub(super) struct Checked<'a, B> {
+    pub backend: &'a B,
+    pub spec: &'a RedisSpec,
+    pub seed: u64,
+    /// The engine's connections: operation `i` is worker `i mod
+    /// connections`'s (the engine strides the indices so).
+    pub connections: u64,
+    /// The value every write sent (redis-benchmark's bytes).
+    pub data: &'a [u8],
+}
+
 /// Largest number of keys drawn for the exact check of `key:*`.
 const MAX_EXACT_DRAWS: u64 = 2_000_000;
 
 pub(super) async fn verify<B: RedisBackend>(
-    bench: &RedisBench<B>,
+    run: &Checked<'_, B>,
     before: &Counts,
     counted: &Snapshot,
 ) -> Result<Verdict, TargetError> {
-    let spec = &bench.spec;
+    let spec = run.spec;
     let t = Tally { spec, s: counted };
-    let after = measure(&bench.backend, spec).await?;
+    let after = measure(run.backend, spec).await?;
     // A family the server would not size before or after is not checked.
     let mut lacks = before.lacks.clone();
     lacks.extend(after.lacks.clone());
@@ -315,7 +329,7 @@ pub(super) async fn verify<B: RedisBackend>(
         before.mystream,
     );
     if touches(spec, Family::Strings) {
-        strings(bench, &t, &mut checks, &mut said, &mut lacks).await?;
+        strings(run, &t, &mut checks, &mut said, &mut lacks).await?;
     }
     let reads = [T::Get, T::Lpop, T::Rpop];
     if spec.tests.iter().any(|x| reads.contains(x)) {
@@ -360,14 +374,14 @@ pub(super) async fn verify<B: RedisBackend>(
 /// key out (a server killed and restarted loses far more). Counts that
 /// carry no spans (an old report) have only the keys found checked.
 async fn strings<B: RedisBackend>(
-    bench: &RedisBench<B>,
+    run: &Checked<'_, B>,
     t: &Tally<'_>,
     checks: &mut Vec<Check>,
     said: &mut Vec<String>,
     lacks: &mut Lacks,
 ) -> Result<(), TargetError> {
     use RedisTest as T;
-    let spec = &bench.spec;
+    let spec = run.spec;
     let writes = t.ok(T::Set) + t.ok(T::Mset);
     if writes == 0 {
         return Ok(());
@@ -376,13 +390,13 @@ async fn strings<B: RedisBackend>(
     let mut unsure = 0i64;
     let keys: Vec<Vec<u8>> = match (drawn(spec, "key:"), spec.keyspace) {
         (Ok(key), _) => vec![key],
-        (Err(pattern), Some(r)) => match exact_writes(bench, t, r) {
+        (Err(pattern), Some(r)) => match exact_writes(run, t, r) {
             Some((written, failed)) if spec.tagged => {
                 let w = Written {
                     pairs: &written,
                     failed,
                 };
-                return tagged(bench, t, w, &pattern, checks, said, lacks).await;
+                return tagged(run, t, w, &pattern, checks, said, lacks).await;
             }
             Some((written, failed)) => {
                 unsure = failed;
@@ -395,21 +409,21 @@ async fn strings<B: RedisBackend>(
                     })
                     .collect()
             }
-            None => return found_keys(bench, writes, t, checks, said, lacks).await,
+            None => return found_keys(run, writes, t, checks, said, lacks).await,
         },
         (Err(_), None) if spec.tagged => {
-            return found_keys(bench, writes, t, checks, said, lacks).await
+            return found_keys(run, writes, t, checks, said, lacks).await
         }
         (Err(_), None) => return Ok(()),
     };
-    let data: &[u8] = &bench.data;
+    let data: &[u8] = run.data;
     // A key may be on any of the servers; it must be on one, and hold the
     // data wherever it is.
     let mut found = vec![false; keys.len()];
     let mut wrong = 0i64;
     let mut by_key = false;
-    for s in 0..bench.backend.servers() {
-        let mut r = Reader::new(bench.backend.admin(s, spec.db()).await?);
+    for s in 0..run.backend.servers() {
+        let mut r = Reader::new(run.backend.admin(s, spec.db()).await?);
         let read = r
             .each(&keys, |i, v| {
                 if let Some(v) = v {
@@ -493,7 +507,7 @@ fn written_checks(
 /// run followed redirects (the map moved while it ran, so connections may
 /// have tagged from different maps). The keyspace is walked only then.
 async fn tagged<B: RedisBackend>(
-    bench: &RedisBench<B>,
+    run: &Checked<'_, B>,
     t: &Tally<'_>,
     Written {
         pairs: written,
@@ -504,8 +518,8 @@ async fn tagged<B: RedisBackend>(
     said: &mut Vec<String>,
     lacks: &mut Lacks,
 ) -> Result<(), TargetError> {
-    let data: &[u8] = &bench.data;
-    let mut r = Reader::new(bench.backend.admin(0, bench.spec.db()).await?);
+    let data: &[u8] = run.data;
+    let mut r = Reader::new(run.backend.admin(0, run.spec.db()).await?);
     let tags = r.a.master_tags();
     let moved = t.domain(command::MOVED) + t.domain(command::ASK) > 0;
     let numbers = numbers(written);
@@ -619,7 +633,7 @@ fn candidates(written: &[Write], tags: &[Vec<[u8; 3]>]) -> Vec<Vec<u8>> {
 /// keeps nothing fails), no more than the writes issued, and every one must
 /// hold the data.
 async fn found_keys<B: RedisBackend>(
-    bench: &RedisBench<B>,
+    run: &Checked<'_, B>,
     writes: i64,
     t: &Tally<'_>,
     checks: &mut Vec<Check>,
@@ -627,12 +641,12 @@ async fn found_keys<B: RedisBackend>(
     lacks: &mut Lacks,
 ) -> Result<(), TargetError> {
     use RedisTest as T;
-    let spec = &bench.spec;
-    let data: &[u8] = &bench.data;
+    let spec = run.spec;
+    let data: &[u8] = run.data;
     let mut present_n = 0i64;
     let mut wrong = 0i64;
-    for s in 0..bench.backend.servers() {
-        let mut r = Reader::new(bench.backend.admin(s, spec.db()).await?);
+    for s in 0..run.backend.servers() {
+        let mut r = Reader::new(run.backend.admin(s, spec.db()).await?);
         let values = match present(&mut r, spec, "key:").await? {
             Some(keys) => r.values(&keys).await?,
             None => Err("SCAN"),
@@ -688,7 +702,7 @@ fn number_of(key: &[u8]) -> Option<u64> {
 /// dropped: each may have left its key out). `None` when the counts
 /// carry no spans (a report written before they were kept).
 fn exact_writes<B: RedisBackend>(
-    bench: &RedisBench<B>,
+    run: &Checked<'_, B>,
     t: &Tally<'_>,
     r: u64,
 ) -> Option<(Vec<Write>, i64)> {
@@ -710,14 +724,14 @@ fn exact_writes<B: RedisBackend>(
     let step = draws.div_ceil(MAX_EXACT_DRAWS).max(1);
     let mut written = Vec::with_capacity(usize::try_from(draws / step).unwrap_or(0));
     for (test, per, phase) in runs {
-        let seed = test_seed(bench.seed, test);
+        let seed = test_seed(run.seed, test);
         for span in t.s.spans.iter().filter(|s| s.phase == phase) {
             for k in (0..span.count).step_by(usize::try_from(step).unwrap_or(usize::MAX)) {
                 let i = span.index(k);
                 let mut rng = Rng::for_op(seed, i);
                 let mut first = None;
                 let worker = (i & (WARMUP_INDEX_BASE - 1))
-                    .checked_rem(bench.connections)
+                    .checked_rem(run.connections)
                     .unwrap_or(0);
                 for _ in 0..per {
                     let d = rng.below(r);

@@ -16,13 +16,14 @@ use std::collections::HashSet;
 use bytes::BytesMut;
 use loadrig_engine::rng::Rng;
 use loadrig_metrics::{ErrorKind, OpError, Snapshot, Span};
+use loadrig_report::fmt::group;
 use loadrig_spec::{KeyPattern, MemtierSpec, ValueSizes};
 use loadrig_wire::kv::resp::{self, Reply};
 
 use super::command::{self, error_class, GET_HITS, GET_MISSES};
 use super::read::{scan, Reader};
 use super::RedisBackend;
-use crate::{group, Check, Results, TargetError, Verdict};
+use crate::{Check, Results, TargetError, Verdict};
 
 /// The mix's operation kinds.
 pub const KINDS: [&str; 2] = ["SET", "GET"];

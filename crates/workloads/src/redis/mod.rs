@@ -9,26 +9,34 @@
 //! where it lies in the connection's read buffer; the target moves bytes,
 //! logs in and selects the database.
 //!
-//! Verification ([`check`]) compares what the server holds after the run
+//! The [`RedisBench`] here runs the tests one after the other (memtier's
+//! mix, `--ratio`, in one run) with a [`RedisDriver`] per connection.
+//! Verification (`check`) compares what the server holds after the run
 //! with what the client counted, structure by structure.
 
-mod bench;
 mod check;
 pub mod command;
+mod driver;
 pub mod mix;
 mod read;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
+use loadrig_engine::rng::mix64;
 use loadrig_engine::Tag;
-use loadrig_metrics::{ErrorKind, OpError};
+use loadrig_metrics::{ErrorKind, OpError, Snapshot};
+use loadrig_spec::{RedisSpec, RedisTest, RunSpec};
 use loadrig_wire::kv::resp::{self, Reply};
 
-use crate::stream::{ByteStream, Fifo};
-use crate::{TargetError, TargetInfo};
+use crate::stream::{ByteStream, InFlight};
+use crate::{Bench, Results, TargetError, TargetInfo, Verdict};
+use command::Template;
+use driver::Mode;
+use mix::Mix;
 
-pub use bench::{test_seed, RedisBench, RedisDriver};
+pub use driver::{test_seed, RedisDriver};
 
 /// A reply as the cold path keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,7 +173,7 @@ pub trait RespAdmin {
 /// and come back in order, each answering the oldest tag.
 pub struct RespConn<S> {
     stream: S,
-    tags: Fifo<Tag>,
+    tags: InFlight<Tag>,
 }
 
 const PROTOCOL: OpError = OpError {
@@ -177,7 +185,7 @@ impl<S: ByteStream> RespConn<S> {
     pub fn new(stream: S) -> Self {
         RespConn {
             stream,
-            tags: Fifo::new(),
+            tags: InFlight::new(),
         }
     }
 
@@ -234,5 +242,208 @@ impl<S: ByteStream> RespConn<S> {
     /// The byte stream underneath.
     pub fn stream(&mut self) -> &mut S {
         &mut self.stream
+    }
+}
+
+/// The redis workload on one backend.
+pub struct RedisBench<B> {
+    pub backend: B,
+    pub spec: RedisSpec,
+    pub seed: u64,
+    /// The engine's connections: operation `i` is worker `i mod
+    /// connections`'s (the engine strides the indices so).
+    pub connections: u64,
+    /// The value every write sends (redis-benchmark's bytes).
+    data: Arc<[u8]>,
+    /// The test the next connections run (an index into `spec.tests`).
+    current: usize,
+    template: Arc<Template>,
+    /// The tests' titles, the run's operation kinds.
+    titles: Vec<&'static str>,
+    /// `--ratio`: memtier's mix instead of the tests.
+    mix: Option<Arc<Mix>>,
+}
+
+impl<B: RedisBackend> RedisBench<B> {
+    pub fn new(backend: B, own: &RedisSpec, run: &RunSpec) -> Self {
+        let (mut spec, seed) = (own.clone(), run.seed);
+        // redis-benchmark --cluster's key placement: the tests' keys tagged.
+        spec.tagged = backend.cluster() && !spec.no_cluster_tags && spec.mix.is_none();
+        let data: Arc<[u8]> = command::benchmark_data(spec.data_size).into();
+        let first = spec.tests.first().copied().unwrap_or(RedisTest::PingInline);
+        let template = Arc::new(Template::of(
+            first,
+            &data,
+            spec.keyspace.is_some(),
+            &spec.command,
+            spec.tagged,
+        ));
+        // A command of one's own is titled by its command line; the
+        // engine names kinds with static strings, and this one is made
+        // once per process, so it is leaked rather than threaded through.
+        let titles = spec
+            .tests
+            .iter()
+            .map(|&t| match t {
+                RedisTest::Command => &*Box::leak(spec.title(t).into_boxed_str()),
+                t => t.title(),
+            })
+            .collect();
+        let mix = spec
+            .mix
+            .clone()
+            .map(|m| Arc::new(Mix::new(m, mix64(seed ^ 0x006d_6978))));
+        let titles = if mix.is_some() {
+            mix::KINDS.to_vec()
+        } else {
+            titles
+        };
+        RedisBench {
+            mix,
+            backend,
+            spec,
+            seed,
+            connections: u64::from(run.load.connections),
+            data,
+            current: 0,
+            template,
+            titles,
+        }
+    }
+
+    fn test(&self) -> RedisTest {
+        self.spec
+            .tests
+            .get(self.current)
+            .copied()
+            .unwrap_or(RedisTest::PingInline)
+    }
+}
+
+/// Whether an error reply says the client is not logged in, or not
+/// allowed (Redis's NOAUTH, WRONGPASS and NOPERM, and the older `ERR`
+/// wordings of a missing or wrong password).
+fn refuses_login(why: &str) -> bool {
+    let code = why.split_whitespace().next().unwrap_or("");
+    matches!(code, "NOAUTH" | "WRONGPASS" | "NOPERM")
+        || why.starts_with("ERR invalid password")
+        || why.starts_with("ERR operation not permitted")
+}
+
+impl<B: RedisBackend> Bench for RedisBench<B> {
+    type Driver = RedisDriver<B::Conn>;
+    type Target = B;
+
+    fn target(&self) -> &B {
+        &self.backend
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        self.titles.clone()
+    }
+
+    fn domains(&self) -> Vec<String> {
+        command::DOMAINS.iter().map(|d| d.to_string()).collect()
+    }
+
+    fn sequential(&self) -> bool {
+        self.mix.is_none()
+    }
+
+    fn enter(&mut self, kind: usize) {
+        self.current = kind;
+        self.template = Arc::new(Template::of(
+            self.test(),
+            &self.data,
+            self.spec.keyspace.is_some(),
+            &self.spec.command,
+            self.spec.tagged,
+        ));
+    }
+
+    async fn prepare(&mut self) -> Result<(), TargetError> {
+        // Nothing to create: the tests make their keys. A server that is
+        // not there (or refuses the login or the database) is found here,
+        // before any load, as redis-benchmark stops at once: every server
+        // pinged, and an answer that asks for a login (NOAUTH, WRONGPASS,
+        // NOPERM) ends the run with the target's exit code rather than
+        // counting every request of the load as failed. Any other answer,
+        // garbage included, is left for the load to meet and count.
+        for s in 0..self.backend.servers() {
+            let mut a = self.backend.admin(s, self.spec.db()).await?;
+            let pong = a
+                .call(&[cmd(&["PING"])])
+                .await
+                .ok()
+                .and_then(|mut r| r.pop());
+            if let Some(Value::Error(why)) = pong {
+                if refuses_login(&why) {
+                    return Err(TargetError::Unreachable {
+                        target: format!("Redis server {}", s + 1),
+                        reason: format!("the server wants a login: {why}"),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn baseline(&mut self) -> Result<serde_json::Value, TargetError> {
+        let b = check::measure(&self.backend, &self.spec).await?;
+        Ok(serde_json::to_value(b).unwrap_or_default())
+    }
+
+    async fn connect(&self, worker: u32) -> Result<Self::Driver, TargetError> {
+        let test = self.test();
+        let mode = match &self.mix {
+            Some(mix) => Mode::mix(mix.clone()),
+            None => Mode::Test {
+                test,
+                kind: self.current,
+                template: self.template.clone(),
+                data: self.data.clone(),
+                keyspace: self.spec.keyspace,
+                seed: test_seed(self.seed, test),
+            },
+        };
+        let conn = RespConn::new(self.backend.connect(self.spec.db(), worker).await?);
+        Ok(RedisDriver::new(conn, mode))
+    }
+
+    async fn verify(
+        &mut self,
+        baseline: &serde_json::Value,
+        counted: &Snapshot,
+    ) -> Result<Verdict, TargetError> {
+        if let Some(mix) = &self.mix {
+            let db = self.spec.db();
+            return mix::verify(mix, &self.backend, db, counted).await;
+        }
+        let before: check::Counts = serde_json::from_value(baseline.clone()).unwrap_or_default();
+        let run = check::Checked {
+            backend: &self.backend,
+            spec: &self.spec,
+            seed: self.seed,
+            connections: self.connections,
+            data: &self.data,
+        };
+        check::verify(&run, &before, counted).await
+    }
+
+    async fn results(&mut self, counted: &Snapshot) -> Result<Results, TargetError> {
+        Ok(match &self.mix {
+            Some(_) => mix::results(counted),
+            None => check::results(&self.spec, counted),
+        })
+    }
+
+    async fn finish(&mut self, keep: bool) -> Result<(), TargetError> {
+        if keep {
+            return Ok(());
+        }
+        match &self.mix {
+            Some(mix) => mix::clean(mix, &self.backend, self.spec.db()).await,
+            None => check::clean(&self.backend, &self.spec).await,
+        }
     }
 }

@@ -8,15 +8,17 @@ mod generator;
 
 use std::future::Future;
 
+use loadrig_engine::CountsBytes;
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{OpError, Snapshot};
+use loadrig_report::fmt::{group, group_i};
 use loadrig_spec::{RunSpec, VoterSpec, CONTESTANT_NAMES};
 use serde::{Deserialize, Serialize};
 
 pub use area_codes::AREA_CODES;
 pub use generator::CallGenerator;
 
-use crate::{group, group_i, Bench, Check, Reply, Results, TargetError, TargetInfo, Verdict};
+use crate::{Bench, Check, Reply, Results, TargetError, TargetInfo, Verdict};
 
 /// One vote as the Vote procedure receives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,15 +142,12 @@ pub trait VoterBackend: TargetInfo {
 }
 
 /// One connection able to call Vote, possibly many calls in flight.
-pub trait VoterConn: Send + 'static {
+pub trait VoterConn: CountsBytes + Send + 'static {
     /// Queue a call; must not block.
     fn vote(&mut self, vote: &Vote, tag: Tag);
     /// The next answer. Cancel safe.
     fn recv(&mut self) -> impl Future<Output = Reply<VoteResult>> + Send;
     fn reconnect(&mut self) -> impl Future<Output = Result<(), OpError>> + Send;
-    fn take_bytes(&mut self) -> (u64, u64) {
-        (0, 0)
-    }
 }
 
 /// The engine's driver for the Voter over any [`VoterConn`].

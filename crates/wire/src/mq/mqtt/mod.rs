@@ -57,7 +57,7 @@ pub use encode::{
 };
 pub use parse::{
     decode_remaining_len, packet_len, packet_len_with, parse_packet, parse_packet_with,
-    ConnectView, SubAckCodes, SubscribeTopics, UnsubscribeTopics,
+    ConnectView, SubAckCodes, SubscribeTopics, TopicEntry, Topics, UnsubscribeTopics,
 };
 
 /// The protocol level of MQTT 3.1.1 in CONNECT.

@@ -6,6 +6,7 @@
 //! Inside a complete packet, running out of bytes is an error, not
 //! `Incomplete`: the remaining length said where the packet ends.
 
+use std::marker::PhantomData;
 use std::num::NonZeroU16;
 
 use super::{
@@ -322,20 +323,8 @@ fn connack(r: &mut Reader<'_>) -> Result<ConnAck, MqttError> {
 
 fn subscribe<'a>(r: &mut Reader<'a>) -> Result<Subscribe<'a>, MqttError> {
     let pid = r.pid()?;
-    let body = r.rest();
-    let mut it = SubscribeTopics { rest: body, len: 0 };
-    let mut len = 0usize;
-    while !it.rest.is_empty() {
-        it.read()?;
-        len = len.saturating_add(1);
-    }
-    if len == 0 {
-        return Err(MqttError::Empty("SUBSCRIBE"));
-    }
-    Ok(Subscribe {
-        pid,
-        topics: SubscribeTopics { rest: body, len },
-    })
+    let topics = Topics::check(r.rest(), "SUBSCRIBE")?;
+    Ok(Subscribe { pid, topics })
 }
 
 fn suback<'a>(r: &mut Reader<'a>) -> Result<SubAck<'a>, MqttError> {
@@ -355,20 +344,8 @@ fn suback<'a>(r: &mut Reader<'a>) -> Result<SubAck<'a>, MqttError> {
 
 fn unsubscribe<'a>(r: &mut Reader<'a>) -> Result<Unsubscribe<'a>, MqttError> {
     let pid = r.pid()?;
-    let body = r.rest();
-    let mut it = UnsubscribeTopics { rest: body, len: 0 };
-    let mut len = 0usize;
-    while !it.rest.is_empty() {
-        it.read()?;
-        len = len.saturating_add(1);
-    }
-    if len == 0 {
-        return Err(MqttError::Empty("UNSUBSCRIBE"));
-    }
-    Ok(Unsubscribe {
-        pid,
-        topics: UnsubscribeTopics { rest: body, len },
-    })
+    let topics = Topics::check(r.rest(), "UNSUBSCRIBE")?;
+    Ok(Unsubscribe { pid, topics })
 }
 
 /// A parsed CONNECT: its body, checked when it was parsed, read into a
@@ -399,37 +376,85 @@ impl<'a> ConnectView<'a> {
     }
 }
 
-/// The (topic filter, requested QoS) pairs of a parsed SUBSCRIBE, checked
-/// when it was parsed and read again lazily.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SubscribeTopics<'a> {
-    rest: &'a [u8],
-    len: usize,
+/// One entry of a SUBSCRIBE's or UNSUBSCRIBE's topic list: a topic
+/// filter, with the requested QoS in a SUBSCRIBE.
+pub trait TopicEntry<'a>: Sized {
+    /// Reads one entry off the front of `rest` and checks it.
+    fn read(rest: &mut &'a [u8]) -> Result<Self, MqttError>;
 }
 
-impl<'a> SubscribeTopics<'a> {
-    fn read(&mut self) -> Result<(&'a str, Qos), MqttError> {
-        let mut r = Reader { b: self.rest };
+/// A SUBSCRIBE's entry: (topic filter, requested QoS).
+impl<'a> TopicEntry<'a> for (&'a str, Qos) {
+    fn read(rest: &mut &'a [u8]) -> Result<Self, MqttError> {
+        let mut r = Reader { b: rest };
         let filter = r.str()?;
         check_topic_filter(filter)?;
         let q = r.u8()?;
         let qos =
             Qos::from_level(q).ok_or(MqttError::Malformed("SUBSCRIBE: requested QoS byte"))?;
-        self.rest = r.b;
+        *rest = r.b;
         Ok((filter, qos))
     }
 }
 
-impl<'a> Iterator for SubscribeTopics<'a> {
-    type Item = (&'a str, Qos);
+/// An UNSUBSCRIBE's entry: a topic filter.
+impl<'a> TopicEntry<'a> for &'a str {
+    fn read(rest: &mut &'a [u8]) -> Result<Self, MqttError> {
+        let mut r = Reader { b: rest };
+        let filter = r.str()?;
+        check_topic_filter(filter)?;
+        *rest = r.b;
+        Ok(filter)
+    }
+}
 
-    fn next(&mut self) -> Option<(&'a str, Qos)> {
+/// The topic list of a parsed SUBSCRIBE or UNSUBSCRIBE, checked when the
+/// packet was parsed and read again lazily: the one iterator over MQTT
+/// topic lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Topics<'a, T> {
+    rest: &'a [u8],
+    len: usize,
+    entry: PhantomData<T>,
+}
+
+/// The (topic filter, requested QoS) pairs of a parsed SUBSCRIBE.
+pub type SubscribeTopics<'a> = Topics<'a, (&'a str, Qos)>;
+
+/// The topic filters of a parsed UNSUBSCRIBE.
+pub type UnsubscribeTopics<'a> = Topics<'a, &'a str>;
+
+impl<'a, T: TopicEntry<'a>> Topics<'a, T> {
+    /// Every entry of `body` checked, at least one (`packet` names the
+    /// packet in the error when there is none).
+    fn check(body: &'a [u8], packet: &'static str) -> Result<Self, MqttError> {
+        let mut rest = body;
+        let mut len = 0usize;
+        while !rest.is_empty() {
+            T::read(&mut rest)?;
+            len = len.saturating_add(1);
+        }
+        if len == 0 {
+            return Err(MqttError::Empty(packet));
+        }
+        Ok(Topics {
+            rest: body,
+            len,
+            entry: PhantomData,
+        })
+    }
+}
+
+impl<'a, T: TopicEntry<'a>> Iterator for Topics<'a, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
         if self.len == 0 {
             return None;
         }
         // Checked at parse time; a failure ends the iteration rather than
         // panicking.
-        match self.read() {
+        match T::read(&mut self.rest) {
             Ok(t) => {
                 self.len = self.len.saturating_sub(1);
                 Some(t)
@@ -446,55 +471,9 @@ impl<'a> Iterator for SubscribeTopics<'a> {
     }
 }
 
-impl ExactSizeIterator for SubscribeTopics<'_> {}
+impl<'a, T: TopicEntry<'a>> ExactSizeIterator for Topics<'a, T> {}
 
-impl std::iter::FusedIterator for SubscribeTopics<'_> {}
-
-/// The topic filters of a parsed UNSUBSCRIBE, checked when it was parsed
-/// and read again lazily.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UnsubscribeTopics<'a> {
-    rest: &'a [u8],
-    len: usize,
-}
-
-impl<'a> UnsubscribeTopics<'a> {
-    fn read(&mut self) -> Result<&'a str, MqttError> {
-        let mut r = Reader { b: self.rest };
-        let filter = r.str()?;
-        check_topic_filter(filter)?;
-        self.rest = r.b;
-        Ok(filter)
-    }
-}
-
-impl<'a> Iterator for UnsubscribeTopics<'a> {
-    type Item = &'a str;
-
-    fn next(&mut self) -> Option<&'a str> {
-        if self.len == 0 {
-            return None;
-        }
-        match self.read() {
-            Ok(t) => {
-                self.len = self.len.saturating_sub(1);
-                Some(t)
-            }
-            Err(_) => {
-                self.len = 0;
-                None
-            }
-        }
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.len, Some(self.len))
-    }
-}
-
-impl ExactSizeIterator for UnsubscribeTopics<'_> {}
-
-impl std::iter::FusedIterator for UnsubscribeTopics<'_> {}
+impl<'a, T: TopicEntry<'a>> std::iter::FusedIterator for Topics<'a, T> {}
 
 /// The return codes of a parsed SUBACK, one per filter subscribed, checked
 /// when it was parsed.
