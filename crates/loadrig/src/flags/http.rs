@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use loadrig_spec::{HttpSpec, SpecError, WorkloadSpec};
 
-use super::Defaults;
+use super::{Defaults, RunArgs};
 
 pub(super) const HTTP_HELP: &str =
     "As wrk (and wrk2 with --rate), with loadrig's flags: -t is --target and --threads is long \
@@ -64,6 +64,22 @@ pub struct HttpArgs {
 }
 
 impl HttpArgs {
+    /// The URL given once, as `--target` or as the last word; `-t2` from
+    /// wrk's spelling (before -t was --target everywhere) named as such.
+    pub(super) fn url_given_once(&self, run: &RunArgs) -> Result<(), SpecError> {
+        let (Some(_), Some(t)) = (&self.url, &run.target) else {
+            return Ok(());
+        };
+        let why = match t.parse::<u32>() {
+            Ok(_) => format!(
+                "'{t}' is not a URL: -t is --target in every workload; wrk's -t \
+                 (threads) is --threads (or `loadrig wrk -t{t} ...`)"
+            ),
+            Err(_) => "give the URL once (as --target or as the last word)".to_string(),
+        };
+        Err(SpecError::new("--target", why))
+    }
+
     pub fn spec(&self) -> Result<WorkloadSpec, SpecError> {
         let headers = self
             .header

@@ -337,18 +337,7 @@ impl WorkloadArgs {
                 }
             }
             WorkloadArgs::Redis { run, redis } => {
-                // `-t get` from before -t was --target everywhere.
-                if let Some(t) = run.target.as_deref() {
-                    if !t.contains("://") && loadrig_spec::RedisTest::select(t).is_ok() {
-                        return Err(SpecError::new(
-                            "--target",
-                            format!(
-                                "'{t}' is a list of tests, not a URL: -t is --target in every \
-                                 workload; the tests are --tests (or `loadrig redis-benchmark -t {t}`)"
-                            ),
-                        ));
-                    }
-                }
+                tests_are_not_a_target(run)?;
                 Parts {
                     run,
                     url: redis
@@ -367,16 +356,7 @@ impl WorkloadArgs {
                     url: None,
                     workload: pubsub.spec(run),
                     preset: None,
-                    defaults: Defaults {
-                        clients: pubsub.pubs,
-                        // No more runtime threads than connections: a
-                        // lone publisher costs less on one.
-                        threads: Some(
-                            cores()
-                                .min((pubsub.pubs as usize).saturating_add(pubsub.subs as usize)),
-                        ),
-                        ..BROKER_DEFAULTS
-                    },
+                    defaults: pubsub.defaults(),
                 }
             }
             WorkloadArgs::Chat { run, chat } => {
@@ -395,17 +375,7 @@ impl WorkloadArgs {
                 }
             }
             WorkloadArgs::Http { run, http } => {
-                if let (Some(_), Some(t)) = (&http.url, &run.target) {
-                    // `-t2` from wrk's spelling, before -t was --target everywhere.
-                    let why = match t.parse::<u32>() {
-                        Ok(_) => format!(
-                            "'{t}' is not a URL: -t is --target in every workload; wrk's -t \
-                             (threads) is --threads (or `loadrig wrk -t{t} ...`)"
-                        ),
-                        Err(_) => "give the URL once (as --target or as the last word)".to_string(),
-                    };
-                    return Err(SpecError::new("--target", why));
-                }
+                http.url_given_once(run)?;
                 Parts {
                     run,
                     url: http.url.as_deref().map(Into::into),

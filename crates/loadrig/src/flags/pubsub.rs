@@ -133,6 +133,18 @@ pub struct PubSubArgs {
 }
 
 impl PubSubArgs {
+    /// One connection per client; no more runtime threads than
+    /// connections (a lone publisher costs less on one).
+    pub(super) fn defaults(&self) -> Defaults {
+        Defaults {
+            clients: self.pubs,
+            threads: Some(
+                super::cores().min((self.pubs as usize).saturating_add(self.subs as usize)),
+            ),
+            ..BROKER_DEFAULTS
+        }
+    }
+
     /// The parent of `--processes` picks the run's subject here, when
     /// none is given, so the spec is whole before it is validated.
     pub fn spec(&self, run: &RunArgs) -> WorkloadSpec {

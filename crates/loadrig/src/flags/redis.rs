@@ -7,7 +7,7 @@ use loadrig_spec::{
     KeyPattern, MemtierSpec, RedisSpec, RedisTest, SpecError, ValueSizes, WorkloadSpec,
 };
 
-use super::Defaults;
+use super::{Defaults, RunArgs};
 
 pub(super) const REDIS_HELP: &str =
     "As redis-benchmark, with loadrig's flags: -t is --target and -d --duration here as in every \
@@ -153,5 +153,20 @@ impl RedisArgs {
             no_cluster_tags: self.no_cluster_tags,
             tagged: false,
         }))
+    }
+}
+
+/// `-t get` from before -t was --target everywhere: a list of tests
+/// given as the target is refused with the flag that takes it.
+pub(super) fn tests_are_not_a_target(run: &RunArgs) -> Result<(), SpecError> {
+    match run.target.as_deref() {
+        Some(t) if !t.contains("://") && RedisTest::select(t).is_ok() => Err(SpecError::new(
+            "--target",
+            format!(
+                "'{t}' is a list of tests, not a URL: -t is --target in every \
+                 workload; the tests are --tests (or `loadrig redis-benchmark -t {t}`)"
+            ),
+        )),
+        _ => Ok(()),
     }
 }

@@ -277,26 +277,7 @@ impl RunArgs {
             .or(defaults.map(|d| d.clients))
             .unwrap_or(workload_defaults.clients);
         let pacing = self.pacing(defaults.map(|d| d.pacing))?;
-        let dispatch = match (self.queue, self.slots, defaults.map(|d| d.dispatch)) {
-            (None, None, Some(d)) => d,
-            (None, None, None) => Dispatch::Direct,
-            (q, s, d) => {
-                let (dq, ds) = match d {
-                    Some(Dispatch::Managed { queue, slots }) => (queue, slots),
-                    _ => (DEFAULT_QUEUE, DEFAULT_SLOTS),
-                };
-                Dispatch::Managed {
-                    queue: q.unwrap_or(dq),
-                    slots: s.unwrap_or(ds),
-                }
-            }
-        };
-        if dispatch != Dispatch::Direct && self.pipeline != 1 {
-            return Err(SpecError::new(
-                "--pipeline",
-                "cannot be used with --queue/--slots (managed mode sets in-flight calls with --slots)",
-            ));
-        }
+        let dispatch = self.dispatch(defaults.map(|d| d.dispatch))?;
         let stop = match (self.requests, self.duration, workload_defaults.duration) {
             (_, Some(d), _) => Stop::Seconds(d),
             (Some(n), None, _) => Stop::Count(n),
@@ -358,6 +339,33 @@ impl RunArgs {
         spec.validate()?;
         spec.load.check_depth(facts.max_depth)?;
         Ok(spec)
+    }
+
+    /// Direct, or managed (`--queue`, `--slots`), a preset's own when
+    /// neither is given; managed mode sets the calls in flight itself, so
+    /// it takes no `--pipeline`.
+    fn dispatch(&self, preset: Option<Dispatch>) -> Result<Dispatch, SpecError> {
+        let dispatch = match (self.queue, self.slots, preset) {
+            (None, None, Some(d)) => d,
+            (None, None, None) => Dispatch::Direct,
+            (q, s, d) => {
+                let (dq, ds) = match d {
+                    Some(Dispatch::Managed { queue, slots }) => (queue, slots),
+                    _ => (DEFAULT_QUEUE, DEFAULT_SLOTS),
+                };
+                Dispatch::Managed {
+                    queue: q.unwrap_or(dq),
+                    slots: s.unwrap_or(ds),
+                }
+            }
+        };
+        if dispatch != Dispatch::Direct && self.pipeline != 1 {
+            return Err(SpecError::new(
+                "--pipeline",
+                "cannot be used with --queue/--slots (managed mode sets in-flight calls with --slots)",
+            ));
+        }
+        Ok(dispatch)
     }
 
     /// Open loop, bursts (from the flags or the preset) or steady.

@@ -297,35 +297,7 @@ impl Peer {
                 continue;
             }
             // (spelling looked up, value attached to the word)
-            let mut found: Vec<(String, Option<String>)> = Vec::new();
-            match self.style() {
-                Style::Words => found.push((word.clone(), None)),
-                Style::Go => {
-                    let bare = word.trim_start_matches('-');
-                    match bare.split_once('=') {
-                        Some((n, v)) => found.push((format!("-{n}"), Some(v.to_string()))),
-                        None => found.push((format!("-{bare}"), None)),
-                    }
-                }
-                Style::Getopt if word.starts_with("--") => match word.split_once('=') {
-                    Some((n, v)) => found.push((n.to_string(), Some(v.to_string()))),
-                    None => found.push((word.clone(), None)),
-                },
-                Style::Getopt => {
-                    // `-c50`, `-qL`: switches bundled, a value ends the word.
-                    let mut rest = &word[1..];
-                    while let Some(c) = rest.chars().next() {
-                        let name = format!("-{c}");
-                        rest = &rest[c.len_utf8()..];
-                        let wants = self.find(&name).is_some_and(|o| o.value.is_some());
-                        if wants && !rest.is_empty() {
-                            found.push((name, Some(rest.to_string())));
-                            break;
-                        }
-                        found.push((name, None));
-                    }
-                }
-            }
+            let found = self.spellings(word);
             for (name, attached) in found {
                 let opt = self.find(&name).ok_or_else(|| unknown(&name))?;
                 let value = match (opt.value, attached) {
@@ -351,6 +323,41 @@ impl Peer {
             }
         }
         Ok(given)
+    }
+
+    /// The flags one word spells, in this peer's style, each with the
+    /// value attached to it, if any: `-c50` and `-qL` (getopt's bundled
+    /// switches, a value ending the word), `--name=v`, Go's `-name=v`.
+    fn spellings(self, word: &str) -> Vec<(String, Option<String>)> {
+        let mut found: Vec<(String, Option<String>)> = Vec::new();
+        match self.style() {
+            Style::Words => found.push((word.to_string(), None)),
+            Style::Go => {
+                let bare = word.trim_start_matches('-');
+                match bare.split_once('=') {
+                    Some((n, v)) => found.push((format!("-{n}"), Some(v.to_string()))),
+                    None => found.push((format!("-{bare}"), None)),
+                }
+            }
+            Style::Getopt if word.starts_with("--") => match word.split_once('=') {
+                Some((n, v)) => found.push((n.to_string(), Some(v.to_string()))),
+                None => found.push((word.to_string(), None)),
+            },
+            Style::Getopt => {
+                let mut rest = word.get(1..).unwrap_or("");
+                while let Some(c) = rest.chars().next() {
+                    let name = format!("-{c}");
+                    rest = &rest[c.len_utf8()..];
+                    let wants = self.find(&name).is_some_and(|o| o.value.is_some());
+                    if wants && !rest.is_empty() {
+                        found.push((name, Some(rest.to_string())));
+                        break;
+                    }
+                    found.push((name, None));
+                }
+            }
+        }
+        found
     }
 
     /// The peer's flags and what each does here, one line each.
