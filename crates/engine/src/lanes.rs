@@ -9,7 +9,7 @@
 //!
 //! A socket belongs to the runtime whose reactor it was registered with
 //! when it was made, and a connection is opened before the engine runs.
-//! So the run layer opens connection `k` through [`Threads::homed`]: the
+//! So the session opens connection `k` through [`Threads::homed`]: the
 //! connect future is polled with thread `k mod N`'s runtime entered, and
 //! what it makes (sockets, timers, a client's background task) belongs to
 //! that thread, which then serves it with no hand-off between threads.

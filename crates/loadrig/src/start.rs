@@ -2,7 +2,8 @@
 //! every process and host of a run (`--start-at`, `--start-delay`,
 //! docs/engine.md section 6). The run connects and prepares first; the wall
 //! clock is turned into a monotonic instant only at the last moment, so
-//! waiting a long time does not drift.
+//! waiting a long time does not drift. Also the lines that say when it
+//! begins and what the wait did to the connections.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -159,6 +160,47 @@ pub async fn wait_for(ms: u64, stop: &AtomicBool) -> Begin {
         },
         Err(_) => now(),
     }
+}
+
+/// `start at ...`, and how late it is if that time has passed.
+pub fn start_line(at_ms: u64, now: SystemTime) -> String {
+    let now_ms = unix_ms(now);
+    if at_ms < now_ms {
+        format!(
+            "{}: {:.3}s late, starting now",
+            line(at_ms),
+            (now_ms - at_ms) as f64 / 1e3
+        )
+    } else {
+        line(at_ms)
+    }
+}
+
+/// What the wait for the start did to the connections, when it did
+/// anything: `while waiting for the start: 3 connections closed by the
+/// server were opened again`.
+pub fn waited_line(reopened: u64, failed: u64) -> Option<String> {
+    let count = |n: u64| match n {
+        1 => "1 connection".to_owned(),
+        n => format!("{n} connections"),
+    };
+    let verb = |n: u64| if n == 1 { "was" } else { "were" };
+    let mut parts = Vec::new();
+    if reopened > 0 {
+        parts.push(format!(
+            "{} closed by the server {} opened again",
+            count(reopened),
+            verb(reopened)
+        ));
+    }
+    if failed > 0 {
+        parts.push(format!(
+            "{} could not be opened again (the load reconnects {})",
+            count(failed),
+            if failed == 1 { "it" } else { "them" }
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("while waiting for the start: {}", parts.join("; ")))
 }
 
 #[cfg(test)]

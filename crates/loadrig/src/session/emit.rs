@@ -1,6 +1,6 @@
 //! Emit: what a run leaves, all from its report: the summary and the
 //! lines after it, CSV rows, the JSON summary, the report file, the HDR
-//! interval log, the HTML page; and, last of all, why it failed.
+//! interval log, the HTML page.
 
 use anyhow::Context;
 use loadrig_present::print::{csv, json, redis};
@@ -50,12 +50,5 @@ impl<B: Bench> Session<'_, B> {
             loadrig_present::plot::html::write_reports(path, &[(name, report)])?;
         }
         Ok(())
-    }
-
-    /// Why the run failed, one line each: the last lines it prints.
-    pub(super) fn failed_lines(&mut self, reasons: &[String]) {
-        for r in reasons {
-            self.console.line(&format!("check failed: {r}"));
-        }
     }
 }

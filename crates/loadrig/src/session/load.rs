@@ -11,7 +11,7 @@ use loadrig_workloads::{Bench, TargetInfo};
 use super::sampler::Sampler;
 use super::Session;
 use crate::exit;
-use crate::start::{self, Begin};
+use crate::start::{self, start_line, waited_line, Begin};
 
 /// What the load measured, and how it went.
 pub struct Loaded {
@@ -259,45 +259,4 @@ fn append(total: &mut Outcome, next: Outcome, offset: Duration) {
     }));
     total.elapsed += next.elapsed;
     total.interrupted |= next.interrupted;
-}
-
-/// `start at ...`, and how late it is if that time has passed.
-pub fn start_line(at_ms: u64, now: SystemTime) -> String {
-    let now_ms = start::unix_ms(now);
-    if at_ms < now_ms {
-        format!(
-            "{}: {:.3}s late, starting now",
-            start::line(at_ms),
-            (now_ms - at_ms) as f64 / 1e3
-        )
-    } else {
-        start::line(at_ms)
-    }
-}
-
-/// What the wait for the start did to the connections, when it did
-/// anything: `while waiting for the start: 3 connections closed by the
-/// server were opened again`.
-pub fn waited_line(reopened: u64, failed: u64) -> Option<String> {
-    let count = |n: u64| match n {
-        1 => "1 connection".to_owned(),
-        n => format!("{n} connections"),
-    };
-    let verb = |n: u64| if n == 1 { "was" } else { "were" };
-    let mut parts = Vec::new();
-    if reopened > 0 {
-        parts.push(format!(
-            "{} closed by the server {} opened again",
-            count(reopened),
-            verb(reopened)
-        ));
-    }
-    if failed > 0 {
-        parts.push(format!(
-            "{} could not be opened again (the load reconnects {})",
-            count(failed),
-            if failed == 1 { "it" } else { "them" }
-        ));
-    }
-    (!parts.is_empty()).then(|| format!("while waiting for the start: {}", parts.join("; ")))
 }

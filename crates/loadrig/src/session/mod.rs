@@ -10,7 +10,7 @@
 //! | verify against the server, read its results | `verify.rs` |
 //! | judge: why the run failed, the exit code | `judge.rs` |
 //! | emit: summary, CSV, JSON, report file, HDR log, HTML | `emit.rs` |
-//! | teardown: drop what the run made, unless kept | `prepare.rs` |
+//! | teardown: drop what the run made, unless kept; then why it failed | `teardown.rs` |
 //!
 //! A process's part is a composition of them ([`drive`]), not a function
 //! of its own: a single run goes through all; a child of `--processes`
@@ -35,16 +35,18 @@ mod measure;
 mod prepare;
 mod processes;
 mod sampler;
+mod teardown;
 mod verify;
 
 pub use commands::{prepare_only, teardown_only, verify_report};
 pub use deadline::Deadlines;
 pub use processes::ChildLine;
 
+use std::future::Future;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use loadrig_metrics::LapView;
 use loadrig_present::print::Printer;
@@ -223,5 +225,29 @@ impl<B: Bench> Session<'_, B> {
         end.report.share = self.bench.share();
         end.baseline = None;
         self.conclude(end).await
+    }
+}
+
+/// `step`, unless a first signal came after the load: then `None` at
+/// once. A run stopped during its load verifies what it issued (its
+/// signal is behind it; a second one ends the process); a signal after
+/// the load (a verification stuck on a server that stopped answering)
+/// ends the step, and the report is still written.
+async fn unless_stopped<T>(
+    load_stopped: bool,
+    stop: &AtomicBool,
+    step: impl Future<Output = T>,
+) -> Option<T> {
+    if load_stopped {
+        return Some(step.await);
+    }
+    let signalled = async {
+        while !stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::select! {
+        out = step => Some(out),
+        () = signalled => None,
     }
 }

@@ -1,10 +1,8 @@
-//! The phases around the load that make and drop: connect, prepare and
-//! record the baseline before it; drop what the run made after it
-//! (unless `--keep`), or leave it when a signal cut the run short.
+//! Before the load: connect, prepare and record the baseline (a shard
+//! connects only).
 
 use loadrig_workloads::{Bench, TargetInfo};
 
-use super::verify::Checked;
 use super::Session;
 
 /// What was there before the load.
@@ -46,10 +44,10 @@ impl<B: Bench> Session<'_, B> {
         let interrupted =
             || anyhow::anyhow!("interrupted by a signal while preparing: nothing was run");
         let d = &self.deadlines;
-        super::verify::unless_stopped(false, &self.stop, d.cold("prepare", self.bench.prepare()))
+        super::unless_stopped(false, &self.stop, d.cold("prepare", self.bench.prepare()))
             .await
             .ok_or_else(interrupted)??;
-        let baseline = super::verify::unless_stopped(
+        let baseline = super::unless_stopped(
             false,
             &self.stop,
             d.cold("the baseline", self.bench.baseline()),
@@ -60,22 +58,5 @@ impl<B: Bench> Session<'_, B> {
             server_version,
             baseline,
         })
-    }
-
-    /// Drop what the run made, unless `--keep`; nothing for a shard; what
-    /// stays when a signal cut the verification short, said so.
-    pub(super) async fn teardown_after(&mut self, checked: &Checked) -> anyhow::Result<()> {
-        if !checked.prepared {
-            return Ok(());
-        }
-        if checked.cut_short {
-            self.console
-                .line("clean-up ... skipped (interrupted): what the run wrote stays on the target");
-        } else {
-            self.deadlines
-                .cold("clean-up", self.bench.finish(self.spec.keep))
-                .await?;
-        }
-        Ok(())
     }
 }

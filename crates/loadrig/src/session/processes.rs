@@ -20,12 +20,11 @@ use loadrig_present::print::{overall, Printer};
 use loadrig_report::Report;
 use loadrig_workloads::Bench;
 
-use super::load::{start_line, waited_line};
 use super::measure::{environment, End};
 use super::prepare::Before;
 use super::Session;
 use crate::exit;
-use crate::start::{self, StartRule};
+use crate::start::{self, start_line, waited_line, StartRule};
 
 /// How the parent of `--processes` starts each child, less what it adds per
 /// child (`--shard`, `--start-at`, `--out`).

@@ -3,16 +3,12 @@
 //! the step (the server may not be answering); the report is still
 //! written.
 
-use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
-
 use loadrig_metrics::Verdict;
 use loadrig_report::{fmt::group, Report, Verification};
 use loadrig_workloads::{Bench, Check, TargetInfo};
 
 use super::measure::End;
-use super::Session;
+use super::{unless_stopped, Session};
 use crate::exit;
 
 /// A run's report after verification, and why it failed so far.
@@ -164,29 +160,5 @@ fn not_done(why: String) -> Verdict {
         passed: None,
         summary: format!("not done ({why})"),
         checks: Vec::new(),
-    }
-}
-
-/// `step`, unless a first signal came after the load: then `None` at
-/// once. A run stopped during its load verifies what it issued (its
-/// signal is behind it; a second one ends the process); a signal after
-/// the load (a verification stuck on a server that stopped answering)
-/// ends the step, and the report is still written.
-pub(super) async fn unless_stopped<T>(
-    load_stopped: bool,
-    stop: &AtomicBool,
-    step: impl Future<Output = T>,
-) -> Option<T> {
-    if load_stopped {
-        return Some(step.await);
-    }
-    let signalled = async {
-        while !stop.load(Ordering::Relaxed) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    tokio::select! {
-        out = step => Some(out),
-        () = signalled => None,
     }
 }

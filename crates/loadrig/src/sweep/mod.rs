@@ -2,7 +2,7 @@
 //! one run per value of one parameter, each a child process of this same
 //! binary given the workload's arguments plus `--NAME=VALUE` (or the
 //! value as `--target`), so every point is a normal run with a normal
-//! report and the run layer knows nothing of sweeps. Every point's report
+//! report and the session knows nothing of sweeps. Every point's report
 //! and output stay in DIR; the result is a table on the terminal,
 //! DIR/sweep.csv, DIR/sweep.svg (throughput and latency against the
 //! parameter), and on request an HTML page and gnuplot's files.
