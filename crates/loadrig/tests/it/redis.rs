@@ -18,7 +18,7 @@ use loadrig_engine::rng::mix64;
 use loadrig_spec::{RedisSpec, WorkloadSpec};
 use loadrig_workloads::redis::mix::Mix;
 
-use crate::common::{json, loadrig, need_server, own_server, with_refused_port, OwnServer};
+use crate::common::{json, loadrig, need_server, own_server, with_refused_port, OwnServer, Run};
 
 const URL: &str = "redis://127.0.0.1:6379";
 
@@ -62,6 +62,14 @@ fn redis_on(port: u16, db: u32, commands: &[&[&str]]) -> Vec<String> {
     }
     replies.remove(0);
     replies
+}
+
+/// `loadrig run redis` on the real server's database `db` (its
+/// `--dbnum`), with `args` after.
+fn run_redis(db: &str, args: &[&str]) -> Run {
+    let mut all = vec!["run", "redis", "--target", URL, "--dbnum", db];
+    all.extend_from_slice(args);
+    loadrig(&all)
 }
 
 fn flush(db: u32) {
@@ -133,10 +141,7 @@ fn every_redis_benchmark_test_runs() {
         ("xadd", &["XADD"]),
     ];
     for (name, titles) in cases {
-        let r = loadrig(&[
-            "run", "redis", "--target", URL, "--dbnum", db.arg, "--tests", name, "-n", "700", "-c",
-            "7", "-q",
-        ]);
+        let r = run_redis(db.arg, &["--tests", name, "-n", "700", "-c", "7", "-q"]);
         assert_eq!(r.code, 0, "-t {name}: {}", r.dump());
         let lines: Vec<&str> = r
             .stdout
@@ -161,21 +166,18 @@ fn every_redis_benchmark_test_runs() {
     // test with its own time, verified against the server, then cleaned up.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("all.json");
-    let r = loadrig(&[
-        "run",
-        "redis",
-        "--target",
-        URL,
-        "--dbnum",
+    let r = run_redis(
         db.arg,
-        "-n",
-        "3000",
-        "-r",
-        "500",
-        "-q",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "-n",
+            "3000",
+            "-r",
+            "500",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stderr.contains("verify ... ok ("), "{}", r.dump());
     assert!(
@@ -216,19 +218,10 @@ fn csv_is_redis_benchmarks() {
         .expect("redis-benchmark runs (scripts/services up redis installs redis-tools)");
     let theirs = String::from_utf8_lossy(&theirs.stdout);
     let header = theirs.lines().next().unwrap();
-    let r = loadrig(&[
-        "run",
-        "redis",
-        "--target",
-        URL,
-        "--dbnum",
+    let r = run_redis(
         db.arg,
-        "--tests",
-        "set,get,lrange_100",
-        "-n",
-        "2000",
-        "--csv",
-    ]);
+        &["--tests", "set,get,lrange_100", "-n", "2000", "--csv"],
+    );
     assert_eq!(r.code, 0, "{}", r.dump());
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(lines[0], header, "{}", r.dump());
@@ -279,24 +272,21 @@ fn pipelined_sixteen_deep() {
     flush(db.n);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p16.json");
-    let r = loadrig(&[
-        "run",
-        "redis",
-        "--target",
-        URL,
-        "--dbnum",
+    let r = run_redis(
         db.arg,
-        "--tests",
-        "set,get,incr,lpush,lpop",
-        "-P",
-        "16",
-        "-n",
-        "50000",
-        "-r",
-        "1000",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--tests",
+            "set,get,incr,lpush,lpop",
+            "-P",
+            "16",
+            "-n",
+            "50000",
+            "-r",
+            "1000",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("pipeline 16"), "{}", r.dump());
     assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
@@ -373,18 +363,12 @@ fn error_replies_and_changed_values() {
             &["SET", "key:__rand_int__", "changed"],
         ],
     );
-    let r = loadrig(&[
-        "run", "redis", "--target", URL, "--dbnum", db.arg, "--tests", "get", "-n", "300", "-c",
-        "3",
-    ]);
+    let r = run_redis(db.arg, &["--tests", "get", "-n", "300", "-c", "3"]);
     assert_eq!(r.code, 1, "{}", r.dump());
     assert!(r.stdout.contains("verify ... FAILED ("), "{}", r.dump());
     assert!(r.stdout.contains("verification 300"), "{}", r.dump());
     // After a SET of this run's data, the same GETs pass.
-    let r = loadrig(&[
-        "run", "redis", "--target", URL, "--dbnum", db.arg, "--tests", "set,get", "-n", "300",
-        "-c", "3",
-    ]);
+    let r = run_redis(db.arg, &["--tests", "set,get", "-n", "300", "-c", "3"]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("GET: 300 hits, 0 misses"), "{}", r.dump());
     flush(db.n);
@@ -791,23 +775,20 @@ fn a_command_of_ones_own() {
     let db = crate::common::redis_db();
     need_server("redis", 6379);
     flush(db.n);
-    let r = loadrig(&[
-        "run",
-        "redis",
-        "--target",
-        URL,
-        "--dbnum",
+    let r = run_redis(
         db.arg,
-        "-n",
-        "2000",
-        "-r",
-        "100",
-        "--csv",
-        "--",
-        "SET",
-        "key:__rand_int__",
-        "__data__",
-    ]);
+        &[
+            "-n",
+            "2000",
+            "-r",
+            "100",
+            "--csv",
+            "--",
+            "SET",
+            "key:__rand_int__",
+            "__data__",
+        ],
+    );
     assert_eq!(r.code, 0, "{}", r.dump());
     let rows: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(rows.len(), 2, "{}", r.dump());
@@ -826,10 +807,7 @@ fn a_command_of_ones_own() {
     assert!((1..=100).contains(&keys), "{keys} keys");
     assert_eq!(redis(db.n, &[&["GET", "key:000000000042"]]), ["VXK"]);
 
-    let r = loadrig(&[
-        "run", "redis", "--target", URL, "--dbnum", db.arg, "-n", "777", "-c", "7", "--", "INCR",
-        "ctr",
-    ]);
+    let r = run_redis(db.arg, &["-n", "777", "-c", "7", "--", "INCR", "ctr"]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert_eq!(redis(db.n, &[&["GET", "ctr"]]), ["777"]);
 
@@ -849,24 +827,21 @@ fn memtier_mix() {
     flush(db.n);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("mix.json");
-    let r = loadrig(&[
-        "run",
-        "redis",
-        "--target",
-        URL,
-        "--dbnum",
+    let r = run_redis(
         db.arg,
-        "--ratio",
-        "1:10",
-        "-n",
-        "22000",
-        "--key-maximum",
-        "999",
-        "--data-size-range",
-        "4-40",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--ratio",
+            "1:10",
+            "-n",
+            "22000",
+            "--key-maximum",
+            "999",
+            "--data-size-range",
+            "4-40",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("verify ... ok ("), "{}", r.dump());
     assert!(r.stdout.contains("keys SET, all there"), "{}", r.dump());
@@ -898,55 +873,49 @@ fn memtier_mix() {
     );
 
     // Zipf keys, sizes from a weighted list, pipelined; kept.
-    let r = loadrig(&[
-        "run",
-        "redis",
-        "--target",
-        URL,
-        "--dbnum",
+    let r = run_redis(
         db.arg,
-        "--ratio",
-        "1:1",
-        "--key-pattern",
-        "Z:Z",
-        "--key-prefix",
-        "mt:",
-        "--key-maximum",
-        "5",
-        "--data-size-list",
-        "8:1,100:3",
-        "-P",
-        "8",
-        "-n",
-        "4000",
-        "--keep",
-    ]);
+        &[
+            "--ratio",
+            "1:1",
+            "--key-pattern",
+            "Z:Z",
+            "--key-prefix",
+            "mt:",
+            "--key-maximum",
+            "5",
+            "--data-size-list",
+            "8:1,100:3",
+            "-P",
+            "8",
+            "-n",
+            "4000",
+            "--keep",
+        ],
+    );
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("6 keys SET, all there"), "{}", r.dump());
     assert_eq!(redis(db.n, &[&["DBSIZE"]]), [":6"]);
     // One of them changed behind the client's back: GETs catch it.
     redis(db.n, &[&["SET", "mt:0", "changed"]]);
     let mixed = dir.path().join("changed.json");
-    let r = loadrig(&[
-        "run",
-        "redis",
-        "--target",
-        URL,
-        "--dbnum",
+    let r = run_redis(
         db.arg,
-        "--ratio",
-        "0:1",
-        "--key-prefix",
-        "mt:",
-        "--key-maximum",
-        "5",
-        "--data-size-list",
-        "8:1,100:3",
-        "-n",
-        "600",
-        "--out",
-        mixed.to_str().unwrap(),
-    ]);
+        &[
+            "--ratio",
+            "0:1",
+            "--key-prefix",
+            "mt:",
+            "--key-maximum",
+            "5",
+            "--data-size-list",
+            "8:1,100:3",
+            "-n",
+            "600",
+            "--out",
+            mixed.to_str().unwrap(),
+        ],
+    );
     assert_eq!(r.code, 1, "{}", r.dump());
     // Only the GETs of mt:0 (one key in six) read the changed value.
     let wrong: u64 = r
@@ -1063,21 +1032,18 @@ fn verify_later_needs_the_data_kept() {
     need_server("redis", 6379);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    let r = loadrig(&[
-        "run",
-        "redis",
-        "--target",
-        URL,
-        "--dbnum",
+    let r = run_redis(
         db.arg,
-        "--tests",
-        "set",
-        "-n",
-        "200",
-        "--no-verify",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &[
+            "--tests",
+            "set",
+            "-n",
+            "200",
+            "--no-verify",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.stdout.contains("the data is removed now"), "{}", r.dump());
     let v = loadrig(&["verify", out.to_str().unwrap()]);

@@ -10,7 +10,7 @@
 //! streams. The workload encodes every request ([`load`]) and parses every
 //! response ([`driver`]); the target only connects and moves bytes. A
 //! `PUT` writes a body that is a function of (seed, index) to a path made
-//! from the index; [`check`] reads every path written back afterwards and
+//! from the index; `check` reads every path written back afterwards and
 //! removes them unless `--keep`.
 
 mod check;

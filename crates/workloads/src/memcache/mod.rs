@@ -10,7 +10,7 @@
 //! only connects and moves bytes. What an operation does is a pure
 //! function of (seed, index) ([`load`]), and a value is a function of its
 //! key, so any value read can be checked without remembering what was
-//! written. After the run [`check`] compares memcached's own counters and
+//! written. After the run `check` compares memcached's own counters and
 //! a sample of the keys written with what the client counted.
 
 mod check;

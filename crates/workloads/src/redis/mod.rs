@@ -161,7 +161,7 @@ pub trait RespAdmin {
     /// On a Redis Cluster, per master in the slot map's order, the hash
     /// tags of the slots it serves, in slot order: what an engine
     /// connection on that master draws its keys' tag from
-    /// ([`ByteStream::key_tag`](crate::stream::ByteStream::key_tag)), as
+    /// ([`ByteStream::key_tag`]), as
     /// the map reads now. Empty for anything else.
     fn master_tags(&self) -> Vec<Vec<[u8; 3]>> {
         Vec::new()
