@@ -294,7 +294,18 @@ pub struct Parts<'a> {
     pub defaults: Defaults,
 }
 
-impl Parts<'_> {
+impl<'a> Parts<'a> {
+    /// A workload with no URL of its own and no preset.
+    fn plain(run: &'a RunArgs, workload: WorkloadSpec, defaults: Defaults) -> Parts<'a> {
+        Parts {
+            run,
+            url: None,
+            workload,
+            preset: None,
+            defaults,
+        }
+    }
+
     /// The target URL as given, or the workload's default.
     pub fn target(&self) -> &str {
         self.url
@@ -351,28 +362,17 @@ impl WorkloadArgs {
                 one_connection_per_client(run)?;
                 no_subject_across_hosts(run, pubsub)?;
                 no_managed_mode(run)?;
-                Parts {
-                    run,
-                    url: None,
-                    workload: pubsub.spec(run),
-                    preset: None,
-                    defaults: pubsub.defaults(),
-                }
+                Parts::plain(run, pubsub.spec(run), pubsub.defaults())
             }
             WorkloadArgs::Chat { run, chat } => {
                 one_connection_per_client(run)?;
                 let spec = chat.spec()?;
-                Parts {
-                    run,
-                    url: None,
-                    defaults: Defaults {
-                        clients: spec.clients(),
-                        duration: Some(CHAT_SECONDS),
-                        ..BROKER_DEFAULTS
-                    },
-                    workload: WorkloadSpec::Chat(spec),
-                    preset: None,
-                }
+                let defaults = Defaults {
+                    clients: spec.clients(),
+                    duration: Some(CHAT_SECONDS),
+                    ..BROKER_DEFAULTS
+                };
+                Parts::plain(run, WorkloadSpec::Chat(spec), defaults)
             }
             WorkloadArgs::Http { run, http } => {
                 http.url_given_once(run)?;
@@ -384,20 +384,10 @@ impl WorkloadArgs {
                     defaults: HTTP_DEFAULTS,
                 }
             }
-            WorkloadArgs::Kv { run, kv } => Parts {
-                run,
-                url: None,
-                workload: kv.spec()?,
-                preset: None,
-                defaults: KV_DEFAULTS,
-            },
-            WorkloadArgs::Memcache { run, memcache } => Parts {
-                run,
-                url: None,
-                workload: memcache.spec()?,
-                preset: None,
-                defaults: MEMCACHE_DEFAULTS,
-            },
+            WorkloadArgs::Kv { run, kv } => Parts::plain(run, kv.spec()?, KV_DEFAULTS),
+            WorkloadArgs::Memcache { run, memcache } => {
+                Parts::plain(run, memcache.spec()?, MEMCACHE_DEFAULTS)
+            }
         })
     }
 }
