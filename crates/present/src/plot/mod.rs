@@ -383,95 +383,118 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
     charts
 }
 
+/// A report's successful operations per second, per measured lap.
+fn rate_line(name: &str, r: &Report) -> Line {
+    let base = r.spec.warmup_secs;
+    // A lap much shorter than the interval (the run's last, cut at
+    // its end) holds a few operations over a few milliseconds: its
+    // rate is noise, drawn as a spike. Its latencies are still drawn.
+    let shortest = r.spec.interval_secs / 4.0;
+    Line {
+        name: name.to_string(),
+        points: r
+            .laps
+            .iter()
+            .filter(|l| !l.warmup)
+            .filter(|l| l.length_secs > 0.0 && l.length_secs >= shortest)
+            .map(|l| (l.elapsed_secs - base, l.ok as f64 / l.length_secs))
+            .collect(),
+        dashed: false,
+    }
+}
+
+/// A report's p99 and p50 latency per measured lap, in that order.
+fn lap_latency_lines(name: &str, r: &Report, many: bool) -> anyhow::Result<[Line; 2]> {
+    let base = r.spec.warmup_secs;
+    let mut p50 = Vec::new();
+    let mut p99 = Vec::new();
+    for l in r.laps.iter().filter(|l| !l.warmup) {
+        let h = loadrig_report::decode_hdr(&l.latency_hdr).map_err(|e| InputError {
+            path: name.to_string(),
+            reason: format!("a lap's histogram: {e}"),
+        })?;
+        if !h.is_empty() {
+            let t = l.elapsed_secs - base;
+            p50.push((t, h.percentile(50.0).as_nanos() as f64 / 1e6));
+            p99.push((t, h.percentile(99.0).as_nanos() as f64 / 1e6));
+        }
+    }
+    Ok([
+        Line {
+            name: line_name(many, name, "p99"),
+            points: p99,
+            dashed: false,
+        },
+        Line {
+            name: line_name(many, name, "p50"),
+            points: p50,
+            dashed: true,
+        },
+    ])
+}
+
+/// A report's latency spectrum: one file, a line per kind when there are
+/// several; several files, a line per file, every kind added.
+fn spectrum_lines(name: &str, r: &Report, many: bool) -> anyhow::Result<Vec<Line>> {
+    if !many && r.measured.kinds.len() > 1 && r.measured.kinds.len() <= 7 {
+        let mut lines = Vec::new();
+        for k in &r.measured.kinds {
+            let h = k.latency.histogram().map_err(anyhow::Error::msg)?;
+            lines.push(Line {
+                name: k.name.clone(),
+                points: spectrum(&h),
+                dashed: false,
+            });
+        }
+        Ok(lines)
+    } else {
+        Ok(vec![Line {
+            name: name.to_string(),
+            points: spectrum(&all_latency(r)?),
+            dashed: false,
+        }])
+    }
+}
+
+/// A line chart on a linear x axis, without failed points.
+fn linear_chart(title: &str, x_label: String, y_label: &str, lines: Vec<Line>) -> Chart {
+    Chart::Line(LineChart {
+        title: title.into(),
+        x_label,
+        y_label: y_label.into(),
+        x_axis: XAxis::Linear,
+        lines,
+        failed: Vec::new(),
+    })
+}
+
+/// The reports' charts: throughput and latency over time, the resources
+/// on the same time axis, then the latency spectrum.
 pub fn report_charts(reports: &[(&str, &Report)]) -> anyhow::Result<Vec<Chart>> {
     let mut rate = Vec::new();
     let mut lat = Vec::new();
     let mut spec = Vec::new();
     let many = reports.len() > 1;
     for (name, r) in reports {
-        let laps: Vec<_> = r.laps.iter().filter(|l| !l.warmup).collect();
-        let base = r.spec.warmup_secs;
-        // A lap much shorter than the interval (the run's last, cut at
-        // its end) holds a few operations over a few milliseconds: its
-        // rate is noise, drawn as a spike. Its latencies are still drawn.
-        let shortest = r.spec.interval_secs / 4.0;
-        rate.push(Line {
-            name: name.to_string(),
-            points: laps
-                .iter()
-                .filter(|l| l.length_secs > 0.0 && l.length_secs >= shortest)
-                .map(|l| (l.elapsed_secs - base, l.ok as f64 / l.length_secs))
-                .collect(),
-            dashed: false,
-        });
-        let mut p50 = Vec::new();
-        let mut p99 = Vec::new();
-        for l in &laps {
-            let h = loadrig_report::decode_hdr(&l.latency_hdr).map_err(|e| InputError {
-                path: name.to_string(),
-                reason: format!("a lap's histogram: {e}"),
-            })?;
-            if !h.is_empty() {
-                let t = l.elapsed_secs - base;
-                p50.push((t, h.percentile(50.0).as_nanos() as f64 / 1e6));
-                p99.push((t, h.percentile(99.0).as_nanos() as f64 / 1e6));
-            }
-        }
-        let label = |what: &str| {
-            if many {
-                format!("{name} {what}")
-            } else {
-                what.to_string()
-            }
-        };
-        lat.push(Line {
-            name: label("p99"),
-            points: p99,
-            dashed: false,
-        });
-        lat.push(Line {
-            name: label("p50"),
-            points: p50,
-            dashed: true,
-        });
-        // One file: a line per kind when there are several; several
-        // files: a line per file, every kind added.
-        if !many && r.measured.kinds.len() > 1 && r.measured.kinds.len() <= 7 {
-            for k in &r.measured.kinds {
-                let h = k.latency.histogram().map_err(anyhow::Error::msg)?;
-                spec.push(Line {
-                    name: k.name.clone(),
-                    points: spectrum(&h),
-                    dashed: false,
-                });
-            }
-        } else {
-            spec.push(Line {
-                name: name.to_string(),
-                points: spectrum(&all_latency(r)?),
-                dashed: false,
-            });
-        }
+        rate.push(rate_line(name, r));
+        lat.extend(lap_latency_lines(name, r, many)?);
+        spec.extend(spectrum_lines(name, r, many)?);
     }
     let time = "seconds since the measured phase began".to_string();
     let resources = resources::charts(reports, &time);
     let mut charts = vec![
-        Chart::Line(LineChart {
-            title: "Throughput over time (per lap)".into(),
-            x_label: time.clone(),
-            y_label: "successful operations/s".into(),
-            x_axis: XAxis::Linear,
-            lines: rate,
-            failed: Vec::new(),
-        }),
-        Chart::Line(LineChart {
-            title: "Latency over time (per lap, all kinds)".into(),
-            x_label: time,
-            y_label: "latency (ms)".into(),
-            x_axis: XAxis::Linear,
-            lines: lat,
-            failed: Vec::new(),
-        }),
+        linear_chart(
+            "Throughput over time (per lap)",
+            time.clone(),
+            "successful operations/s",
+            rate,
+        ),
+        linear_chart(
+            "Latency over time (per lap, all kinds)",
+            time,
+            "latency (ms)",
+            lat,
+        ),
     ];
     // Client and server resources under latency and throughput, on the
     // same time axis; then the spectrum.
