@@ -436,8 +436,30 @@ impl LineChart {
     }
 }
 
+/// A bar chart's layout: `n` bars of `bar` high per group of `group`, the
+/// plot area (`h` high in all) and the value axis's top.
+struct BarFrame {
+    n: f64,
+    bar: f64,
+    group: f64,
+    left: f64,
+    top: f64,
+    pw: f64,
+    ph: f64,
+    h: f64,
+    xtop: f64,
+}
+
+impl BarFrame {
+    /// The page x of a value.
+    fn sx(&self, v: f64) -> f64 {
+        self.left + v / self.xtop * self.pw
+    }
+}
+
 impl BarChart {
-    pub fn svg(&self) -> String {
+    /// The layout: a group per category, the labels' width at the left.
+    fn frame(&self) -> BarFrame {
         let n = self.series.len().max(1) as f64;
         let bar = if n > 2.0 { 10.0 } else { 14.0 };
         let group = bar * n + 10.0;
@@ -450,35 +472,35 @@ impl BarChart {
             * 6.6
             + 16.0;
         let (left, right, top, bottom) = (label_w.max(80.0), 70.0, 40.0, 70.0);
-        let pw = WIDTH - left - right;
         let ph = group * self.categories.len().max(1) as f64;
-        let h = top + ph + bottom;
         let max = self
             .series
             .iter()
             .flat_map(|s| s.1.iter().flatten())
             .fold(0f64, |a, &b| a.max(b));
-        let xtop = nice_top(max);
-        let sx = |v: f64| left + v / xtop * pw;
-        let mut o = String::new();
-        open(&mut o, h, &self.title);
-        for v in nice_ticks(0.0, xtop) {
-            let x = sx(v);
-            let _ = write!(
-                o,
-                r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{:.1}" stroke="#e0e0e0"/><text x="{x:.1}" y="{:.1}" {FONT} font-size="11" text-anchor="middle">{}</text>"##,
-                top + ph,
-                top + ph + 16.0,
-                short(v)
-            );
+        BarFrame {
+            n,
+            bar,
+            group,
+            left,
+            top,
+            pw: WIDTH - left - right,
+            ph,
+            h: top + ph + bottom,
+            xtop: nice_top(max),
         }
+    }
+
+    /// Each category's label and its bars, a value beside each bar.
+    fn groups(&self, o: &mut String, f: &BarFrame) {
+        let (left, bar) = (f.left, f.bar);
         for (ci, cat) in self.categories.iter().enumerate() {
-            let gy = top + ci as f64 * group + 5.0;
+            let gy = f.top + ci as f64 * f.group + 5.0;
             let _ = write!(
                 o,
                 r#"<text x="{:.1}" y="{:.1}" {FONT} font-size="11" text-anchor="end">{}</text>"#,
                 left - 6.0,
-                gy + bar * n / 2.0 + 4.0,
+                gy + bar * f.n / 2.0 + 4.0,
                 escape(cat)
             );
             for (si, (_, vals)) in self.series.iter().enumerate() {
@@ -489,15 +511,34 @@ impl BarChart {
                 let _ = write!(
                     o,
                     r#"<rect x="{left}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}"/><text x="{:.1}" y="{:.1}" {FONT} font-size="9">{}</text>"#,
-                    (sx(v) - left).max(0.5),
+                    (f.sx(v) - left).max(0.5),
                     bar - 1.0,
                     colour(si),
-                    sx(v) + 3.0,
+                    f.sx(v) + 3.0,
                     y + bar - 3.0,
                     short(v)
                 );
             }
         }
+    }
+
+    /// The chart as one `<svg>` element, as high as its groups need.
+    pub fn svg(&self) -> String {
+        let f = self.frame();
+        let (left, top, pw, ph) = (f.left, f.top, f.pw, f.ph);
+        let mut o = String::new();
+        open(&mut o, f.h, &self.title);
+        for v in nice_ticks(0.0, f.xtop) {
+            let x = f.sx(v);
+            let _ = write!(
+                o,
+                r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{:.1}" stroke="#e0e0e0"/><text x="{x:.1}" y="{:.1}" {FONT} font-size="11" text-anchor="middle">{}</text>"##,
+                top + ph,
+                top + ph + 16.0,
+                short(v)
+            );
+        }
+        self.groups(&mut o, &f);
         let _ = write!(
             o,
             r##"<line x1="{left}" y1="{top}" x2="{left}" y2="{:.1}" stroke="#444"/><text x="{:.1}" y="{:.1}" {FONT} font-size="12" text-anchor="middle">{}</text>"##,
@@ -512,7 +553,7 @@ impl BarChart {
             .enumerate()
             .map(|(i, s)| (s.0.as_str(), colour(i), false))
             .collect();
-        legend(&mut o, &names, left, h - 14.0);
+        legend(&mut o, &names, left, f.h - 14.0);
         o.push_str("</svg>");
         o
     }
