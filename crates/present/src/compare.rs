@@ -77,9 +77,9 @@ fn error_rate(r: &Report) -> f64 {
     }
 }
 
-/// The table's lines and whether B regressed.
-pub fn table(a: &Report, b: &Report, max: f64, names: (&str, &str)) -> (Vec<String>, bool) {
-    let mut rows = vec![
+/// The rows every comparison has: throughput, client CPU, operations, errors.
+fn run_rows(a: &Report, b: &Report) -> Vec<Row> {
+    vec![
         Row {
             name: "throughput (ok/s)".into(),
             a: a.measured.throughput,
@@ -108,7 +108,13 @@ pub fn table(a: &Report, b: &Report, max: f64, names: (&str, &str)) -> (Vec<Stri
             decimals: 0,
             judge: Judge::None,
         },
-    ];
+    ]
+}
+
+/// The rows of the kinds both reports have (in A's order), and a line for
+/// each kind only one of them has.
+fn kinds_rows(a: &Report, b: &Report, names: (&str, &str)) -> (Vec<Row>, Vec<String>) {
+    let mut rows = Vec::new();
     let mut only = Vec::new();
     for ka in &a.measured.kinds {
         match b.measured.kinds.iter().find(|kb| kb.name == ka.name) {
@@ -121,6 +127,12 @@ pub fn table(a: &Report, b: &Report, max: f64, names: (&str, &str)) -> (Vec<Stri
             only.push(format!("kind {} only in {}", kb.name, names.1));
         }
     }
+    (rows, only)
+}
+
+/// The column heads and a line per row, and the rows that regressed
+/// beyond `max` (each as its name and difference).
+fn row_lines(rows: &[Row], max: f64, names: (&str, &str)) -> (Vec<String>, Vec<String>) {
     let w = rows.iter().map(|r| r.name.len()).max().unwrap_or(10);
     let (wa, wb) = (names.0.len().max(12), names.1.len().max(12));
     let mut out = vec![format!(
@@ -128,7 +140,7 @@ pub fn table(a: &Report, b: &Report, max: f64, names: (&str, &str)) -> (Vec<Stri
         "", names.0, names.1, "B vs A"
     )];
     let mut regressions = Vec::new();
-    for r in &rows {
+    for r in rows {
         let d = diff_percent(r.a, r.b).map_or_else(|| "-".to_string(), |d| format!("{d:+.1}%"));
         let mark = if r.regressed(max) {
             regressions.push(format!("{} {d}", r.name));
@@ -144,6 +156,15 @@ pub fn table(a: &Report, b: &Report, max: f64, names: (&str, &str)) -> (Vec<Stri
             p = r.decimals
         ));
     }
+    (out, regressions)
+}
+
+/// The table's lines and whether B regressed.
+pub fn table(a: &Report, b: &Report, max: f64, names: (&str, &str)) -> (Vec<String>, bool) {
+    let mut rows = run_rows(a, b);
+    let (kinds, only) = kinds_rows(a, b, names);
+    rows.extend(kinds);
+    let (mut out, mut regressions) = row_lines(&rows, max, names);
     out.extend(only);
     let (ea, eb) = (error_rate(a), error_rate(b));
     if eb > ea {

@@ -56,7 +56,6 @@ fn ms(us: f64) -> String {
     format!("{:.3}", us / 1e3)
 }
 
-/// One report's header, results, verdict.
 /// Where latency rose, beside what changed most on the server in that
 /// lap (docs/resources.md section 4).
 fn rises_table(o: &mut String, r: &Report) {
@@ -85,11 +84,12 @@ fn rises_table(o: &mut String, r: &Report) {
     o.push_str("</table>\n");
 }
 
-fn report_section(o: &mut String, name: &str, r: &Report) {
+/// The header table's rows: what ran, against what, from where, and its
+/// totals.
+fn header_rows(r: &Report) -> Vec<(&'static str, String)> {
     let e = &r.environment;
-    let _ = writeln!(o, "<h2>{}</h2>", escape(name));
     let started = r.started_unix_ms / 1000;
-    let rows: Vec<(&str, String)> = vec![
+    vec![
         ("workload", r.spec.workload.name().to_string()),
         ("target", e.target.clone()),
         (
@@ -129,47 +129,48 @@ fn report_section(o: &mut String, name: &str, r: &Report) {
             ),
         ),
         ("exit code", r.exit_code.to_string()),
-    ];
-    o.push_str("<table class=\"kv\">");
-    for (k, v) in rows {
-        let _ = write!(o, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
-    }
-    o.push_str("</table>\n");
-    rises_table(o, r);
-    // Verification.
+    ]
+}
+
+/// The verification's verdict, and its checks as a table when it has any.
+fn verification(o: &mut String, r: &Report) {
     let verdict = r.verification.as_ref().and_then(|v| v.verdict.as_ref());
-    match verdict {
-        Some(v) => {
-            let (class, word) = match v.passed {
-                Some(true) => ("pass", "passed"),
-                Some(false) => ("fail", "FAILED"),
-                None => ("", "nothing to check"),
-            };
+    let Some(v) = verdict else {
+        o.push_str(
+            "<p>Verification: not run (<code>--no-verify</code>, or a shard's own report)</p>\n",
+        );
+        return;
+    };
+    let (class, word) = match v.passed {
+        Some(true) => ("pass", "passed"),
+        Some(false) => ("fail", "FAILED"),
+        None => ("", "nothing to check"),
+    };
+    let _ = write!(
+        o,
+        "<p>Verification: <span class=\"{class}\">{word}</span>: {}</p>",
+        escape(&v.summary)
+    );
+    if !v.checks.is_empty() {
+        o.push_str(
+            "<table><tr><th>check</th><th>expected</th><th>actual</th><th>in doubt</th></tr>",
+        );
+        for c in &v.checks {
             let _ = write!(
                 o,
-                "<p>Verification: <span class=\"{class}\">{word}</span>: {}</p>",
-                escape(&v.summary)
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&c.name),
+                c.expected,
+                c.actual,
+                c.in_doubt
             );
-            if !v.checks.is_empty() {
-                o.push_str("<table><tr><th>check</th><th>expected</th><th>actual</th><th>in doubt</th></tr>");
-                for c in &v.checks {
-                    let _ = write!(
-                        o,
-                        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                        escape(&c.name),
-                        c.expected,
-                        c.actual,
-                        c.in_doubt
-                    );
-                }
-                o.push_str("</table>\n");
-            }
         }
-        None => o.push_str(
-            "<p>Verification: not run (<code>--no-verify</code>, or a shard's own report)</p>\n",
-        ),
+        o.push_str("</table>\n");
     }
-    // Results per kind.
+}
+
+/// The results table: a row per kind, counts, rate and latencies.
+fn kinds_table(o: &mut String, r: &Report) {
     o.push_str("<table><tr><th>kind</th><th>count</th><th>ok</th><th>errors</th><th>ops/s</th><th>mean ms</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th></tr>");
     for k in &r.measured.kinds {
         let secs = k.secs(r.measured.elapsed_secs);
@@ -191,21 +192,41 @@ fn report_section(o: &mut String, name: &str, r: &Report) {
         );
     }
     o.push_str("</table>\n");
-    // The workload's own results.
+}
+
+/// The workload's own results (its lines, table and footer) as one
+/// preformatted block, when it has any.
+fn workload_results(o: &mut String, r: &Report) {
     let res = &r.results;
-    if !res.lines.is_empty() || !res.rows.is_empty() || !res.footer.is_empty() {
-        let mut text = res.lines.join("\n");
-        if !res.header.is_empty() {
-            let _ = write!(text, "\n{}", res.header.join("  "));
-        }
-        for row in &res.rows {
-            let _ = write!(text, "\n{}", row.join("  "));
-        }
-        for f in &res.footer {
-            let _ = write!(text, "\n{f}");
-        }
-        let _ = writeln!(o, "<pre>{}</pre>", escape(text.trim_start()));
+    if res.lines.is_empty() && res.rows.is_empty() && res.footer.is_empty() {
+        return;
     }
+    let mut text = res.lines.join("\n");
+    if !res.header.is_empty() {
+        let _ = write!(text, "\n{}", res.header.join("  "));
+    }
+    for row in &res.rows {
+        let _ = write!(text, "\n{}", row.join("  "));
+    }
+    for f in &res.footer {
+        let _ = write!(text, "\n{f}");
+    }
+    let _ = writeln!(o, "<pre>{}</pre>", escape(text.trim_start()));
+}
+
+/// One report's section: its header, where latency rose, the
+/// verification's verdict, the results, and the run spec folded away.
+fn report_section(o: &mut String, name: &str, r: &Report) {
+    let _ = writeln!(o, "<h2>{}</h2>", escape(name));
+    o.push_str("<table class=\"kv\">");
+    for (k, v) in header_rows(r) {
+        let _ = write!(o, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
+    }
+    o.push_str("</table>\n");
+    rises_table(o, r);
+    verification(o, r);
+    kinds_table(o, r);
+    workload_results(o, r);
     let spec = serde_json::to_string_pretty(&r.spec).unwrap_or_default();
     let _ = writeln!(
         o,

@@ -236,93 +236,134 @@ fn x_axis_for(xs: &[f64]) -> XAxis {
     }
 }
 
-pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
-    let param = sweeps.first().map_or("value", |s| s.1.param.as_str());
-    let xs: Vec<f64> = sweeps
-        .iter()
-        .flat_map(|s| s.1.points.iter().map(|p| p.x))
-        .collect();
-    let axis = x_axis_for(&xs);
-    let x_label = match param {
+/// A line's name: `what`, after its file's name when several files are
+/// drawn together.
+fn line_name(many: bool, file: &str, what: &str) -> String {
+    if many {
+        format!("{file} {what}")
+    } else {
+        what.to_string()
+    }
+}
+
+/// The x axis's label for a swept parameter.
+fn sweep_x_label(param: &str) -> String {
+    match param {
         "target" => "servers in the target URL".to_string(),
         "P" => "pipeline depth (-P)".to_string(),
         "c" => "clients (-c)".to_string(),
         "d" => "duration (-d)".to_string(),
         "value-size" | "data-size" => "value size in bytes".to_string(),
         other => other.to_string(),
-    };
-    let many = sweeps.len() > 1;
-    let name = |file: &str, what: &str| {
-        if many {
-            format!("{file} {what}")
-        } else {
-            what.to_string()
-        }
-    };
-    type Pick = fn(&crate::table::Figures) -> f64;
-    // A figure a row leaves empty (a peer's row without latencies, an
-    // older CSV without the client's columns) is no point.
-    let ok_points = |t: &Table, pick: Pick| {
-        t.points
+    }
+}
+
+/// One figure of a sweep's row.
+type Pick = fn(&crate::table::Figures) -> f64;
+
+/// A sweep's points (x, figure) for the rows that succeeded. A figure a
+/// row leaves empty (a peer's row without latencies, an older CSV without
+/// the client's columns) is no point.
+fn ok_points(t: &Table, pick: Pick) -> Vec<(f64, f64)> {
+    t.points
+        .iter()
+        .filter(|p| p.ok())
+        .filter_map(|p| p.figures.as_ref().map(|f| (p.x, pick(f))))
+        .filter(|(_, y)| y.is_finite())
+        .collect::<Vec<_>>()
+}
+
+/// What every chart of a set of sweeps shares: the sweeps, the x axis
+/// (its label and scale) and the x values of the points that failed.
+struct SweepAxes<'a> {
+    sweeps: &'a [(&'a str, &'a Table)],
+    many: bool,
+    x_label: String,
+    axis: XAxis,
+    failed: Vec<f64>,
+}
+
+impl<'a> SweepAxes<'a> {
+    /// The axes of `sweeps`, named by the first one's parameter.
+    fn of(sweeps: &'a [(&'a str, &'a Table)]) -> SweepAxes<'a> {
+        let param = sweeps.first().map_or("value", |s| s.1.param.as_str());
+        let xs: Vec<f64> = sweeps
             .iter()
-            .filter(|p| p.ok())
-            .filter_map(|p| p.figures.as_ref().map(|f| (p.x, pick(f))))
-            .filter(|(_, y)| y.is_finite())
-            .collect::<Vec<_>>()
-    };
-    // One figure, a line per sweep (named `single` when there is one).
-    let series = |pick: Pick, single: &str| -> Vec<Line> {
-        sweeps
+            .flat_map(|s| s.1.points.iter().map(|p| p.x))
+            .collect();
+        let failed: Vec<f64> = sweeps
+            .iter()
+            .flat_map(|s| s.1.points.iter().filter(|p| !p.ok()).map(|p| p.x))
+            .collect();
+        SweepAxes {
+            sweeps,
+            many: sweeps.len() > 1,
+            x_label: sweep_x_label(param),
+            axis: x_axis_for(&xs),
+            failed,
+        }
+    }
+
+    /// One figure, a line per sweep (named `single` when there is one).
+    fn series(&self, pick: Pick, single: &str) -> Vec<Line> {
+        self.sweeps
             .iter()
             .map(|(n, t)| Line {
-                name: if many { n.to_string() } else { single.into() },
+                name: if self.many {
+                    n.to_string()
+                } else {
+                    single.into()
+                },
                 points: ok_points(t, pick),
                 dashed: false,
             })
             .collect()
-    };
-    let failed: Vec<f64> = sweeps
-        .iter()
-        .flat_map(|s| s.1.points.iter().filter(|p| !p.ok()).map(|p| p.x))
-        .collect();
-    let rate = LineChart {
-        title: format!("Throughput against {x_label}"),
-        x_label: x_label.clone(),
-        y_label: "operations/s".into(),
-        x_axis: axis,
-        lines: series(|f| f.throughput, "ops/s"),
-        failed: failed.clone(),
-    };
-    let mut lat = Vec::new();
-    for (n, t) in sweeps {
-        lat.push(Line {
-            name: name(n, "p50"),
-            points: ok_points(t, |f| f.p50_ms),
-            dashed: false,
-        });
-        lat.push(Line {
-            name: name(n, "p99"),
-            points: ok_points(t, |f| f.p99_ms),
-            dashed: false,
-        });
-        lat.push(Line {
-            name: name(n, "average"),
-            points: ok_points(t, |f| f.avg_ms),
-            dashed: true,
-        });
     }
-    lat.retain(|l| !l.points.is_empty());
-    let latency = LineChart {
-        title: format!("Latency against {x_label}"),
-        x_label: x_label.clone(),
-        y_label: "latency (ms)".into(),
-        x_axis: axis,
-        lines: lat,
-        failed: failed.clone(),
-    };
-    let mut charts = vec![Chart::Line(rate)];
-    if !latency.lines.is_empty() {
-        charts.push(Chart::Line(latency));
+
+    /// Each sweep's p50, p99 and average lines, those without a point
+    /// left out.
+    fn latency_lines(&self) -> Vec<Line> {
+        let mut lat = Vec::new();
+        for (n, t) in self.sweeps {
+            let figures: [(&str, Pick, bool); 3] = [
+                ("p50", |f| f.p50_ms, false),
+                ("p99", |f| f.p99_ms, false),
+                ("average", |f| f.avg_ms, true),
+            ];
+            for (what, pick, dashed) in figures {
+                lat.push(Line {
+                    name: line_name(self.many, n, what),
+                    points: ok_points(t, pick),
+                    dashed,
+                });
+            }
+        }
+        lat.retain(|l| !l.points.is_empty());
+        lat
+    }
+
+    /// `what` against the swept parameter, a chart of `lines`.
+    fn chart(&self, what: &str, y_label: &str, lines: Vec<Line>) -> Chart {
+        Chart::Line(LineChart {
+            title: format!("{what} against {}", self.x_label),
+            x_label: self.x_label.clone(),
+            y_label: y_label.into(),
+            x_axis: self.axis,
+            lines,
+            failed: self.failed.clone(),
+        })
+    }
+}
+
+/// A sweep's charts: throughput, then latency and the client's own cost
+/// where the CSVs hold them.
+pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
+    let axes = SweepAxes::of(sweeps);
+    let rate = axes.series(|f| f.throughput, "ops/s");
+    let mut charts = vec![axes.chart("Throughput", "operations/s", rate)];
+    let latency = axes.latency_lines();
+    if !latency.is_empty() {
+        charts.push(axes.chart("Latency", "latency (ms)", latency));
     }
     // The client's own cost, when the CSVs hold it (a sweep before these
     // columns, or a peer's row without them, leaves them out).
@@ -333,111 +374,127 @@ pub fn sweep_charts(sweeps: &[(&str, &Table)]) -> Vec<Chart> {
         ("Client peak memory", "peak RSS (MiB)", |f| f.peak_mib),
     ];
     for (title, y_label, pick) in client {
-        let mut lines = series(pick, y_label);
+        let mut lines = axes.series(pick, y_label);
         lines.retain(|l| !l.points.is_empty());
         if !lines.is_empty() {
-            charts.push(Chart::Line(LineChart {
-                title: format!("{title} against {x_label}"),
-                x_label: x_label.clone(),
-                y_label: y_label.into(),
-                x_axis: axis,
-                lines,
-                failed: failed.clone(),
-            }));
+            charts.push(axes.chart(title, y_label, lines));
         }
     }
     charts
 }
 
+/// A report's successful operations per second, per measured lap.
+fn rate_line(name: &str, r: &Report) -> Line {
+    let base = r.spec.warmup_secs;
+    // A lap much shorter than the interval (the run's last, cut at
+    // its end) holds a few operations over a few milliseconds: its
+    // rate is noise, drawn as a spike. Its latencies are still drawn.
+    let shortest = r.spec.interval_secs / 4.0;
+    Line {
+        name: name.to_string(),
+        points: r
+            .laps
+            .iter()
+            .filter(|l| !l.warmup)
+            .filter(|l| l.length_secs > 0.0 && l.length_secs >= shortest)
+            .map(|l| (l.elapsed_secs - base, l.ok as f64 / l.length_secs))
+            .collect(),
+        dashed: false,
+    }
+}
+
+/// A report's p99 and p50 latency per measured lap, in that order.
+fn lap_latency_lines(name: &str, r: &Report, many: bool) -> anyhow::Result<[Line; 2]> {
+    let base = r.spec.warmup_secs;
+    let mut p50 = Vec::new();
+    let mut p99 = Vec::new();
+    for l in r.laps.iter().filter(|l| !l.warmup) {
+        let h = loadrig_report::decode_hdr(&l.latency_hdr).map_err(|e| InputError {
+            path: name.to_string(),
+            reason: format!("a lap's histogram: {e}"),
+        })?;
+        if !h.is_empty() {
+            let t = l.elapsed_secs - base;
+            p50.push((t, h.percentile(50.0).as_nanos() as f64 / 1e6));
+            p99.push((t, h.percentile(99.0).as_nanos() as f64 / 1e6));
+        }
+    }
+    Ok([
+        Line {
+            name: line_name(many, name, "p99"),
+            points: p99,
+            dashed: false,
+        },
+        Line {
+            name: line_name(many, name, "p50"),
+            points: p50,
+            dashed: true,
+        },
+    ])
+}
+
+/// A report's latency spectrum: one file, a line per kind when there are
+/// several; several files, a line per file, every kind added.
+fn spectrum_lines(name: &str, r: &Report, many: bool) -> anyhow::Result<Vec<Line>> {
+    if !many && r.measured.kinds.len() > 1 && r.measured.kinds.len() <= 7 {
+        let mut lines = Vec::new();
+        for k in &r.measured.kinds {
+            let h = k.latency.histogram().map_err(anyhow::Error::msg)?;
+            lines.push(Line {
+                name: k.name.clone(),
+                points: spectrum(&h),
+                dashed: false,
+            });
+        }
+        Ok(lines)
+    } else {
+        Ok(vec![Line {
+            name: name.to_string(),
+            points: spectrum(&all_latency(r)?),
+            dashed: false,
+        }])
+    }
+}
+
+/// A line chart on a linear x axis, without failed points.
+fn linear_chart(title: &str, x_label: String, y_label: &str, lines: Vec<Line>) -> Chart {
+    Chart::Line(LineChart {
+        title: title.into(),
+        x_label,
+        y_label: y_label.into(),
+        x_axis: XAxis::Linear,
+        lines,
+        failed: Vec::new(),
+    })
+}
+
+/// The reports' charts: throughput and latency over time, the resources
+/// on the same time axis, then the latency spectrum.
 pub fn report_charts(reports: &[(&str, &Report)]) -> anyhow::Result<Vec<Chart>> {
     let mut rate = Vec::new();
     let mut lat = Vec::new();
     let mut spec = Vec::new();
     let many = reports.len() > 1;
     for (name, r) in reports {
-        let laps: Vec<_> = r.laps.iter().filter(|l| !l.warmup).collect();
-        let base = r.spec.warmup_secs;
-        // A lap much shorter than the interval (the run's last, cut at
-        // its end) holds a few operations over a few milliseconds: its
-        // rate is noise, drawn as a spike. Its latencies are still drawn.
-        let shortest = r.spec.interval_secs / 4.0;
-        rate.push(Line {
-            name: name.to_string(),
-            points: laps
-                .iter()
-                .filter(|l| l.length_secs > 0.0 && l.length_secs >= shortest)
-                .map(|l| (l.elapsed_secs - base, l.ok as f64 / l.length_secs))
-                .collect(),
-            dashed: false,
-        });
-        let mut p50 = Vec::new();
-        let mut p99 = Vec::new();
-        for l in &laps {
-            let h = loadrig_report::decode_hdr(&l.latency_hdr).map_err(|e| InputError {
-                path: name.to_string(),
-                reason: format!("a lap's histogram: {e}"),
-            })?;
-            if !h.is_empty() {
-                let t = l.elapsed_secs - base;
-                p50.push((t, h.percentile(50.0).as_nanos() as f64 / 1e6));
-                p99.push((t, h.percentile(99.0).as_nanos() as f64 / 1e6));
-            }
-        }
-        let label = |what: &str| {
-            if many {
-                format!("{name} {what}")
-            } else {
-                what.to_string()
-            }
-        };
-        lat.push(Line {
-            name: label("p99"),
-            points: p99,
-            dashed: false,
-        });
-        lat.push(Line {
-            name: label("p50"),
-            points: p50,
-            dashed: true,
-        });
-        // One file: a line per kind when there are several; several
-        // files: a line per file, every kind added.
-        if !many && r.measured.kinds.len() > 1 && r.measured.kinds.len() <= 7 {
-            for k in &r.measured.kinds {
-                let h = k.latency.histogram().map_err(anyhow::Error::msg)?;
-                spec.push(Line {
-                    name: k.name.clone(),
-                    points: spectrum(&h),
-                    dashed: false,
-                });
-            }
-        } else {
-            spec.push(Line {
-                name: name.to_string(),
-                points: spectrum(&all_latency(r)?),
-                dashed: false,
-            });
-        }
+        rate.push(rate_line(name, r));
+        lat.extend(lap_latency_lines(name, r, many)?);
+        spec.extend(spectrum_lines(name, r, many)?);
     }
     let time = "seconds since the measured phase began".to_string();
     let resources = resources::charts(reports, &time);
     let mut charts = vec![
-        Chart::Line(LineChart {
-            title: "Throughput over time (per lap)".into(),
-            x_label: time.clone(),
-            y_label: "successful operations/s".into(),
-            x_axis: XAxis::Linear,
-            lines: rate,
-            failed: Vec::new(),
-        }),
-        Chart::Line(LineChart {
-            title: "Latency over time (per lap, all kinds)".into(),
-            x_label: time,
-            y_label: "latency (ms)".into(),
-            x_axis: XAxis::Linear,
-            lines: lat,
-            failed: Vec::new(),
-        }),
+        linear_chart(
+            "Throughput over time (per lap)",
+            time.clone(),
+            "successful operations/s",
+            rate,
+        ),
+        linear_chart(
+            "Latency over time (per lap, all kinds)",
+            time,
+            "latency (ms)",
+            lat,
+        ),
     ];
     // Client and server resources under latency and throughput, on the
     // same time axis; then the spectrum.

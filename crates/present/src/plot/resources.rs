@@ -4,7 +4,7 @@
 //! since the measured phase began). A chart is drawn only when some
 //! report's laps hold what it shows.
 
-use loadrig_report::{LapReport, Report};
+use loadrig_report::{ClientLapReport, LapReport, Report};
 
 use super::svg::{Chart, Line, LineChart, XAxis};
 
@@ -42,34 +42,37 @@ fn per_sec(l: &LapReport, v: f64) -> f64 {
     v / l.length_secs
 }
 
-pub fn charts(reports: &[(&str, &Report)], time: &str) -> Vec<Chart> {
-    let many = reports.len() > 1;
-    let mut cpu = Vec::new();
-    let mut mem = Vec::new();
-    let mut bytes = Vec::new();
-    let mut conns = Vec::new();
-    let push = |to: &mut Vec<Line>, name: String, points: Vec<(f64, f64)>, dashed: bool| {
-        if !points.is_empty() {
-            to.push(Line {
-                name,
-                points,
-                dashed,
-            });
-        }
-    };
-    for (file, r) in reports {
-        let label = |what: &str| {
-            if many {
-                format!("{file} {what}")
-            } else {
-                what.to_string()
-            }
-        };
-        let client = |f: fn(&loadrig_report::ClientLapReport) -> f64| {
-            move |l: &LapReport| l.client.as_ref().map(f)
-        };
+/// A figure of the client's lap report, as a lap's value.
+fn client(f: fn(&ClientLapReport) -> f64) -> impl Fn(&LapReport) -> Option<f64> {
+    move |l: &LapReport| l.client.as_ref().map(f)
+}
+
+/// Add a line to `to`, unless it has no point.
+fn push(to: &mut Vec<Line>, name: String, points: Vec<(f64, f64)>, dashed: bool) {
+    if !points.is_empty() {
+        to.push(Line {
+            name,
+            points,
+            dashed,
+        });
+    }
+}
+
+/// The lines of the four resource charts, gathered report by report: the
+/// client's solid, the server's dashed.
+#[derive(Default)]
+struct ResourceLines {
+    cpu: Vec<Line>,
+    mem: Vec<Line>,
+    bytes: Vec<Line>,
+    conns: Vec<Line>,
+}
+
+impl ResourceLines {
+    /// CPU: the client's, and the server process's when it is local.
+    fn add_cpu(&mut self, r: &Report, label: &dyn Fn(&str) -> String) {
         push(
-            &mut cpu,
+            &mut self.cpu,
             label("client"),
             series(r, |l| {
                 let c = l.client.as_ref()?;
@@ -78,29 +81,37 @@ pub fn charts(reports: &[(&str, &Report)], time: &str) -> Vec<Chart> {
             false,
         );
         push(
-            &mut cpu,
+            &mut self.cpu,
             label("server process"),
             series(r, |l| {
                 Some(100.0 * per_sec(l, *l.server.get("process.cpu_secs")?))
             }),
             true,
         );
+    }
+
+    /// Memory: the client's resident set, and each server memory series.
+    fn add_memory(&mut self, r: &Report, label: &dyn Fn(&str) -> String) {
         push(
-            &mut mem,
+            &mut self.mem,
             label("client rss"),
             series(r, client(|c| c.rss_bytes as f64 / MIB)),
             false,
         );
         for name in SERVER_MEMORY {
             push(
-                &mut mem,
+                &mut self.mem,
                 label(name),
                 series(r, |l| Some(l.server.get(name)? / MIB)),
                 true,
             );
         }
+    }
+
+    /// The client's bytes per second, out and in.
+    fn add_bytes(&mut self, r: &Report, label: &dyn Fn(&str) -> String) {
         push(
-            &mut bytes,
+            &mut self.bytes,
             label("client out"),
             series(r, |l| {
                 Some(per_sec(l, l.client.as_ref()?.bytes_out as f64) / MIB)
@@ -108,27 +119,45 @@ pub fn charts(reports: &[(&str, &Report)], time: &str) -> Vec<Chart> {
             false,
         );
         push(
-            &mut bytes,
+            &mut self.bytes,
             label("client in"),
             series(r, |l| {
                 Some(per_sec(l, l.client.as_ref()?.bytes_in as f64) / MIB)
             }),
             true,
         );
+    }
+
+    /// Connections: the client's, and each server connection series.
+    fn add_connections(&mut self, r: &Report, label: &dyn Fn(&str) -> String) {
         push(
-            &mut conns,
+            &mut self.conns,
             label("client"),
             series(r, client(|c| c.connections as f64)),
             false,
         );
         for name in SERVER_CONNECTIONS {
             push(
-                &mut conns,
+                &mut self.conns,
                 label(name),
                 series(r, |l| l.server.get(name).copied()),
                 true,
             );
         }
+    }
+}
+
+/// The resource charts that have a line: CPU, memory, client bytes and
+/// connections over `time`.
+pub fn charts(reports: &[(&str, &Report)], time: &str) -> Vec<Chart> {
+    let many = reports.len() > 1;
+    let mut lines = ResourceLines::default();
+    for (file, r) in reports {
+        let label = |what: &str| super::line_name(many, file, what);
+        lines.add_cpu(r, &label);
+        lines.add_memory(r, &label);
+        lines.add_bytes(r, &label);
+        lines.add_connections(r, &label);
     }
     let chart = |title: &str, y: &str, lines: Vec<Line>| {
         (!lines.is_empty()).then(|| {
@@ -142,6 +171,12 @@ pub fn charts(reports: &[(&str, &Report)], time: &str) -> Vec<Chart> {
             })
         })
     };
+    let ResourceLines {
+        cpu,
+        mem,
+        bytes,
+        conns,
+    } = lines;
     [
         chart("CPU over time (per lap)", "% of one core", cpu),
         chart("Memory over time (per lap)", "MiB", mem),

@@ -195,14 +195,92 @@ fn legend(out: &mut String, names: &[(&str, &str, bool)], x: f64, y: f64) {
     }
 }
 
+/// A chart's opening: the `<svg>` element `h` high, a white background
+/// and the title, centred.
+fn open(o: &mut String, h: f64, title: &str) {
+    let _ = write!(
+        o,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{h}" viewBox="0 0 {WIDTH} {h}" role="img"><title>{t}</title><rect width="100%" height="100%" fill="#ffffff"/><text x="{}" y="24" {FONT} font-size="16" font-weight="bold" text-anchor="middle">{t}</text>"##,
+        WIDTH / 2.0,
+        t = escape(title)
+    );
+}
+
+/// A line chart's plot area: its place on the page (`h` high in all),
+/// the x range it spans (placed on `axis`) and the y axis's top.
+struct Frame {
+    axis: XAxis,
+    h: f64,
+    left: f64,
+    top: f64,
+    pw: f64,
+    ph: f64,
+    x0: f64,
+    x1: f64,
+    ytop: f64,
+}
+
+impl Frame {
+    /// The page x of a value.
+    fn sx(&self, x: f64) -> f64 {
+        self.sxp(self.axis.place(x))
+    }
+
+    /// The page x of a value already placed on the axis.
+    fn sxp(&self, px: f64) -> f64 {
+        self.left + (px - self.x0) / (self.x1 - self.x0) * self.pw
+    }
+
+    /// The page y of a value.
+    fn sy(&self, y: f64) -> f64 {
+        self.top + self.ph - y / self.ytop * self.ph
+    }
+
+    /// The x ticks of a log axis: 1, 2 and 5 of each decade in range.
+    fn log_ticks(&self) -> Vec<(f64, String)> {
+        let mut t = Vec::new();
+        let (lo, hi) = (self.x0.floor() as i32, self.x1.ceil() as i32);
+        for e in lo..=hi {
+            for m in [1.0, 2.0, 5.0] {
+                let v = m * 10f64.powi(e);
+                let p = v.log10();
+                if p >= self.x0 - 1e-9 && p <= self.x1 + 1e-9 {
+                    t.push((self.sxp(p), short(v)));
+                }
+            }
+        }
+        t
+    }
+}
+
+/// The label of the percentile axis's tick `d` decades in: 0%, 90%,
+/// 99%, 99.9% ...
+fn percentile_label(d: i32) -> String {
+    match d {
+        0 => "0%".to_string(),
+        1 => "90%".to_string(),
+        _ => format!(
+            "99{}{}%",
+            if d > 2 { "." } else { "" },
+            "9".repeat(d as usize - 2)
+        ),
+    }
+}
+
 impl LineChart {
-    pub fn svg(&self) -> String {
+    /// Whether a point can be drawn: finite, and above 0 on a log axis.
+    fn drawable(&self, p: &(f64, f64)) -> bool {
+        p.0.is_finite() && p.1.is_finite() && (self.x_axis != XAxis::Log || p.0 > 0.0)
+    }
+
+    /// The plot area, spanning every drawable point and failed x.
+    fn frame(&self) -> Frame {
         let (h, left, right, top, bottom) = (420.0, 80.0, 40.0, 40.0, 80.0);
-        let pw = WIDTH - left - right;
-        let ph = h - top - bottom;
-        let pts = self.lines.iter().flat_map(|l| l.points.iter()).filter(|p| {
-            p.0.is_finite() && p.1.is_finite() && (self.x_axis != XAxis::Log || p.0 > 0.0)
-        });
+        let pts = self
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter())
+            .filter(|p| self.drawable(p));
         let (mut x0, mut x1, mut ymax) = (f64::INFINITY, f64::NEG_INFINITY, 0f64);
         for &(x, y) in pts {
             let px = self.x_axis.place(x);
@@ -225,20 +303,49 @@ impl LineChart {
         if (x1 - x0).abs() < f64::EPSILON {
             (x0, x1) = (x0 - 1.0, x1 + 1.0);
         }
-        let ytop = nice_top(ymax);
-        let sx = |x: f64| left + (self.x_axis.place(x) - x0) / (x1 - x0) * pw;
-        let sxp = |px: f64| left + (px - x0) / (x1 - x0) * pw;
-        let sy = |y: f64| top + ph - y / ytop * ph;
-        let mut o = String::new();
-        let _ = write!(
-            o,
-            r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{h}" viewBox="0 0 {WIDTH} {h}" role="img"><title>{t}</title><rect width="100%" height="100%" fill="#ffffff"/><text x="{}" y="24" {FONT} font-size="16" font-weight="bold" text-anchor="middle">{t}</text>"##,
-            WIDTH / 2.0,
-            t = escape(&self.title)
-        );
-        // Grid and y ticks.
-        for v in nice_ticks(0.0, ytop) {
-            let y = sy(v);
+        Frame {
+            axis: self.x_axis,
+            h,
+            left,
+            top,
+            pw: WIDTH - left - right,
+            ph: h - top - bottom,
+            x0,
+            x1,
+            ytop: nice_top(ymax),
+        }
+    }
+
+    /// The x ticks, as (page x, label).
+    fn x_ticks(&self, f: &Frame) -> Vec<(f64, String)> {
+        match self.x_axis {
+            XAxis::Linear => {
+                // Whole-number x values (clients, servers) get whole-number ticks.
+                let integral = self
+                    .lines
+                    .iter()
+                    .flat_map(|l| l.points.iter().map(|p| p.0))
+                    .chain(self.failed.iter().copied())
+                    .all(|x| x.fract() == 0.0);
+                nice_ticks(f.x0, f.x1)
+                    .into_iter()
+                    .filter(|v| !integral || v.fract() == 0.0)
+                    .map(|v| (f.sxp(v), short(v)))
+                    .collect()
+            }
+            XAxis::Log => f.log_ticks(),
+            XAxis::Percentile => (0..=(f.x1 as i32))
+                .map(|d| (f.sxp(f64::from(d)), percentile_label(d)))
+                .collect(),
+        }
+    }
+
+    /// The grid: y ticks with their lines, x ticks with theirs, the plot
+    /// area's border and the axes' labels.
+    fn grid(&self, o: &mut String, f: &Frame) {
+        let (left, top, pw, ph) = (f.left, f.top, f.pw, f.ph);
+        for v in nice_ticks(0.0, f.ytop) {
+            let y = f.sy(v);
             let _ = write!(
                 o,
                 r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e0e0e0"/><text x="{:.1}" y="{:.1}" {FONT} font-size="11" text-anchor="end">{}</text>"##,
@@ -248,50 +355,7 @@ impl LineChart {
                 short(v)
             );
         }
-        // x ticks.
-        // Whole-number x values (clients, servers) get whole-number ticks.
-        let integral = self
-            .lines
-            .iter()
-            .flat_map(|l| l.points.iter().map(|p| p.0))
-            .chain(self.failed.iter().copied())
-            .all(|x| x.fract() == 0.0);
-        let xticks: Vec<(f64, String)> = match self.x_axis {
-            XAxis::Linear => nice_ticks(x0, x1)
-                .into_iter()
-                .filter(|v| !integral || v.fract() == 0.0)
-                .map(|v| (sxp(v), short(v)))
-                .collect(),
-            XAxis::Log => {
-                let mut t = Vec::new();
-                let (lo, hi) = (x0.floor() as i32, x1.ceil() as i32);
-                for e in lo..=hi {
-                    for m in [1.0, 2.0, 5.0] {
-                        let v = m * 10f64.powi(e);
-                        let p = v.log10();
-                        if p >= x0 - 1e-9 && p <= x1 + 1e-9 {
-                            t.push((sxp(p), short(v)));
-                        }
-                    }
-                }
-                t
-            }
-            XAxis::Percentile => (0..=(x1 as i32))
-                .map(|d| {
-                    let label = match d {
-                        0 => "0%".to_string(),
-                        1 => "90%".to_string(),
-                        _ => format!(
-                            "99{}{}%",
-                            if d > 2 { "." } else { "" },
-                            "9".repeat(d as usize - 2)
-                        ),
-                    };
-                    (sxp(f64::from(d)), label)
-                })
-                .collect(),
-        };
-        for (x, label) in &xticks {
+        for (x, label) in &self.x_ticks(f) {
             let _ = write!(
                 o,
                 r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{:.1}" stroke="#f0f0f0"/><text x="{x:.1}" y="{:.1}" {FONT} font-size="11" text-anchor="middle">{}</text>"##,
@@ -310,15 +374,17 @@ impl LineChart {
             top + ph / 2.0,
             escape(&self.y_label)
         );
+    }
+
+    /// Each line as a polyline, with a dot per point when it has few.
+    fn polylines(&self, o: &mut String, f: &Frame) {
         for (i, l) in self.lines.iter().enumerate() {
             let col = colour(i);
             let path: Vec<String> = l
                 .points
                 .iter()
-                .filter(|p| {
-                    p.0.is_finite() && p.1.is_finite() && (self.x_axis != XAxis::Log || p.0 > 0.0)
-                })
-                .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
+                .filter(|p| self.drawable(p))
+                .map(|&(x, y)| format!("{:.1},{:.1}", f.sx(x), f.sy(y)))
                 .collect();
             if path.is_empty() {
                 continue;
@@ -340,12 +406,22 @@ impl LineChart {
                 }
             }
         }
-        for &f in &self.failed {
-            let x = sx(f);
+    }
+
+    /// The chart as one `<svg>` element, 420 high.
+    pub fn svg(&self) -> String {
+        let f = self.frame();
+        let mut o = String::new();
+        open(&mut o, f.h, &self.title);
+        self.grid(&mut o, &f);
+        self.polylines(&mut o, &f);
+        // The failed points, a cross each on the x axis.
+        for &x in &self.failed {
+            let x = f.sx(x);
             let _ = write!(
                 o,
                 r##"<text x="{x:.1}" y="{:.1}" {FONT} font-size="14" fill="#c00000" text-anchor="middle">✗</text>"##,
-                top + ph - 4.0
+                f.top + f.ph - 4.0
             );
         }
         let names: Vec<(&str, &str, bool)> = self
@@ -354,14 +430,36 @@ impl LineChart {
             .enumerate()
             .map(|(i, l)| (l.name.as_str(), colour(i), l.dashed))
             .collect();
-        legend(&mut o, &names, left, h - 18.0);
+        legend(&mut o, &names, f.left, f.h - 18.0);
         o.push_str("</svg>");
         o
     }
 }
 
+/// A bar chart's layout: `n` bars of `bar` high per group of `group`, the
+/// plot area (`h` high in all) and the value axis's top.
+struct BarFrame {
+    n: f64,
+    bar: f64,
+    group: f64,
+    left: f64,
+    top: f64,
+    pw: f64,
+    ph: f64,
+    h: f64,
+    xtop: f64,
+}
+
+impl BarFrame {
+    /// The page x of a value.
+    fn sx(&self, v: f64) -> f64 {
+        self.left + v / self.xtop * self.pw
+    }
+}
+
 impl BarChart {
-    pub fn svg(&self) -> String {
+    /// The layout: a group per category, the labels' width at the left.
+    fn frame(&self) -> BarFrame {
         let n = self.series.len().max(1) as f64;
         let bar = if n > 2.0 { 10.0 } else { 14.0 };
         let group = bar * n + 10.0;
@@ -374,40 +472,35 @@ impl BarChart {
             * 6.6
             + 16.0;
         let (left, right, top, bottom) = (label_w.max(80.0), 70.0, 40.0, 70.0);
-        let pw = WIDTH - left - right;
         let ph = group * self.categories.len().max(1) as f64;
-        let h = top + ph + bottom;
         let max = self
             .series
             .iter()
             .flat_map(|s| s.1.iter().flatten())
             .fold(0f64, |a, &b| a.max(b));
-        let xtop = nice_top(max);
-        let sx = |v: f64| left + v / xtop * pw;
-        let mut o = String::new();
-        let _ = write!(
-            o,
-            r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{h}" viewBox="0 0 {WIDTH} {h}" role="img"><title>{t}</title><rect width="100%" height="100%" fill="#ffffff"/><text x="{}" y="24" {FONT} font-size="16" font-weight="bold" text-anchor="middle">{t}</text>"##,
-            WIDTH / 2.0,
-            t = escape(&self.title)
-        );
-        for v in nice_ticks(0.0, xtop) {
-            let x = sx(v);
-            let _ = write!(
-                o,
-                r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{:.1}" stroke="#e0e0e0"/><text x="{x:.1}" y="{:.1}" {FONT} font-size="11" text-anchor="middle">{}</text>"##,
-                top + ph,
-                top + ph + 16.0,
-                short(v)
-            );
+        BarFrame {
+            n,
+            bar,
+            group,
+            left,
+            top,
+            pw: WIDTH - left - right,
+            ph,
+            h: top + ph + bottom,
+            xtop: nice_top(max),
         }
+    }
+
+    /// Each category's label and its bars, a value beside each bar.
+    fn groups(&self, o: &mut String, f: &BarFrame) {
+        let (left, bar) = (f.left, f.bar);
         for (ci, cat) in self.categories.iter().enumerate() {
-            let gy = top + ci as f64 * group + 5.0;
+            let gy = f.top + ci as f64 * f.group + 5.0;
             let _ = write!(
                 o,
                 r#"<text x="{:.1}" y="{:.1}" {FONT} font-size="11" text-anchor="end">{}</text>"#,
                 left - 6.0,
-                gy + bar * n / 2.0 + 4.0,
+                gy + bar * f.n / 2.0 + 4.0,
                 escape(cat)
             );
             for (si, (_, vals)) in self.series.iter().enumerate() {
@@ -418,15 +511,34 @@ impl BarChart {
                 let _ = write!(
                     o,
                     r#"<rect x="{left}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}"/><text x="{:.1}" y="{:.1}" {FONT} font-size="9">{}</text>"#,
-                    (sx(v) - left).max(0.5),
+                    (f.sx(v) - left).max(0.5),
                     bar - 1.0,
                     colour(si),
-                    sx(v) + 3.0,
+                    f.sx(v) + 3.0,
                     y + bar - 3.0,
                     short(v)
                 );
             }
         }
+    }
+
+    /// The chart as one `<svg>` element, as high as its groups need.
+    pub fn svg(&self) -> String {
+        let f = self.frame();
+        let (left, top, pw, ph) = (f.left, f.top, f.pw, f.ph);
+        let mut o = String::new();
+        open(&mut o, f.h, &self.title);
+        for v in nice_ticks(0.0, f.xtop) {
+            let x = f.sx(v);
+            let _ = write!(
+                o,
+                r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{:.1}" stroke="#e0e0e0"/><text x="{x:.1}" y="{:.1}" {FONT} font-size="11" text-anchor="middle">{}</text>"##,
+                top + ph,
+                top + ph + 16.0,
+                short(v)
+            );
+        }
+        self.groups(&mut o, &f);
         let _ = write!(
             o,
             r##"<line x1="{left}" y1="{top}" x2="{left}" y2="{:.1}" stroke="#444"/><text x="{:.1}" y="{:.1}" {FONT} font-size="12" text-anchor="middle">{}</text>"##,
@@ -441,7 +553,7 @@ impl BarChart {
             .enumerate()
             .map(|(i, s)| (s.0.as_str(), colour(i), false))
             .collect();
-        legend(&mut o, &names, left, h - 14.0);
+        legend(&mut o, &names, left, f.h - 14.0);
         o.push_str("</svg>");
         o
     }

@@ -18,7 +18,7 @@
 //!   failed connection attempts, `timeout` requests past `--timeout`.
 
 use loadrig_metrics::{ErrorKind, Histo};
-use loadrig_report::{KindReport, Report};
+use loadrig_report::{KindReport, Measured, Report};
 use loadrig_spec::{Stop, WorkloadSpec};
 
 /// wrk's `format_units`: divide by `scale` while the amount is at least
@@ -144,21 +144,14 @@ fn errors(k: &KindReport, kind: ErrorKind) -> u64 {
         .map_or(0, |(_, n)| *n)
 }
 
-/// The block wrk prints, from `Running ...` to `Transfer/sec:`.
-/// `with_rates`: with its closing rates (`Requests/sec`, over successful
-/// requests only; `Transfer/sec`), left out for a run that failed beyond
-/// its error gate.
-pub fn wrk_lines(r: &Report, with_rates: bool) -> anyhow::Result<Vec<String>> {
-    let WorkloadSpec::Http(own) = &r.spec.workload else {
-        return Ok(Vec::new());
-    };
-    let m = &r.measured;
-    let procs = u64::from(r.spec.processes.max(1));
+/// wrk's first lines: the test's length and target, threads and
+/// connections (over every process), and the stats table's heads.
+fn opening(r: &Report, procs: u64) -> Vec<String> {
     let secs = match r.spec.load.stop {
         Stop::Seconds(s) => s,
-        Stop::Count(_) => m.elapsed_secs,
+        Stop::Count(_) => r.measured.elapsed_secs,
     };
-    let mut out = vec![
+    vec![
         format!("Running {} test @ {}", time_s(secs), r.spec.target),
         format!(
             "  {} threads and {} connections",
@@ -169,7 +162,11 @@ pub fn wrk_lines(r: &Report, with_rates: bool) -> anyhow::Result<Vec<String>> {
             "  Thread Stats{:>6}{:>11}{:>8}{:>12}",
             "Avg", "Stdev", "Max", "+/- Stdev"
         ),
-    ];
+    ]
+}
+
+/// Every kind's latency added into one histogram.
+fn all_latency(m: &Measured) -> anyhow::Result<Histo> {
     let mut latency = Histo::new();
     for k in &m.kinds {
         let h = k
@@ -178,51 +175,84 @@ pub fn wrk_lines(r: &Report, with_rates: bool) -> anyhow::Result<Vec<String>> {
             .map_err(|e| anyhow::anyhow!("the report's histograms: {e}"))?;
         latency.add(&h);
     }
-    out.push(Stats::of(&latencies_us(&latency)).line("Latency", time_us));
-    // Per-thread rates, one sample per whole lap of the measured time.
+    Ok(latency)
+}
+
+/// Per-thread rates, one sample per whole lap of the measured time.
+fn thread_rates(r: &Report, procs: u64) -> Vec<(f64, u64)> {
     let interval = r.spec.interval_secs;
     let threads = (r.spec.threads as u64 * procs) as f64;
-    let rates: Vec<(f64, u64)> = r
-        .laps
+    r.laps
         .iter()
         .filter(|l| !l.warmup && l.length_secs >= 0.5 * interval && l.length_secs > 0.0)
         .map(|l| ((l.ok + l.errors) as f64 / l.length_secs / threads, 1))
-        .collect();
-    out.push(Stats::of(&rates).line("Req/Sec", metric));
-    if own.latency {
-        out.push("  Latency Distribution".to_string());
-        for p in [50.0, 75.0, 90.0, 99.0] {
-            let us = if latency.is_empty() {
-                0.0
-            } else {
-                latency.percentile(p).as_nanos() as f64 / 1e3
-            };
-            out.push(format!("{p:7.0}%{}", cell(&time_us(us), 10)));
+        .collect()
+}
+
+/// `--latency`'s lines: wrk's distribution, then wrk2's spectrum.
+fn distribution(latency: &Histo) -> Vec<String> {
+    let mut out = vec!["  Latency Distribution".to_string()];
+    for p in [50.0, 75.0, 90.0, 99.0] {
+        let us = if latency.is_empty() {
+            0.0
+        } else {
+            latency.percentile(p).as_nanos() as f64 / 1e3
+        };
+        out.push(format!("{p:7.0}%{}", cell(&time_us(us), 10)));
+    }
+    out.push(String::new());
+    out.push("  Detailed Percentile spectrum:".to_string());
+    out.extend(hgrm(latency, 5, 1e6));
+    out
+}
+
+/// The responses and the failures, counted as wrk counts them.
+struct Answers {
+    /// Responses: completed, with a 4xx/5xx status, or a body unlike the first.
+    answered: u64,
+    non_2xx: u64,
+    /// I/O and protocol errors.
+    read: u64,
+    timeout: u64,
+}
+
+impl Answers {
+    fn of(m: &Measured) -> Answers {
+        let (mut answered, mut non_2xx, mut read, mut timeout) = (0, 0, 0, 0);
+        for k in &m.kinds {
+            answered += k.ok + errors(k, ErrorKind::Server) + errors(k, ErrorKind::Verification);
+            non_2xx += errors(k, ErrorKind::Server);
+            read += errors(k, ErrorKind::Io) + errors(k, ErrorKind::Protocol);
+            timeout += errors(k, ErrorKind::Timeout);
         }
-        out.push(String::new());
-        out.push("  Detailed Percentile spectrum:".to_string());
-        out.extend(hgrm(&latency, 5, 1e6));
+        Answers {
+            answered,
+            non_2xx,
+            read,
+            timeout,
+        }
     }
-    let (mut answered, mut non_2xx, mut read, mut timeout) = (0, 0, 0, 0);
-    for k in &m.kinds {
-        answered += k.ok + errors(k, ErrorKind::Server) + errors(k, ErrorKind::Verification);
-        non_2xx += errors(k, ErrorKind::Server);
-        read += errors(k, ErrorKind::Io) + errors(k, ErrorKind::Protocol);
-        timeout += errors(k, ErrorKind::Timeout);
-    }
+}
+
+/// wrk's closing lines: requests and bytes read, the socket errors and
+/// non-2xx responses if any, then (`with_rates`) the rates.
+fn closing(m: &Measured, with_rates: bool) -> Vec<String> {
+    let a = Answers::of(m);
     let connect = m.connect_failures;
-    out.push(format!(
-        "  {answered} requests in {}, {}B read",
+    let mut out = vec![format!(
+        "  {} requests in {}, {}B read",
+        a.answered,
         time_us(m.elapsed_secs * 1e6),
         binary(m.bytes_received as f64)
-    ));
-    if connect + read + timeout > 0 {
+    )];
+    if connect + a.read + a.timeout > 0 {
         out.push(format!(
-            "  Socket errors: connect {connect}, read {read}, write 0, timeout {timeout}"
+            "  Socket errors: connect {connect}, read {}, write 0, timeout {}",
+            a.read, a.timeout
         ));
     }
-    if non_2xx > 0 {
-        out.push(format!("  Non-2xx or 3xx responses: {non_2xx}"));
+    if a.non_2xx > 0 {
+        out.push(format!("  Non-2xx or 3xx responses: {}", a.non_2xx));
     }
     let per_sec = |n: f64| {
         if m.elapsed_secs > 0.0 {
@@ -238,6 +268,27 @@ pub fn wrk_lines(r: &Report, with_rates: bool) -> anyhow::Result<Vec<String>> {
             binary(per_sec(m.bytes_received as f64))
         ));
     }
+    out
+}
+
+/// The block wrk prints, from `Running ...` to `Transfer/sec:`.
+/// `with_rates`: with its closing rates (`Requests/sec`, over successful
+/// requests only; `Transfer/sec`), left out for a run that failed beyond
+/// its error gate.
+pub fn wrk_lines(r: &Report, with_rates: bool) -> anyhow::Result<Vec<String>> {
+    let WorkloadSpec::Http(own) = &r.spec.workload else {
+        return Ok(Vec::new());
+    };
+    let m = &r.measured;
+    let procs = u64::from(r.spec.processes.max(1));
+    let mut out = opening(r, procs);
+    let latency = all_latency(m)?;
+    out.push(Stats::of(&latencies_us(&latency)).line("Latency", time_us));
+    out.push(Stats::of(&thread_rates(r, procs)).line("Req/Sec", metric));
+    if own.latency {
+        out.extend(distribution(&latency));
+    }
+    out.extend(closing(m, with_rates));
     Ok(out)
 }
 

@@ -4,7 +4,8 @@
 //! totals; latencies in milliseconds from loadrig's histograms. Bytes are
 //! counted per run, not per command, so only the totals row has KB/sec.
 
-use loadrig_report::Report;
+use loadrig_metrics::Histo;
+use loadrig_report::{Measured, Report};
 use loadrig_spec::WorkloadSpec;
 
 const RULE: usize = 124;
@@ -14,30 +15,99 @@ pub fn styled(r: &Report) -> bool {
     matches!(&r.spec.workload, WorkloadSpec::Redis(s) if s.mix.is_some())
 }
 
-/// The table, or nothing when the run is not memtier's load.
-pub fn all_stats(r: &Report) -> anyhow::Result<Vec<String>> {
-    let WorkloadSpec::Redis(spec) = &r.spec.workload else {
-        return Ok(Vec::new());
-    };
-    if spec.mix.is_none() {
-        return Ok(Vec::new());
+/// A latency in microseconds as memtier's column: milliseconds, five
+/// decimals.
+fn ms(us: f64) -> String {
+    format!("{:16.5}", us / 1e3)
+}
+
+/// An empty cell `w` wide.
+fn dashes(w: usize) -> String {
+    format!("{:>w$}", "---")
+}
+
+/// What the table's rows share: the measured phase, its length, and the
+/// GETs' hits and misses (from the domain counters).
+struct Run<'a> {
+    m: &'a Measured,
+    hits: u64,
+    misses: u64,
+}
+
+impl Run<'_> {
+    /// `n` per second of the measured time.
+    fn per_sec(&self, n: u64) -> f64 {
+        let secs = self.m.elapsed_secs;
+        if secs > 0.0 {
+            n as f64 / secs
+        } else {
+            0.0
+        }
     }
-    let m = &r.measured;
-    let secs = m.elapsed_secs;
-    let per_sec = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-    let domain = |name: &str| {
-        m.domains
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, v)| *v)
-    };
-    let (hits, misses) = (domain("get.hits"), domain("get.misses"));
-    let snapshot = m
-        .snapshot()
-        .map_err(|e| anyhow::anyhow!("the report's histograms: {e}"))?;
-    let ms = |us: f64| format!("{:16.5}", us / 1e3);
-    let dashes = |w: usize| format!("{:>w$}", "---");
-    let mut lines = vec![
+
+    /// A command's row: Sets (`SET`) or Gets (`GET`, with hits and misses
+    /// per second); dashes where it has no latency.
+    fn kind_row(&self, row: &str, kind: &str) -> String {
+        let k = self.m.kinds.iter().find(|k| k.name == kind);
+        let (ops, lat) = match k {
+            Some(k) => (k.ok, Some(&k.latency)),
+            None => (0, None),
+        };
+        let (hit, miss) = match kind {
+            "GET" => (
+                format!("{:13.2}", self.per_sec(self.hits)),
+                format!("{:13.2}", self.per_sec(self.misses)),
+            ),
+            _ => (dashes(13), dashes(13)),
+        };
+        let lat = match lat.filter(|l| l.count > 0) {
+            Some(l) => format!(
+                "{}{}{}{}",
+                ms(l.mean_us),
+                ms(l.p50_us),
+                ms(l.p99_us),
+                ms(l.p99_9_us)
+            ),
+            None => dashes(16).repeat(4),
+        };
+        format!(
+            "{row:<6}{:14.2}{hit}{miss}{lat}{}",
+            self.per_sec(ops),
+            dashes(13)
+        )
+    }
+
+    /// The totals row: every operation, every kind's latency added, and
+    /// the bytes both ways in KB per second.
+    fn totals_row(&self, all: &Histo) -> String {
+        let lat = match all.is_empty() {
+            true => dashes(16).repeat(4),
+            false => {
+                let at = |p: f64| ms(all.percentile(p).as_nanos() as f64 / 1e3);
+                format!(
+                    "{}{}{}{}",
+                    ms(all.mean().as_nanos() as f64 / 1e3),
+                    at(50.0),
+                    at(99.0),
+                    at(99.9)
+                )
+            }
+        };
+        let m = self.m;
+        format!(
+            "{:<6}{:14.2}{:13.2}{:13.2}{lat}{:13.2}",
+            "Totals",
+            self.per_sec(m.ok),
+            self.per_sec(self.hits),
+            self.per_sec(self.misses),
+            self.per_sec(m.bytes_sent + m.bytes_received) / 1024.0,
+        )
+    }
+}
+
+/// The table's title and column heads, between rules.
+fn heads() -> Vec<String> {
+    vec![
         "ALL STATS".to_string(),
         "=".repeat(RULE),
         format!(
@@ -53,35 +123,35 @@ pub fn all_stats(r: &Report) -> anyhow::Result<Vec<String>> {
             "KB/sec"
         ),
         "-".repeat(RULE),
-    ];
+    ]
+}
+
+/// The table, or nothing when the run is not memtier's load.
+pub fn all_stats(r: &Report) -> anyhow::Result<Vec<String>> {
+    let WorkloadSpec::Redis(spec) = &r.spec.workload else {
+        return Ok(Vec::new());
+    };
+    if spec.mix.is_none() {
+        return Ok(Vec::new());
+    }
+    let m = &r.measured;
+    let domain = |name: &str| {
+        m.domains
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v)
+    };
+    let run = Run {
+        m,
+        hits: domain("get.hits"),
+        misses: domain("get.misses"),
+    };
+    let snapshot = m
+        .snapshot()
+        .map_err(|e| anyhow::anyhow!("the report's histograms: {e}"))?;
+    let mut lines = heads();
     for (row, kind) in [("Sets", "SET"), ("Gets", "GET")] {
-        let k = m.kinds.iter().find(|k| k.name == kind);
-        let (ops, lat) = match k {
-            Some(k) => (k.ok, Some(&k.latency)),
-            None => (0, None),
-        };
-        let (hit, miss) = match kind {
-            "GET" => (
-                format!("{:13.2}", per_sec(hits)),
-                format!("{:13.2}", per_sec(misses)),
-            ),
-            _ => (dashes(13), dashes(13)),
-        };
-        let lat = match lat.filter(|l| l.count > 0) {
-            Some(l) => format!(
-                "{}{}{}{}",
-                ms(l.mean_us),
-                ms(l.p50_us),
-                ms(l.p99_us),
-                ms(l.p99_9_us)
-            ),
-            None => dashes(16).repeat(4),
-        };
-        lines.push(format!(
-            "{row:<6}{:14.2}{hit}{miss}{lat}{}",
-            per_sec(ops),
-            dashes(13)
-        ));
+        lines.push(run.kind_row(row, kind));
     }
     lines.push(format!(
         "{:<6}{:14.2}{}{}{}",
@@ -91,27 +161,6 @@ pub fn all_stats(r: &Report) -> anyhow::Result<Vec<String>> {
         dashes(16).repeat(4),
         dashes(13)
     ));
-    let all = snapshot.latency_all();
-    let lat = match all.is_empty() {
-        true => dashes(16).repeat(4),
-        false => {
-            let at = |p: f64| ms(all.percentile(p).as_nanos() as f64 / 1e3);
-            format!(
-                "{}{}{}{}",
-                ms(all.mean().as_nanos() as f64 / 1e3),
-                at(50.0),
-                at(99.0),
-                at(99.9)
-            )
-        }
-    };
-    lines.push(format!(
-        "{:<6}{:14.2}{:13.2}{:13.2}{lat}{:13.2}",
-        "Totals",
-        per_sec(m.ok),
-        per_sec(hits),
-        per_sec(misses),
-        per_sec(m.bytes_sent + m.bytes_received) / 1024.0,
-    ));
+    lines.push(run.totals_row(&snapshot.latency_all()));
     Ok(lines)
 }

@@ -299,9 +299,10 @@ fn percent(n: u64, all: u64) -> String {
     format!("{p:.2}%")
 }
 
-pub fn header(spec: &RunSpec) -> String {
-    let load = &spec.load;
-    let model = match load.pacing {
+/// The load model (steady, an open loop's rate, bursts), with how the
+/// run made itself punctual, if it did.
+fn load_model(spec: &RunSpec) -> String {
+    let model = match spec.load.pacing {
         Pacing::Steady => "steady".to_string(),
         Pacing::Rate { rate, arrival } => {
             format!(
@@ -316,7 +317,6 @@ pub fn header(spec: &RunSpec) -> String {
             limit,
         } => format!("bursts of {size}, {delay_ms} ms apart, limit {limit}"),
     };
-    // How the run made itself punctual, if it did.
     let mut punctual = Vec::new();
     if spec.realtime {
         punctual.push("SCHED_FIFO".to_string());
@@ -330,27 +330,31 @@ pub fn header(spec: &RunSpec) -> String {
             dur(Duration::from_secs_f64(spec.spin_secs))
         ));
     }
-    let model = if punctual.is_empty() {
+    if punctual.is_empty() {
         model
     } else {
         format!("{model} ({})", punctual.join(", "))
-    };
-    let dispatch = match load.dispatch {
+    }
+}
+
+/// How operations reach the connections (direct or managed), and
+/// whether through io_uring.
+fn dispatch(spec: &RunSpec) -> String {
+    let dispatch = match spec.load.dispatch {
         Dispatch::Direct => "direct".to_string(),
         Dispatch::Managed { queue, slots } => format!("managed (queue {queue}, {slots} slots)"),
     };
-    let dispatch = if spec.io_uring {
+    if spec.io_uring {
         format!("{dispatch}, io_uring")
     } else {
         dispatch
-    };
-    let mut conns = String::new();
-    if load.connections != load.clients {
-        conns = format!(" over {} connections", load.connections);
     }
-    // Who issues and who listens, counted as the workload counts them
-    // (a pubsub run's subscribers are listeners, not clients of the load).
-    let clients = match &spec.workload {
+}
+
+/// Who issues and who listens, counted as the workload counts them (a
+/// pubsub run's subscribers are listeners, not clients of the load).
+fn clients(spec: &RunSpec) -> String {
+    match &spec.workload {
         WorkloadSpec::Pubsub(p) => format!(
             "{} {}, {} {}",
             group(u64::from(p.pubs)),
@@ -364,32 +368,45 @@ pub fn header(spec: &RunSpec) -> String {
             group(u64::from(c.groups)),
             c.per_group
         ),
-        _ => format!("{} clients", group(u64::from(load.clients))),
-    };
-    let pipeline = if load.pipeline > 1 {
-        format!(", pipeline {}", load.pipeline)
+        _ => format!("{} clients", group(u64::from(spec.load.clients))),
+    }
+}
+
+/// `text` when `shown`, else nothing: a header part only some runs have.
+fn when(shown: bool, text: impl FnOnce() -> String) -> String {
+    if shown {
+        text()
     } else {
         String::new()
-    };
+    }
+}
+
+/// The run's one-line header: what runs against what, the load model,
+/// the clients and the stop condition, the seed.
+pub fn header(spec: &RunSpec) -> String {
+    let load = &spec.load;
+    let model = load_model(spec);
+    let dispatch = dispatch(spec);
+    let clients = clients(spec);
+    let conns = when(load.connections != load.clients, || {
+        format!(" over {} connections", load.connections)
+    });
+    let pipeline = when(load.pipeline > 1, || {
+        format!(", pipeline {}", load.pipeline)
+    });
     let stop = match load.stop {
         Stop::Count(n) => format!("{} ops", group(n)),
         Stop::Seconds(s) => format!("{}s", fmt::secs(s)),
     };
-    let warmup = if spec.warmup_secs > 0.0 {
+    let warmup = when(spec.warmup_secs > 0.0, || {
         format!(" after {}s warm-up", fmt::secs(spec.warmup_secs))
-    } else {
-        String::new()
-    };
-    let shard = if load.shard.count > 1 {
+    });
+    let shard = when(load.shard.count > 1, || {
         format!(", shard {}/{}", load.shard.index, load.shard.count)
-    } else {
-        String::new()
-    };
-    let processes = if spec.processes > 1 {
+    });
+    let processes = when(spec.processes > 1, || {
         format!(" in each of {} processes", spec.processes)
-    } else {
-        String::new()
-    };
+    });
     let preset = match spec.preset {
         Some(p) => format!("  preset {} ({})", p.label(), p.about()),
         None => String::new(),
