@@ -1,6 +1,6 @@
 //! Presentation: what loadrig shows of a run, read from its laps and its
 //! report only. The live lap lines and summaries in each peer's format
-//! ([`print`]), CSV and JSON, charts and HTML pages ([`plot`]), sweep
+//! ([`print`](mod@print)), CSV and JSON, charts and HTML pages ([`plot`]), sweep
 //! tables ([`table`]), and the offline commands that read report files:
 //! `merge` ([`merge`]), `compare` ([`compare`]), `plot` and `report`.
 //! It builds without tokio and without any target's driver: it never

@@ -1,5 +1,5 @@
-//! Standard output, for every command: lines written with [`say!`] and
-//! [`say_part!`], and the first failure to write them kept for the
+//! Standard output, for every command: lines written with [`say!`](crate::say) and
+//! [`say_part!`](crate::say_part), and the first failure to write them kept for the
 //! binary's exit point ([`stdout_failure`]). A reader that went away
 //! (`loadrig targets | head -1`) is not a failure: what is left to print
 //! is dropped, quietly. Any other (a full disk) is: a report or table
@@ -16,7 +16,7 @@ macro_rules! say {
     }};
 }
 
-/// [`say!`] without the line's end.
+/// [`say!`](crate::say) without the line's end.
 #[macro_export]
 macro_rules! say_part {
     ($($arg:tt)*) => {{
