@@ -182,8 +182,8 @@ fn syscalls(args: &[&str]) -> (Run, u64, u64) {
 }
 
 /// The same 20,000 GETs on epoll make a send and a receive each; on the
-/// ring, no send or receive of their own and far fewer system calls in
-/// all. So the run above really went through the ring.
+/// ring, no send or receive of their own and fewer system calls in all.
+/// So the run above really went through the ring.
 #[test]
 fn uring_makes_no_send_or_receive_per_request() {
     let db = crate::common::redis_db();
@@ -208,8 +208,12 @@ fn uring_makes_no_send_or_receive_per_request() {
         socket < n / 20,
         "uring: {socket} sends and receives for {n} GETs"
     );
+    // How many completions one enter carries depends on the machine's
+    // load: about 1,800 enters for the 20,000 GETs alone, 13,011 once in
+    // the parallel suite. Fewer than one per GET (epoll: two) holds either
+    // way, and fails if the ring took a call per request.
     assert!(
-        entered > 0 && entered < n / 2,
+        entered > 0 && entered < n,
         "uring: {entered} io_uring_enter calls for {n} GETs"
     );
 }
