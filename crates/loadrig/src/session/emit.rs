@@ -7,11 +7,11 @@ use loadrig_present::print::{csv, json, redis};
 use loadrig_spec::CsvDialect;
 use loadrig_workloads::Bench;
 
-use super::verify::Checked;
+use super::verify::Verified;
 use super::Session;
 
 impl<B: Bench> Session<'_, B> {
-    pub(super) fn emit(&mut self, checked: &Checked) -> anyhow::Result<()> {
+    pub(super) fn emit(&mut self, checked: &Verified) -> anyhow::Result<()> {
         let (report, opts) = (&checked.report, self.opts);
         self.console.summary(report)?;
         for l in &checked.after_summary {

@@ -4,12 +4,12 @@
 
 use loadrig_workloads::Bench;
 
-use super::verify::Checked;
+use super::verify::Verified;
 use super::Session;
 use crate::exit;
 
 impl<B: Bench> Session<'_, B> {
-    pub(super) fn judge(&mut self, checked: &mut Checked) {
+    pub(super) fn judge(&mut self, checked: &mut Verified) {
         let report = &checked.report;
         let reasons = &mut checked.reasons;
         let m = &report.measured;

@@ -4,13 +4,13 @@
 
 use loadrig_workloads::Bench;
 
-use super::verify::Checked;
+use super::verify::Verified;
 use super::Session;
 
 impl<B: Bench> Session<'_, B> {
     /// Drop what the run made, unless `--keep`; nothing for a shard; what
     /// stays when a signal cut the verification short, said so.
-    pub(super) async fn teardown_after(&mut self, checked: &Checked) -> anyhow::Result<()> {
+    pub(super) async fn teardown_after(&mut self, checked: &Verified) -> anyhow::Result<()> {
         if !checked.prepared {
             return Ok(());
         }

@@ -12,7 +12,7 @@ use super::{unless_stopped, Session};
 use crate::exit;
 
 /// A run's report after verification, and why it failed so far.
-pub struct Checked {
+pub struct Verified {
     pub report: Report,
     /// Why the run failed; each a `check failed:` line at the end.
     pub reasons: Vec<String>,
@@ -25,7 +25,7 @@ pub struct Checked {
 }
 
 impl<B: Bench> Session<'_, B> {
-    pub(super) async fn verify(&mut self, end: End) -> Checked {
+    pub(super) async fn verify(&mut self, end: End) -> Verified {
         let End {
             mut report,
             counted,
@@ -36,7 +36,7 @@ impl<B: Bench> Session<'_, B> {
         let mut reasons = failed;
         let Some(baseline) = baseline else {
             self.console.end_phases();
-            return Checked {
+            return Verified {
                 report,
                 reasons,
                 after_summary,
@@ -79,7 +79,7 @@ impl<B: Bench> Session<'_, B> {
         };
         self.console.results(&report.results);
         report.verification = Some(Verification { baseline, verdict });
-        Checked {
+        Verified {
             report,
             reasons,
             after_summary,
