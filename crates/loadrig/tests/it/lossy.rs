@@ -99,6 +99,37 @@ fn lost_memcached_writes_fail_verification_in_every_mode() {
     }
 }
 
+/// kv on Redis over 100 rows, each written many times: every write
+/// transaction's first row goes elsewhere, so the row keeps an earlier
+/// write's value where that transaction was its last writer (about a
+/// tenth of the rows). Only the order of the writes tells: the row
+/// holds a value some acknowledged transaction wrote, but one answered
+/// before another acknowledged write of that row was sent.
+#[test]
+fn dropped_kv_overwrites_fail_verification_in_every_mode() {
+    let server = own_redis();
+    // kv's write10 is one MSET of 10 keys; its load and clean-up carry
+    // 100, so the dataset itself stays whole.
+    let proxy = Lossy::start(server.port, Proto::RespMset(10), 1, Harm::Key);
+    let args = ["run", "kv", "--test", "write10", "--rows", "100", "-c", "4"];
+    let direct = format!("redis://127.0.0.1:{}", server.port);
+    let lossy = format!("redis://127.0.0.1:{}", proxy.port);
+    let check = "acknowledged overwrites missing (the row holds an earlier write's value)";
+    for mode in MODES {
+        let (found, passed) = judged(&args, mode, &direct, check);
+        assert!(passed, "{mode:?} straight to Redis: {found:?}");
+        assert_eq!(found, Some((0, 0)), "{mode:?} straight to Redis");
+        let (found, passed) = judged(&args, mode, &lossy, check);
+        let lost = proxy.lost.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            !passed,
+            "{mode:?}: overwrites dropped ({lost} so far) and verified ok: {found:?}"
+        );
+        let stale = found.map_or(0, |(_, f)| f);
+        assert!(stale > 0, "{mode:?}: no row found stale");
+    }
+}
+
 /// A store that keeps every key but changes some values is caught by the
 /// after-run comparison of the values (Redis's `key:*` read back,
 /// memcached's sample), by count and by time.

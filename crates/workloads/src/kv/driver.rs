@@ -9,7 +9,7 @@ use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::OpError;
 
 use super::data::Generator;
-use super::verify::Ledger;
+use super::ledger::{Account, Acked, Ledger, Times};
 use super::{KvConn, Txn};
 use crate::Reply;
 
@@ -27,20 +27,29 @@ pub(super) const MISSING: usize = 3;
 /// No operation in flight under a tag.
 const IDLE: u64 = u64::MAX;
 
+/// The operation in flight under a tag, and when it was sent (µs since
+/// the ledger's epoch).
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    index: u64,
+    at: u64,
+}
+
+const NONE: Sent = Sent { index: IDLE, at: 0 };
+
 /// The engine's driver for the kv workload over any [`KvConn`].
 pub struct KvDriver<C> {
     conn: C,
     gen: Arc<Generator>,
     txn: Txn,
-    /// The operation index in flight under each tag ([`IDLE`]: none).
-    in_flight: Vec<u64>,
+    /// The operation in flight under each tag ([`IDLE`]: none).
+    in_flight: Vec<Sent>,
     /// Keys read, written, missing since the last `take_counts`.
     counts: [u64; 4],
-    /// Write transactions acknowledged and in doubt, handed to `ledger`
-    /// when the driver is dropped (nothing shared on the hot path).
-    acked: Vec<u64>,
-    doubt: Vec<u64>,
-    failed: Vec<u64>,
+    /// Write transactions acknowledged, in doubt and failed, handed to
+    /// `ledger` when the driver is dropped (nothing shared on the hot
+    /// path; the ledger is read for its epoch only).
+    account: Account,
     ledger: Arc<Ledger>,
 }
 
@@ -54,9 +63,7 @@ impl<C> KvDriver<C> {
             txn: Txn::default(),
             in_flight: Vec::new(),
             counts: [0; DOMAINS.len()],
-            acked: Vec::new(),
-            doubt: Vec::new(),
-            failed: Vec::new(),
+            account: Account::default(),
             ledger,
         }
     }
@@ -64,11 +71,11 @@ impl<C> KvDriver<C> {
     /// Every transaction in flight may or may not have committed.
     fn all_in_doubt(&mut self) {
         let writes = self.gen.writes() > 0;
-        for i in &mut self.in_flight {
-            if *i != IDLE && writes {
-                self.doubt.push(*i);
+        for s in &mut self.in_flight {
+            if s.index != IDLE && writes {
+                self.account.doubt.push(s.index);
             }
-            *i = IDLE;
+            *s = NONE;
         }
     }
 }
@@ -76,11 +83,7 @@ impl<C> KvDriver<C> {
 impl<C> Drop for KvDriver<C> {
     fn drop(&mut self) {
         self.all_in_doubt();
-        self.ledger.put(
-            std::mem::take(&mut self.acked),
-            std::mem::take(&mut self.doubt),
-            std::mem::take(&mut self.failed),
-        );
+        self.ledger.put(std::mem::take(&mut self.account));
     }
 }
 
@@ -94,9 +97,12 @@ impl<C: KvConn> Driver for KvDriver<C> {
         self.gen.fill(index, &mut self.txn);
         let t = tag as usize;
         if t >= self.in_flight.len() {
-            self.in_flight.resize(t + 1, IDLE);
+            self.in_flight.resize(t + 1, NONE);
         }
-        self.in_flight[t] = index;
+        self.in_flight[t] = Sent {
+            index,
+            at: self.ledger.now_us(),
+        };
         self.conn.submit(&self.txn, tag);
         0
     }
@@ -108,10 +114,11 @@ impl<C: KvConn> Driver for KvDriver<C> {
                 Event::Broken(e)
             }
             Reply::Done { tag, result } => {
-                let index = self
+                let sent = self
                     .in_flight
                     .get_mut(tag as usize)
-                    .map_or(IDLE, |i| std::mem::replace(i, IDLE));
+                    .map_or(NONE, |s| std::mem::replace(s, NONE));
+                let index = sent.index;
                 let writes = self.gen.writes();
                 match result {
                     Ok(done) => {
@@ -123,15 +130,21 @@ impl<C: KvConn> Driver for KvDriver<C> {
                             + self.gen.range_rows().saturating_sub(u64::from(done.ranged));
                         if writes > 0 && index != IDLE {
                             self.counts[WRITTEN] += u64::from(writes);
-                            self.acked.push(index);
+                            self.account.acked.push(Acked {
+                                index,
+                                times: Times {
+                                    sent: sent.at,
+                                    answered: self.ledger.now_us(),
+                                },
+                            });
                         }
                     }
                     Err(e) => {
                         if writes > 0 && index != IDLE {
                             if e.kind.in_doubt() {
-                                self.doubt.push(index);
+                                self.account.doubt.push(index);
                             } else {
-                                self.failed.push(index);
+                                self.account.failed.push(index);
                             }
                         }
                     }

@@ -20,6 +20,7 @@
 
 pub mod data;
 mod driver;
+mod ledger;
 mod verify;
 
 use std::future::Future;

@@ -16,17 +16,22 @@
 //!   failure;
 //! - the row count must be the rows loaded (transactions only update).
 //!
-//! Not checked: which of two acknowledged writes of one row came last
-//! (the drivers do not record commit order).
+//! - a row holding the value of an acknowledged write answered before
+//!   another acknowledged write of that row was sent: the later write
+//!   was lost (an overwrite dropped). Writes that overlapped in time may
+//!   have committed in either order, and an in-doubt write may have
+//!   landed at any time: either may be the last.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use loadrig_engine::rng::Rng;
 use loadrig_report::fmt::group;
 use loadrig_spec::KvSpec;
 
 use super::data::{key_of, Generator, Origin};
+pub use super::ledger::Ledger;
+use super::ledger::{Acked, SLACK_US};
 use super::{Key, KvBackend, KvConn, Rows};
 use crate::{Check, TargetError, Verdict};
 
@@ -38,129 +43,7 @@ pub(super) const BATCH: u64 = 1_000;
 /// there), and all a check without a ledger reads.
 const SAMPLE: u64 = 1_000;
 
-/// The transactions this process's drivers wrote with, gathered as they
-/// are dropped.
-#[derive(Debug, Default)]
-pub struct Ledger(Mutex<Inner>);
-
-#[derive(Debug, Default)]
-struct Inner {
-    /// Whether drivers ran in this process, or the parent of `--processes`
-    /// gathered its children's ledgers (not so in `loadrig verify`: no
-    /// ledger there).
-    drove: bool,
-    acked: Vec<u64>,
-    /// `acked` as each driver's runs, for a child's share: a driver's
-    /// indices are one stride apart, so its acknowledged ones are a few
-    /// runs broken only where a transaction failed.
-    acked_runs: Vec<Run>,
-    doubt: Vec<u64>,
-    /// Failed cleanly (the target said no): must not have landed.
-    failed: Vec<u64>,
-}
-
-/// Indices `first, first + step, ...`, `count` of them.
-type Run = (u64, u64, u64);
-
-/// What a `--processes` child hands its parent: its ledger, the
-/// acknowledged transactions as runs.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-struct Share {
-    acked: Vec<Run>,
-    doubt: Vec<u64>,
-    failed: Vec<u64>,
-}
-
-/// `indices` (one driver's, sorted) as runs of one step.
-fn runs(indices: &[u64]) -> Vec<Run> {
-    let mut out: Vec<Run> = Vec::new();
-    for &i in indices {
-        match out.last_mut() {
-            Some((first, step, n)) if *n == 1 && i > *first => {
-                *step = i - *first;
-                *n = 2;
-            }
-            Some((first, step, n)) if first.checked_add(step.saturating_mul(*n)) == Some(i) => {
-                *n += 1;
-            }
-            _ => out.push((i, 1, 1)),
-        }
-    }
-    out
-}
-
 impl Ledger {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn drove(&self) {
-        self.lock().drove = true;
-    }
-
-    pub fn put(&self, acked: Vec<u64>, doubt: Vec<u64>, failed: Vec<u64>) {
-        let mut acked = acked;
-        acked.sort_unstable();
-        let mut l = self.lock();
-        l.acked_runs.extend(runs(&acked));
-        l.acked.extend(acked);
-        l.doubt.extend(doubt);
-        l.failed.extend(failed);
-    }
-
-    /// This process's ledger, for its `--processes` parent.
-    pub fn share(&self) -> Option<Box<serde_json::value::RawValue>> {
-        let l = self.lock();
-        if !l.drove {
-            return None;
-        }
-        let share = Share {
-            acked: l.acked_runs.clone(),
-            doubt: l.doubt.clone(),
-            failed: l.failed.clone(),
-        };
-        serde_json::value::to_raw_value(&share).ok()
-    }
-
-    /// The parent of `--processes`: its children's ledgers, as one.
-    /// A run past 2^32 indices is not one a child wrote: refused.
-    pub fn gather(
-        &self,
-        shares: Vec<Option<Box<serde_json::value::RawValue>>>,
-    ) -> Result<(), serde_json::Error> {
-        use serde::de::Error;
-        let mut l = self.lock();
-        for share in shares.into_iter().flatten() {
-            let s: Share = serde_json::from_str(share.get())?;
-            for (first, step, n) in s.acked {
-                if n > u64::from(u32::MAX) {
-                    return Err(serde_json::Error::custom(
-                        "a run of acknowledged transactions too long",
-                    ));
-                }
-                l.acked
-                    .extend((0..n).map(|k| first.saturating_add(k.saturating_mul(step))));
-            }
-            l.doubt.extend(s.doubt);
-            l.failed.extend(s.failed);
-            l.drove = true;
-        }
-        Ok(())
-    }
-
-    /// Acknowledged and in-doubt transactions, sorted, and the failed
-    /// ones; `None` without a ledger.
-    fn sorted(&self) -> Option<(Vec<u64>, Vec<u64>, Vec<u64>)> {
-        let l = self.lock();
-        if !l.drove {
-            return None;
-        }
-        let (mut a, mut d) = (l.acked.clone(), l.doubt.clone());
-        a.sort_unstable();
-        d.sort_unstable();
-        Some((a, d, l.failed.clone()))
-    }
-
     /// Every row a write transaction of the run aimed at, sorted; `None`
     /// without a ledger.
     pub fn rows_touched(&self, gen: &Generator) -> Option<Vec<u64>> {
@@ -185,21 +68,33 @@ impl<I: Iterator<Item = u64>> CollectSorted for I {
     }
 }
 
-/// Each row a write transaction aimed at, and whether an acknowledged one
-/// wrote it (then its loaded value must be gone).
-fn touched(gen: &Generator, acked: &[u64], doubt: &[u64], failed: &[u64]) -> HashMap<u64, bool> {
-    let mut map = HashMap::new();
+/// What the run's write transactions did to one row.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Touch {
+    /// An acknowledged transaction wrote it: its loaded value must be gone.
+    acked: bool,
+    /// The latest an acknowledged write of it was sent (µs since the
+    /// ledger's epoch): a value answered well before is stale.
+    last_sent: u64,
+}
+
+/// Each row a write transaction aimed at, and what acknowledged ones did
+/// to it.
+fn touched(gen: &Generator, acked: &[Acked], doubt: &[u64], failed: &[u64]) -> HashMap<u64, Touch> {
+    let mut map: HashMap<u64, Touch> = HashMap::new();
     let mut rows = Vec::new();
-    for &i in acked {
-        gen.written_rows(i, &mut rows);
+    for a in acked {
+        gen.written_rows(a.index, &mut rows);
         for &r in &rows {
-            map.insert(r, true);
+            let t = map.entry(r).or_default();
+            t.acked = true;
+            t.last_sent = t.last_sent.max(a.times.sent);
         }
     }
     for &i in doubt.iter().chain(failed) {
         gen.written_rows(i, &mut rows);
         for &r in &rows {
-            map.entry(r).or_insert(false);
+            map.entry(r).or_default();
         }
     }
     map
@@ -211,6 +106,9 @@ struct Tally {
     read: u64,
     /// Rows an acknowledged write touched, holding the loaded value.
     lost: u64,
+    /// Rows holding an acknowledged write answered before another
+    /// acknowledged write of the row was sent.
+    stale: u64,
     /// Values from a transaction not acknowledged nor in doubt, or one
     /// that did not write that row.
     foreign: u64,
@@ -220,14 +118,17 @@ struct Tally {
     absent: u64,
 }
 
+/// The acknowledged and in-doubt transactions, sorted, for [`tally`].
+type Sets<'a> = (&'a [Acked], &'a [u64]);
+
 /// The checks on values read back. Without a ledger (`sets` is `None`)
 /// only the form is checked: the writer a value names wrote that row.
 fn tally(
     gen: &Generator,
     rows: &[u64],
     values: &[Option<Vec<u8>>],
-    touched: &HashMap<u64, bool>,
-    sets: Option<(&[u64], &[u64])>,
+    touched: &HashMap<u64, Touch>,
+    sets: Option<Sets<'_>>,
 ) -> Tally {
     let mut t = Tally::default();
     let (mut scratch, mut written) = (Vec::new(), Vec::new());
@@ -237,20 +138,26 @@ fn tally(
             t.absent += 1;
             continue;
         };
+        let touch = touched.get(&row).copied().unwrap_or_default();
         match gen.values.origin(row, value, &mut scratch) {
             None => t.corrupt += 1,
-            Some(Origin::Loaded) => {
-                if touched.get(&row) == Some(&true) {
-                    t.lost += 1;
-                }
-            }
+            Some(Origin::Loaded) => t.lost += u64::from(touch.acked),
             Some(Origin::Written(i)) => {
                 gen.written_rows(i, &mut written);
-                let known = sets.is_none_or(|(a, d)| {
-                    a.binary_search(&i).is_ok() || d.binary_search(&i).is_ok()
-                });
+                let (known, stale) = match sets {
+                    None => (true, false),
+                    Some((a, d)) => match a.binary_search_by_key(&i, |a| a.index) {
+                        Ok(k) => (
+                            true,
+                            a[k].times.answered.saturating_add(SLACK_US) < touch.last_sent,
+                        ),
+                        Err(_) => (d.binary_search(&i).is_ok(), false),
+                    },
+                };
                 if !known || !written.contains(&row) {
                     t.foreign += 1;
+                } else if stale {
+                    t.stale += 1;
                 }
             }
         }
@@ -259,7 +166,7 @@ fn tally(
 }
 
 /// `n` rows in `0..rows` not in `skip`, from the seed, sorted, distinct.
-fn sample(seed: u64, rows: u64, n: u64, skip: &HashMap<u64, bool>) -> Vec<u64> {
+fn sample(seed: u64, rows: u64, n: u64, skip: &HashMap<u64, Touch>) -> Vec<u64> {
     let mut rng = Rng::stream(seed, 0x6b76_7665_7269_6679);
     let mut out = Vec::new();
     let want = n.min(rows.saturating_sub(skip.len() as u64));
@@ -313,6 +220,11 @@ pub(super) async fn verdict<B: KvBackend>(
             "acknowledged writes missing (the row holds its loaded value)",
             0,
             t.lost as i64,
+        ),
+        Check::new(
+            "acknowledged overwrites missing (the row holds an earlier write's value)",
+            0,
+            t.stale as i64,
         ),
         Check::new(
             "values written by no acknowledged or in-doubt transaction",
@@ -423,39 +335,30 @@ pub(super) async fn put_back<B: KvBackend>(
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_childs_ledger_reaches_its_parent_whole() {
-        assert_eq!(runs(&[1, 5, 9, 13, 30]), vec![(1, 4, 4), (30, 1, 1)]);
-        assert_eq!(runs(&[]), vec![]);
-        let child = Ledger::default();
-        child.drove();
-        // One driver of stride 4 (a failure at 8), another of stride 4.
-        child.put(vec![12, 0, 16, 4], vec![20], vec![8]);
-        child.put(vec![1, 5, 9], vec![], vec![]);
-        let parent = Ledger::default();
-        assert!(parent.sorted().is_none());
-        parent.gather(vec![child.share(), None]).unwrap();
-        let (acked, doubt, failed) = parent.sorted().unwrap();
-        assert_eq!(acked, vec![0, 1, 4, 5, 9, 12, 16]);
-        assert_eq!((doubt, failed), (vec![20], vec![8]));
-        let bad = serde_json::value::to_raw_value(&Share {
-            acked: vec![(0, 1, u64::MAX)],
-            ..Share::default()
-        })
-        .unwrap();
-        assert!(Ledger::default().gather(vec![Some(bad)]).is_err());
-    }
     use loadrig_spec::KvTest;
 
-    fn setup() -> (Generator, Vec<u64>, Vec<u64>) {
-        // Transactions 0..40 acknowledged, 40..45 in doubt, 45..50 failed.
+    use super::super::ledger::Times;
+
+    /// Transactions 0..40 acknowledged one after another (each sent 1 ms
+    /// after the previous one, answered 0.3 ms later), 40..45 in doubt,
+    /// 45..50 failed, over `rows` rows.
+    fn setup(rows: u64) -> (Generator, Vec<Acked>, Vec<u64>) {
         let mut spec = KvSpec::test(KvTest::Write10);
-        spec.rows = 10_000;
-        (
-            Generator::new(&spec, 3),
-            (0..40).collect(),
-            (40..45).collect(),
-        )
+        spec.rows = rows;
+        let acked = (0..40)
+            .map(|i| Acked {
+                index: i,
+                times: Times {
+                    sent: i * 1_000,
+                    answered: i * 1_000 + 300,
+                },
+            })
+            .collect();
+        (Generator::new(&spec, 3), acked, (40..45).collect())
+    }
+
+    fn indices(a: &[Acked]) -> Vec<u64> {
+        a.iter().map(|a| a.index).collect()
     }
 
     /// What the store holds after the transactions `landed`, in order.
@@ -473,11 +376,12 @@ mod tests {
         m
     }
 
-    fn check(gen: &Generator, a: &[u64], d: &[u64], held: &HashMap<u64, Vec<u8>>) -> Tally {
+    fn check(gen: &Generator, a: &[Acked], d: &[u64], held: &HashMap<u64, Vec<u8>>) -> Tally {
+        let rows_loaded = 10_000;
         let failed: Vec<u64> = (45..50).collect();
         let touched = touched(gen, a, d, &failed);
         let mut rows: Vec<u64> = touched.keys().copied().collect_sorted();
-        rows.extend(sample(9, 10_000, 100, &touched));
+        rows.extend(sample(9, rows_loaded, 100, &touched));
         let values: Vec<Option<Vec<u8>>> = rows
             .iter()
             .map(|r| {
@@ -491,30 +395,60 @@ mod tests {
         tally(gen, &rows, &values, &touched, Some((a, d)))
     }
 
+    fn clean(t: &Tally) -> bool {
+        t.lost + t.stale + t.foreign + t.corrupt + t.absent == 0
+    }
+
     #[test]
     fn in_doubt_writes_may_or_may_not_land() {
-        let (gen, a, d) = setup();
-        let ok = |t: Tally| t.lost + t.foreign + t.corrupt + t.absent == 0;
+        let (gen, a, d) = setup(10_000);
         let all: Vec<u64> = (0..45).collect();
-        assert!(ok(check(&gen, &a, &d, &store(&gen, &a))));
-        assert!(ok(check(&gen, &a, &d, &store(&gen, &all))));
+        assert!(clean(&check(&gen, &a, &d, &store(&gen, &indices(&a)))));
+        assert!(clean(&check(&gen, &a, &d, &store(&gen, &all))));
+        // In doubt, last of all: it may have landed after everything.
+        let mut late = vec![42];
+        late.extend(indices(&a));
+        late.push(42);
+        assert!(clean(&check(&gen, &a, &d, &store(&gen, &late))));
     }
 
     #[test]
     fn a_lost_acknowledged_write_fails() {
-        let (gen, a, d) = setup();
-        let t = check(&gen, &a, &d, &store(&gen, &a[..39]));
+        let (gen, a, d) = setup(10_000);
+        let t = check(&gen, &a, &d, &store(&gen, &indices(&a)[..39]));
         assert!(t.lost > 0, "{t:?}");
     }
 
     #[test]
+    fn a_dropped_overwrite_fails_unless_the_writes_overlapped() {
+        // 50 rows, 400 writes: every row written many times.
+        let (gen, mut a, d) = setup(50);
+        let all = indices(&a);
+        assert!(clean(&check(&gen, &a, &d, &store(&gen, &all))));
+        let dropped: Vec<u64> = all.iter().copied().filter(|&i| i != 38).collect();
+        let t = check(&gen, &a, &d, &store(&gen, &dropped));
+        assert!(t.stale > 0 && t.lost + t.foreign == 0, "{t:?}");
+        // Reversed order is wrong for writes one after another...
+        let reversed: Vec<u64> = all.iter().rev().copied().collect();
+        assert!(check(&gen, &a, &d, &store(&gen, &reversed)).stale > 0);
+        // ... and right for writes all in flight at once.
+        for x in &mut a {
+            x.times = Times {
+                sent: 0,
+                answered: 100_000,
+            };
+        }
+        assert!(clean(&check(&gen, &a, &d, &store(&gen, &reversed))));
+    }
+
+    #[test]
     fn a_failed_transactions_write_or_a_torn_value_fails() {
-        let (gen, a, d) = setup();
-        let mut landed = a.clone();
+        let (gen, a, d) = setup(10_000);
+        let mut landed = indices(&a);
         landed.push(47);
         let t = check(&gen, &a, &d, &store(&gen, &landed));
         assert!(t.foreign > 0, "{t:?}");
-        let mut held = store(&gen, &a);
+        let mut held = store(&gen, &indices(&a));
         if let Some(v) = held.values_mut().next() {
             v.pop();
         }

@@ -5,7 +5,9 @@
 //! or it lands with its value's first byte changed ([`Harm::Value`]).
 //! Replies pass back untouched, so pipelining and timing are the server's.
 //! Commands are parsed on the way in only to find the writes: RESP
-//! (`SET`, Redis) and memcached's text protocol (`set`).
+//! (`SET`, Redis; or `MSET` of a given number of keys, kv's write
+//! transactions, whose first key is harmed) and memcached's text
+//! protocol (`set`).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -16,6 +18,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy)]
 pub enum Proto {
     Resp,
+    /// RESP, the writes being `MSET`s of exactly this many keys (kv's
+    /// transactions, not its load or its clean-up, which carry more).
+    RespMset(usize),
     MemcacheText,
 }
 
@@ -120,7 +125,8 @@ type Written = Option<(usize, usize)>;
 /// and value start when it is a write; `None` while it is incomplete.
 fn command(b: &[u8], proto: Proto) -> Option<(usize, Written)> {
     match proto {
-        Proto::Resp => resp(b),
+        Proto::Resp => resp(b, None),
+        Proto::RespMset(keys) => resp(b, Some(keys)),
         Proto::MemcacheText => memcache(b),
     }
 }
@@ -136,8 +142,9 @@ fn number(b: &[u8]) -> Option<i64> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
 
-/// `*N\r\n` then N bulk strings; an inline command is one line.
-fn resp(b: &[u8]) -> Option<(usize, Written)> {
+/// `*N\r\n` then N bulk strings; an inline command is one line. The
+/// writes are `SET`s, or `MSET`s of `mset` keys.
+fn resp(b: &[u8], mset: Option<usize>) -> Option<(usize, Written)> {
     let end = line(b, 0)?;
     if b.first() != Some(&b'*') {
         return Some((end + 2, None));
@@ -152,15 +159,17 @@ fn resp(b: &[u8]) -> Option<(usize, Written)> {
         if b.len() < start + size + 2 {
             return None;
         }
-        args.push(start);
+        args.push((start, size));
         pos = start + size + 2;
     }
-    let is_set = args
-        .first()
-        .and_then(|&a| b.get(a..a + 3))
-        .is_some_and(|name| name.eq_ignore_ascii_case(b"set"))
-        && n >= 3;
-    Some((pos, is_set.then(|| (args[1], args[2]))))
+    let name = args.first().map(|&(at, size)| &b[at..at + size]);
+    let is_set = match mset {
+        None => name.is_some_and(|n| n.eq_ignore_ascii_case(b"set")) && n >= 3,
+        Some(keys) => {
+            name.is_some_and(|n| n.eq_ignore_ascii_case(b"mset")) && n as usize == 1 + 2 * keys
+        }
+    };
+    Some((pos, is_set.then(|| (args[1].0, args[2].0))))
 }
 
 /// `set <key> <flags> <exptime> <bytes> [noreply]\r\n<data>\r\n`; any
@@ -183,11 +192,15 @@ mod tests {
     #[test]
     fn commands_are_framed_and_writes_found() {
         let set = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$2\r\nab\r\n";
-        assert_eq!(resp(set), Some((set.len(), Some((17, 28)))));
+        assert_eq!(resp(set, None), Some((set.len(), Some((17, 28)))));
         assert_eq!(&set[28..30], b"ab");
         assert_eq!(&set[17..22], b"key:1");
-        assert_eq!(resp(&set[..set.len() - 1]), None);
-        assert_eq!(resp(b"*1\r\n$4\r\nPING\r\n"), Some((14, None)));
+        assert_eq!(resp(&set[..set.len() - 1], None), None);
+        assert_eq!(resp(b"*1\r\n$4\r\nPING\r\n", None), Some((14, None)));
+        let mset = b"*3\r\n$4\r\nMSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
+        assert_eq!(resp(mset, Some(1)), Some((mset.len(), Some((18, 25)))));
+        assert_eq!(resp(mset, Some(2)), Some((mset.len(), None)));
+        assert_eq!(resp(mset, None), Some((mset.len(), None)));
         let mc = b"set kk 0 0 2\r\nab\r\nget kk\r\n";
         assert_eq!(memcache(mc), Some((18, Some((4, 14)))));
         assert_eq!(memcache(&mc[18..]), Some((8, None)));
