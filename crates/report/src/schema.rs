@@ -41,7 +41,8 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_stats: Option<ServerStatsReport>,
     /// A `--processes` child's part of what verification needs beyond
-    /// its counts (chat: its clients' tallies), for the parent; absent
+    /// its counts (chat: its clients' tallies; kv: its ledger), for the
+    /// parent, and a `--keep` run's, for `loadrig verify REPORT`; absent
     /// elsewhere, and not carried into a merged report. Kept as JSON text,
     /// not a tree of values: the parent of 100,000 chat clients reads it
     /// straight into the workload's own accounts.

@@ -95,6 +95,12 @@ pub async fn verify_report<B: Bench>(mut bench: B, report: &Report) -> anyhow::R
             "this run removed its data when it ended (it ran without --keep): nothing is left to verify"
         ));
     }
+    // The run's own accounts of what it wrote, where it kept them.
+    if let Some(share) = &report.share {
+        bench
+            .gather(vec![Some(share.clone())])
+            .context("reading the report's account of the run's writes")?;
+    }
     let mut counted = report.warmup.snapshot().map_err(anyhow::Error::msg)?;
     counted.merge(&report.measured.snapshot().map_err(anyhow::Error::msg)?);
     loadrig_present::say_part!("verify ... ");

@@ -206,7 +206,12 @@ pub async fn drive<B: Bench>(bench: B, spec: &RunSpec, opts: &Options) -> anyhow
 
 impl<B: Bench> Session<'_, B> {
     /// After the load: verify, judge, emit, tear down.
-    async fn conclude(&mut self, end: measure::End) -> anyhow::Result<i32> {
+    async fn conclude(&mut self, mut end: measure::End) -> anyhow::Result<i32> {
+        // A run that keeps its data keeps its accounts with it, so that
+        // `loadrig verify REPORT` later checks what this run does now.
+        if self.spec.keep && end.report.share.is_none() {
+            end.report.share = self.bench.share();
+        }
         let mut checked = self.verify(end).await;
         self.judge(&mut checked);
         self.emit(&checked)?;
