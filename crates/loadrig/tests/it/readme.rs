@@ -638,35 +638,41 @@ fn run_block(block: &Block) -> Vec<String> {
             took.as_secs_f64(),
             r.code
         );
-        let allowed: &[i32] = EXIT_CODES
-            .iter()
-            .find(|(m, _, _)| cmd.text.contains(m))
-            .map_or(&[0], |(_, codes, _)| codes);
-        let panicked = r.stderr.contains("panicked at");
-        if !allowed.contains(&r.code) || panicked {
-            failures.push(format!(
-                "{}:{}: `{}` (run as `{line}`) exit {}, expected {allowed:?}\n{}",
-                block.file,
-                cmd.line,
-                cmd.text,
-                r.code,
-                tail(&r.dump())
-            ));
-            continue;
-        }
-        if !cmd.sample.is_empty() {
-            if let Err(e) = check_shape(&cmd.sample, &format!("{}{}", r.stdout, r.stderr)) {
-                failures.push(format!(
-                    "{}:{}: `{}`: its output is not the shape shown: {e}\n{}",
-                    block.file,
-                    cmd.line,
-                    cmd.text,
-                    tail(&r.dump())
-                ));
-            }
-        }
+        failures.extend(judge(&block.file, cmd, &line, &r));
     }
     failures
+}
+
+/// What is wrong with a command's run, if anything: an exit code the
+/// file does not allow (see [`EXIT_CODES`]), a panic, or output not of
+/// the shape the file shows.
+fn judge(file: &str, cmd: &Cmd, line: &str, r: &Run) -> Option<String> {
+    let allowed: &[i32] = EXIT_CODES
+        .iter()
+        .find(|(m, _, _)| cmd.text.contains(m))
+        .map_or(&[0], |(_, codes, _)| codes);
+    let panicked = r.stderr.contains("panicked at");
+    if !allowed.contains(&r.code) || panicked {
+        return Some(format!(
+            "{file}:{}: `{}` (run as `{line}`) exit {}, expected {allowed:?}\n{}",
+            cmd.line,
+            cmd.text,
+            r.code,
+            tail(&r.dump())
+        ));
+    }
+    if cmd.sample.is_empty() {
+        return None;
+    }
+    let printed = format!("{}{}", r.stdout, r.stderr);
+    check_shape(&cmd.sample, &printed).err().map(|e| {
+        format!(
+            "{file}:{}: `{}`: its output is not the shape shown: {e}\n{}",
+            cmd.line,
+            cmd.text,
+            tail(&r.dump())
+        )
+    })
 }
 
 /// The last lines of a run's output: enough to see why, short enough to
