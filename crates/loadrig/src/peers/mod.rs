@@ -377,13 +377,13 @@ impl Peer {
             .max()
             .unwrap_or(0);
         let mut out = format!(
-            "loadrig {} ARGS...: {}'s flags, as `loadrig run {}` (docs/reference/peers.md)\n",
+            "loadrig {} ARGS...: {}'s flags, as `loadrig run {}`\n",
             self.name(),
             self.name(),
             self.workload()
         );
         out.push_str(&format!(
-            "defaults not listed are `loadrig run {}`'s (its --help shows them)\n",
+            "defaults not listed are `loadrig run {}`'s (its --help shows them; docs/reference/peers.md)\n",
             self.workload()
         ));
         for o in self.opts() {
