@@ -36,7 +36,7 @@ failed run, a failed or ignored peer call, or a loadrig run that does not
 verify makes the bench INVALID (exit 2). Targets: throughput >= 1.0x the
 peer's, CPU per call <= 0.8x; exit 1 when one is missed.
 
-LOADRIG_IO=uring: loadrig's runs use --io uring (docs/io-uring.md).
+LOADRIG_IO=uring: loadrig's runs use --io uring (docs/explanations/io-uring.md).
 LOADRIG_THREADS=N: loadrig's runs use --threads N, and pgbench -j N
 (default 1: loadrig's default on PostgreSQL and MariaDB).
 """

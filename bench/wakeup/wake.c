@@ -1,5 +1,5 @@
 /* How late a thread wakes from a timerfd on this machine: the floor under
- * loadrig's send lag (docs/engine.md section 2). Every 100 us for N wake-ups
+ * loadrig's send lag (docs/explanations/measurement.md section 2). Every 100 us for N wake-ups
  * it sleeps on a timerfd armed SPIN us before the instant, in epoll_wait as
  * loadrig's reactor does, spins the rest, and records how late it ran. It
  * prints p50, p99, p99.9 and the maximum in microseconds. With "awake" it

@@ -3,7 +3,7 @@
 //! ([`Driver::idle`]: a NATS `PONG` for each `PING`), and a connection the
 //! server closes meanwhile (nginx's keep-alive timeout, an idle-client
 //! limit) is opened again before the load, not found broken by its first
-//! operation. docs/engine.md section 6.
+//! operation. docs/explanations/measurement.md section 6.
 
 use std::future::Future;
 use std::pin::pin;

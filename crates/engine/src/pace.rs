@@ -30,7 +30,7 @@ pub(crate) enum Next {
     /// The open loop fell more than the maximum lag behind: `count`
     /// operations from index `first` (every `stride`-th) would each be
     /// dropped on arrival, so they are passed over in one step and counted
-    /// as dropped by the worker (docs/limits.md, "wall-clock bound").
+    /// as dropped by the worker (docs/reference/limits.md, "wall-clock bound").
     Dropped {
         first: u64,
         stride: u64,
@@ -124,7 +124,7 @@ enum Pace {
 /// Start tokens for one worker in one phase. Laid out by hand
 /// (`repr(C)`), in the order [`Source::next`] reads it: at thousands of
 /// connections a closed loop's next token misses one cache line here
-/// instead of three (cachegrind, docs/scale.md).
+/// instead of three (cachegrind, docs/explanations/client-cost.md).
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub(crate) struct Source {

@@ -4,7 +4,7 @@
 //! Under the default scheduler a woken thread waits its turn behind
 //! whatever else is runnable on its core: on this project's 2-core VM a
 //! timerfd wake-up is 25 us late at the median but 150 us at p99 (a C
-//! program that does nothing else, `bench/wakeup`; docs/engine.md section
+//! program that does nothing else, `bench/wakeup`; docs/explanations/measurement.md section
 //! 2). A thread of the lowest real-time priority preempts every ordinary
 //! one the moment it wakes: the same program's p99 falls to about 60 us,
 //! and loadrig's send lag at 10,000/s to under 100 us in quiet minutes. The price is the other side of that:

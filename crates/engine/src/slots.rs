@@ -3,7 +3,7 @@
 //! With thousands of connections, each answer arrives at a connection whose
 //! state has left the processor's caches since its last one, and every
 //! separate piece of memory the worker touches to complete it is one more
-//! miss (docs/scale.md). So the first slot (tag 0) lives inline, in the
+//! miss (docs/explanations/client-cost.md). So the first slot (tag 0) lives inline, in the
 //! worker itself, and the free tags are a stack threaded through the slots
 //! rather than a vector beside them: a connection with one operation in
 //! flight at a time, as every connection of a closed loop at `-P 1` is,

@@ -32,11 +32,11 @@ const DRAIN_CAP: u32 = 10;
 /// often than the timeout; a timeout itself is checked when the oldest
 /// operation in flight falls due. Not a fixed 100 ms tick while busy: with
 /// thousands of connections, each waiting far longer than that for its
-/// answer, ticks would outnumber operations (docs/scale.md).
+/// answer, ticks would outnumber operations (docs/explanations/client-cost.md).
 const CHECK_EVERY: Duration = Duration::from_millis(500);
 /// After a stop signal, what is in flight has this long (or the timeout,
 /// if shorter) to be answered; then it fails as a timeout, in doubt for
-/// verification, so a stop ends promptly (docs/limits.md).
+/// verification, so a stop ends promptly (docs/reference/limits.md).
 const STOP_GRACE: Duration = Duration::from_secs(1);
 /// Tokens one turn may admit before the loop yields (fairness, and no spin
 /// when every token fails at once, e.g. a full queue).
@@ -137,7 +137,7 @@ pub(crate) struct Worker<D> {
     // writes, then the driver, then what only housekeeping, laps and the
     // run's edges use. With thousands of connections a worker has left the
     // processor's caches by the time its next answer comes, and each cache
-    // line an operation touches is one more miss (docs/scale.md).
+    // line an operation touches is one more miss (docs/explanations/client-cost.md).
     source: Source,
     /// The thread's recorder, and this worker's place among its workers.
     rec: Shared,
@@ -194,7 +194,7 @@ struct Issued {
 
 /// tokio's sleep as one branch of the worker's wait, polled only when it
 /// may have fired. With thousands of connections the sleep's memory is one
-/// more cache miss per operation otherwise (docs/scale.md).
+/// more cache miss per operation otherwise (docs/explanations/client-cost.md).
 ///
 /// Why skipping is safe: the loop makes a new wait each turn, and only for
 /// an instant later than the clock it just read, resetting the sleep (and

@@ -1,5 +1,5 @@
 //! The exit code an error that ended the program chooses (the codes:
-//! `loadrig_report::exit`, docs/engine.md section 7).
+//! `loadrig_report::exit`, docs/reference/exit-codes.md).
 
 use loadrig_spec::SpecError;
 use loadrig_targets::OpenError;

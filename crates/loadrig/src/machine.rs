@@ -1,7 +1,7 @@
 //! What this machine can hold, asked before any load: a run whose planned
 //! memory (connections, requests in flight, the queue, times the
 //! processes) is more than the memory available now is refused at once,
-//! with the estimate and the flag that drives it (docs/limits.md).
+//! with the estimate and the flag that drives it (docs/reference/limits.md).
 
 use loadrig_spec::{Dispatch, RunSpec, SpecError};
 

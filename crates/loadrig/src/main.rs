@@ -2,7 +2,7 @@
 //! -> run spec and target (`launch.rs`) -> plan (`plan.rs`) -> session
 //! (`session/`) -> report -> presentation (`loadrig_present`). This file
 //! is the one exit point: it prints an error as one line and picks the
-//! exit code (docs/engine.md section 7); each command is one line of
+//! exit code (docs/reference/exit-codes.md); each command is one line of
 //! [`execute`].
 
 mod exit;

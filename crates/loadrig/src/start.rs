@@ -1,6 +1,6 @@
 //! When the load begins: at once, or at one wall-clock instant shared by
 //! every process and host of a run (`--start-at`, `--start-delay`,
-//! docs/engine.md section 6). The run connects and prepares first; the wall
+//! docs/explanations/measurement.md section 6). The run connects and prepares first; the wall
 //! clock is turned into a monotonic instant only at the last moment, so
 //! waiting a long time does not drift. Also the lines that say when it
 //! begins and what the wait did to the connections.

@@ -105,7 +105,7 @@ impl Histo {
     }
 
     /// The value at percentile `p` (0..=100), ranked as HdrHistogram's
-    /// reference implementation ranks it (docs/report.md, "Percentiles").
+    /// reference implementation ranks it (docs/reference/report.md, "Percentiles").
     pub fn percentile(&self, p: f64) -> Duration {
         Duration::from_nanos(value_at_percentile(self.inner(), p))
     }

@@ -1,5 +1,5 @@
 //! The lap store: every lap of a short run, and a bounded number of them
-//! however long a run goes (docs/resources.md section 3).
+//! however long a run goes (docs/explanations/resources.md section 3).
 //!
 //! The last [`RECENT`] laps are kept as they were; older ones are merged
 //! [`GROUP`] to one (minutes, at the default one-second lap). Once there

@@ -68,7 +68,7 @@ pub struct KindStats {
     pub send_lag: Histo,
     pub ok: u64,
     /// Of `ok`, the deliveries: messages a listener received that no
-    /// operation of its own asked for (docs/rates.md). They are counted
+    /// operation of its own asked for (docs/explanations/rates.md). They are counted
     /// and rated apart from the operations a run issued.
     pub delivered: u64,
     pub errors: ErrorCounts,
@@ -232,7 +232,7 @@ impl Snapshot {
             .fold(0, u64::saturating_add)
     }
 
-    /// Messages received by listeners (docs/rates.md).
+    /// Messages received by listeners (docs/explanations/rates.md).
     pub fn deliveries(&self) -> u64 {
         self.kinds
             .iter()
@@ -316,7 +316,7 @@ mod tests {
     }
 
     /// Deliveries are counted apart: one publish to three subscribers is
-    /// one operation and three deliveries (docs/rates.md); send lag
+    /// one operation and three deliveries (docs/explanations/rates.md); send lag
     /// merges like the other histograms.
     #[test]
     fn deliveries_are_not_operations_and_send_lag_merges() {

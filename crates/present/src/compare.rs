@@ -3,7 +3,7 @@
 //! operation, errors, then per kind (matched by name) p50, p99, p99.9 and
 //! max latency, each with B's difference from A in percent.
 //!
-//! The exit code is for CI (docs/plot.md, section compare): 0 when B is within the
+//! The exit code is for CI (docs/guides/charts.md, section compare): 0 when B is within the
 //! threshold of A, 1 on a regression, 2 on bad input (unreadable report,
 //! different workloads). A regression is any of: throughput lower by more
 //! than the threshold; a kind's p99 higher by more than it; errors per

@@ -1,6 +1,6 @@
 //! A sweep's result: one row per point, as CSV (written by `sweep`, read
 //! back by `plot`), as a table on the terminal, and as the two-column
-//! `N rate` files the Rai DS guide's gnuplot scripts read. docs/sweep.md
+//! `N rate` files the Rai DS guide's gnuplot scripts read. docs/guides/sweep.md
 //! documents the columns.
 
 use std::fmt::Write as _;

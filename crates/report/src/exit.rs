@@ -1,4 +1,4 @@
-//! The exit codes of every loadrig command (docs/engine.md section 7),
+//! The exit codes of every loadrig command (docs/reference/exit-codes.md),
 //! recorded in each report as its run's `exit_code`.
 
 /// The run completed and every check held.

@@ -1,5 +1,5 @@
 //! The report: one JSON document per run (schema [`SCHEMA`], documented in
-//! docs/report.md). It carries the resolved run spec, the environment, the
+//! docs/reference/report.md). It carries the resolved run spec, the environment, the
 //! laps, per-kind HDR histograms in HdrHistogram's compressed V2 form,
 //! the client's CPU and memory, domain counts and the verification verdict.
 //! Summary figures in it are derived for convenience; the histograms are

@@ -1,5 +1,5 @@
 //! Joining the reports of the processes (or hosts) of one run, without
-//! re-running anything (docs/engine.md sections 4 and 6): histograms add,
+//! re-running anything (docs/explanations/measurement.md sections 4 and 6): histograms add,
 //! counts sum, laps align by wall clock, and every percentile is
 //! recomputed from the merged histograms, never averaged. Pure: reports
 //! in, report out.

@@ -2,7 +2,7 @@
 //! target held once the schema and data were made, before any shard ran
 //! (the baseline), with the spec it was made for. `loadrig merge
 //! --prepared FILE` puts the baseline into the merged report, which
-//! `loadrig verify` then checks once (docs/engine.md section 6).
+//! `loadrig verify` then checks once (docs/explanations/measurement.md section 6).
 
 use std::path::Path;
 

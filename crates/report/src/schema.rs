@@ -103,7 +103,7 @@ pub struct Environment {
 pub struct Measured {
     pub elapsed_secs: f64,
     /// Successful operations per second (deliveries are not operations:
-    /// docs/rates.md).
+    /// docs/explanations/rates.md).
     pub throughput: f64,
     pub ops: u64,
     pub ok: u64,
@@ -216,7 +216,7 @@ pub struct LapReport {
     /// Latency of all kinds in the lap: HdrHistogram's compressed V2 form, base64.
     pub latency_hdr: String,
     /// The client's resources in the lap; absent in reports written before
-    /// they were kept (docs/resources.md).
+    /// they were kept (docs/explanations/resources.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientLapReport>,
     /// The server's own statistics sampled at the end of the lap, by

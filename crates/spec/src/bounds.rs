@@ -1,6 +1,6 @@
 //! The bounds every number a user gives is held to, in one place, so that
 //! no value that parses can overflow a clock, allocate the machine away or
-//! make a run that never ends. Each is stated in docs/limits.md with its
+//! make a run that never ends. Each is stated in docs/reference/limits.md with its
 //! reason; a value outside is exit 2 with one line naming the flag.
 
 use crate::SpecError;
@@ -44,7 +44,7 @@ pub const MAX_PROCESSES: u32 = 256;
 /// flight or queued): bench/scale measured 3 to 11 KB per active
 /// connection of the hand-written clients; the drivers' (PostgreSQL's,
 /// etcd's HTTP/2) hold more, so the figure is a generous 64 KiB
-/// (docs/limits.md).
+/// (docs/reference/limits.md).
 pub const BYTES_PER_CONNECTION: u64 = 64 * 1024;
 pub const BYTES_PER_SLOT: u64 = 64;
 pub const BYTES_PER_QUEUED: u64 = 48;

@@ -91,7 +91,7 @@ pub struct RunSpec {
     /// This process prepares before its load and tears down after it.
     /// `false` (`--no-prepare`): a shard of a many-host run, which creates
     /// and drops nothing; `loadrig prepare` and `loadrig teardown` do that
-    /// once, and the merged report is verified once (docs/engine.md
+    /// once, and the merged report is verified once (docs/explanations/measurement.md
     /// section 6). Absent from reports of plain runs.
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub prepare: bool,

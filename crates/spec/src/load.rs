@@ -1,4 +1,4 @@
-//! The load model of docs/engine.md section 1: who issues operations (callers),
+//! The load model of docs/explanations/measurement.md section 1: who issues operations (callers),
 //! over how many connections, how starts are paced, how they are dispatched,
 //! and when the run stops.
 

@@ -228,7 +228,7 @@ pub struct RedisSpec {
     /// `--no-cluster-tags`: on a cluster, the tests' keys carry no hash
     /// tag (each key to its own slot's master, a connection's commands
     /// spread over every master) instead of redis-benchmark --cluster's
-    /// placement (docs/redis-cluster.md, "Key placement").
+    /// placement (docs/guides/redis-cluster.md, "Key placement").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_cluster_tags: bool,
     /// Whether the tests' keys carry a hash tag (`key:{tag}:...`): set by

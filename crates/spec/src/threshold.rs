@@ -2,7 +2,7 @@
 //! a comparison and a value, over the whole run or one kind of operation
 //! (`vote:p99<5ms`). Parsed and validated here, with no I/O; judged
 //! against the report once the run is over. The forms are listed in
-//! docs/limits.md.
+//! docs/reference/limits.md.
 
 use std::fmt;
 

@@ -54,7 +54,7 @@ pub struct OutputStyle {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CsvDialect {
-    /// loadrig's own rows (docs/csv.md).
+    /// loadrig's own rows (docs/reference/csv.md).
     Loadrig,
     /// redis-benchmark's `--csv`: its header, one row per test.
     RedisBenchmark,

@@ -112,7 +112,7 @@ pub struct Descriptor {
     pub example: &'static str,
     pub about: &'static str,
     /// The server's own statistics it samples per lap: what it asks
-    /// (`INFO`) and the series' names (docs/resources.md); empty for none.
+    /// (`INFO`) and the series' names (docs/explanations/resources.md); empty for none.
     /// A server on this machine also gives `process.cpu_secs` and
     /// `process.rss_bytes`, whatever the target.
     pub stats_from: &'static str,

@@ -3,7 +3,7 @@
 //! holding a descriptor to `socket:[inode]` is the server. Its CPU and
 //! resident memory (with those of its direct children: PostgreSQL serves
 //! each connection from a child process) are sampled once per lap like
-//! any statistic (docs/resources.md). Reading another user's descriptors
+//! any statistic (docs/explanations/resources.md). Reading another user's descriptors
 //! needs the same user or root; without it there is no such source.
 
 use std::collections::HashSet;

@@ -1,5 +1,5 @@
 //! A statistics page fetched over plain HTTP on a connection of its own
-//! each lap: NATS's `/varz` and etcd's `/metrics` (docs/resources.md).
+//! each lap: NATS's `/varz` and etcd's `/metrics` (docs/explanations/resources.md).
 
 use std::sync::Arc;
 use std::time::Duration;

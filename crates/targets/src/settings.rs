@@ -29,20 +29,20 @@ const MIN_MAX_REPLY: usize = 4096;
 /// default is what the flags give when none of them is used.
 #[derive(Debug, Clone)]
 pub struct ClientSettings {
-    /// What TLS connections trust (docs/tls.md).
+    /// What TLS connections trust (docs/guides/tls.md).
     pub trust: TlsTrust,
     /// The local addresses connections leave from, dealt to them round
-    /// robin (docs/scale.md); empty: whatever address the kernel picks.
+    /// robin (docs/explanations/client-cost.md); empty: whatever address the kernel picks.
     /// Each is an address of this host ([`crate::check_sources`]).
     pub sources: Vec<IpAddr>,
-    /// How the hand-written sockets move their bytes (docs/io-uring.md).
+    /// How the hand-written sockets move their bytes (docs/explanations/io-uring.md).
     pub io: IoMode,
     /// How long opening a connection may take, its protocol's handshake
-    /// and login included (docs/limits.md); taken as 1 ms at least.
+    /// and login included (docs/reference/limits.md); taken as 1 ms at least.
     pub handshake_limit: Duration,
     /// The most bytes of replies one connection holds unread: a reply that
     /// needs more breaks its connection as a protocol error, counted, and
-    /// the engine reconnects (docs/limits.md); taken as 4096 at least.
+    /// the engine reconnects (docs/reference/limits.md); taken as 4096 at least.
     pub max_reply: usize,
 }
 

@@ -1,4 +1,4 @@
-//! Source addresses (`--bind`, docs/scale.md): the local addresses the
+//! Source addresses (`--bind`, docs/explanations/client-cost.md): the local addresses the
 //! hand-written socket targets connect from, dealt to connections round
 //! robin. One pair of addresses offers about 28,000 ephemeral ports on
 //! Linux; with several source addresses one host opens more connections

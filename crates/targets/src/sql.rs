@@ -110,7 +110,7 @@ macro_rules! sql_target_info {
                 $depth
             }
 
-            /// One, as pgbench's `-j` (docs/mariadb.md: 8% to 12% less CPU per
+            /// One, as pgbench's `-j` (docs/guides/mariadb.md: 8% to 12% less CPU per
             /// call than two threads here, at the same throughput).
             fn default_threads(&self) -> Option<usize> {
                 Some(1)

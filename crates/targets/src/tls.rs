@@ -5,7 +5,7 @@
 //! per check, shared by its connections ([`Configs`]). Certificates are
 //! verified by default against the web PKI roots, or against `--cacert`
 //! alone; `--insecure` skips the certificate check but still checks the
-//! handshake's signatures (docs/tls.md).
+//! handshake's signatures (docs/guides/tls.md).
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};

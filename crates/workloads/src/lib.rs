@@ -174,7 +174,7 @@ pub trait TargetInfo {
     /// `None`: one per core. Where most calls cost the client a sleep and
     /// a wake-up (PostgreSQL, MariaDB: one call in flight per connection,
     /// the server's answer slower than the client's turn), one thread
-    /// sleeps less often per call than two (docs/mariadb.md).
+    /// sleeps less often per call than two (docs/guides/mariadb.md).
     fn default_threads(&self) -> Option<usize> {
         None
     }

@@ -1,7 +1,7 @@
 //! A server's own statistics, sampled once per lap beside the load: what
 //! a target offers (its protocol's statistics command, and its process's
 //! CPU and memory when it runs on this machine), read on a connection of
-//! its own by a cold-path thread (docs/resources.md). Never on the hot
+//! its own by a cold-path thread (docs/explanations/resources.md). Never on the hot
 //! path, so boxed and dynamic.
 
 use std::future::Future;

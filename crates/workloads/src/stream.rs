@@ -70,7 +70,7 @@ pub trait ByteStream: Send + 'static {
 /// The oldest is kept inline, the rest in a queue beside it: a connection
 /// with one request in flight (most of them, at `-P 1`) never reads the
 /// queue's memory, which with thousands of connections would be one more
-/// cache miss per answer (docs/scale.md).
+/// cache miss per answer (docs/explanations/client-cost.md).
 #[derive(Debug)]
 pub struct InFlight<T> {
     front: Option<T>,

@@ -7,7 +7,7 @@ use super::seconds;
 
 pub(super) const CHAT_HELP: &str =
     "As Chut's stress test: every client sends to a random other member of its group \
-and reads its own inbox. What a run does: docs/workloads.md, section chat.";
+and reads its own inbox. What a run does: docs/reference/workloads.md, section chat.";
 
 /// Chut's T: 10 seconds.
 pub(super) const CHAT_SECONDS: f64 = 10.0;

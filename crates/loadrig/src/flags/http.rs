@@ -10,7 +10,7 @@ use super::{Defaults, RunArgs};
 pub(super) const HTTP_HELP: &str =
     "As wrk (and wrk2 with --rate), with loadrig's flags: -t is --target and --threads is long \
 here as in every workload (`loadrig wrk ...` takes wrk's own). The URL may name several ports \
-(http://127.0.0.1:8088,8089/index.html). What a run does: docs/http.md.";
+(http://127.0.0.1:8088,8089/index.html). What a run does: docs/guides/http.md.";
 
 /// Seconds a run lasts without -n or -d, as wrk.
 pub const HTTP_SECONDS: f64 = 10.0;

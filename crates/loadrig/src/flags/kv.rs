@@ -12,7 +12,7 @@ use super::Defaults;
 pub(super) const KV_HELP: &str =
     "FoundationDB's benchmarking guide: write1, write10, read10, mix, range over rows loaded first \
 (and reused); --reads, --writes, --ranges and --range-length give other shapes. Every row a write \
-touched is traced to its writer afterwards. What a run does: docs/kv.md.";
+touched is traced to its writer afterwards. What a run does: docs/guides/kv.md.";
 
 /// The guide's: 100 clients for 60 seconds, on the embedded database.
 pub(super) const KV_DEFAULTS: Defaults = Defaults {

@@ -7,7 +7,7 @@ use super::Defaults;
 
 pub(super) const MEMCACHE_HELP: &str =
     "As memaslap: clients on windows of keys, every value read checked, the server's \
-counters compared afterwards. What a run does: docs/workloads.md, section memcache.";
+counters compared afterwards. What a run does: docs/reference/workloads.md, section memcache.";
 
 /// memaslap's: 16 concurrencies, one thread, the local server.
 pub(super) const MEMCACHE_DEFAULTS: Defaults = Defaults {

@@ -81,7 +81,7 @@ pub enum Command {
     Plot(PlotArgs),
     /// Write reports as one self-contained HTML page
     Report(ReportArgs),
-    /// Run one workload over a list or range of one parameter's values (docs/sweep.md)
+    /// Run one workload over a list or range of one parameter's values (docs/guides/sweep.md)
     Sweep(SweepArgs),
     /// Print a shell completion script (e.g. `loadrig completions bash > /etc/bash_completion.d/loadrig`)
     Completions {

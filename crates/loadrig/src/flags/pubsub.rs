@@ -7,7 +7,7 @@ use super::{seconds, ChildLine, Defaults, RunArgs};
 
 pub(super) const PUBSUB_HELP: &str =
     "As nats-bench: publishers to one subject, every subscriber should receive every \
-message. What a run does: docs/workloads.md, section pubsub.";
+message. What a run does: docs/reference/workloads.md, section pubsub.";
 
 /// The message brokers' (pubsub, chat): the local NATS server.
 pub(super) const BROKER_DEFAULTS: Defaults = Defaults {

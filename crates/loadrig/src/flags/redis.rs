@@ -12,7 +12,7 @@ use super::{Defaults, RunArgs};
 pub(super) const REDIS_HELP: &str =
     "As redis-benchmark, with loadrig's flags: -t is --target and -d --duration here as in every \
 workload (redis-benchmark's -t and -d are --tests and --value-size; `loadrig redis-benchmark ...` \
-takes its flags as it spells them). What a run does: docs/workloads.md, section redis.";
+takes its flags as it spells them). What a run does: docs/reference/workloads.md, section redis.";
 
 /// redis-benchmark's: 50 clients, one thread, the local server.
 pub(super) const REDIS_DEFAULTS: Defaults = Defaults {

@@ -97,13 +97,13 @@ pub struct RunArgs {
     /// Open loop: an operation this late when it could start is dropped and counted
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]
     pub max_lag: f64,
-    /// Paced loads: the load threads run under SCHED_FIFO, so operations leave on time on a busy machine (root or CAP_SYS_NICE; docs/engine.md section 2)
+    /// Paced loads: the load threads run under SCHED_FIFO, so operations leave on time on a busy machine (root or CAP_SYS_NICE; docs/explanations/measurement.md section 2)
     #[arg(long)]
     pub realtime: bool,
-    /// Paced loads: spend the last TIME before each intended start polling, not asleep, so the operation leaves on time (costs that much CPU per operation; e.g. 30us; docs/engine.md section 2)
+    /// Paced loads: spend the last TIME before each intended start polling, not asleep, so the operation leaves on time (costs that much CPU per operation; e.g. 30us; docs/explanations/measurement.md section 2)
     #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "0")]
     pub spin: f64,
-    /// Keep the machine's CPUs out of their idle halt while the load runs (machine-wide), so a sleeping thread wakes without the CPU's, or the VM's, wake-up delay; idle CPUs poll meanwhile (root; docs/engine.md section 2)
+    /// Keep the machine's CPUs out of their idle halt while the load runs (machine-wide), so a sleeping thread wakes without the CPU's, or the VM's, wake-up delay; idle CPUs poll meanwhile (root; docs/explanations/measurement.md section 2)
     #[arg(long)]
     pub awake: bool,
     /// Seed of every random choice; the same seed issues the same operations
@@ -127,10 +127,10 @@ pub struct RunArgs {
     /// Pin to these CPUs, process k to the k-th (e.g. 0,2,4-7; as taskset -c)
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
-    /// How the hand-written clients move their bytes during the load: epoll readiness, then a send and a receive per connection; or uring, every connection's requests of a turn handed to the thread's io_uring ring in one system call (plaintext TCP; docs/io-uring.md)
+    /// How the hand-written clients move their bytes during the load: epoll readiness, then a send and a receive per connection; or uring, every connection's requests of a turn handed to the thread's io_uring ring in one system call (plaintext TCP; docs/explanations/io-uring.md)
     #[arg(long, value_name = "HOW", value_parser = ["epoll", "uring"], default_value = "epoll")]
     pub io: String,
-    /// Connect from these local addresses, dealt to connections in turn (e.g. 127.0.0.2,127.0.0.3 or 127.0.0.2-127.0.0.9): past one address pair's ~28,000 ports (docs/scale.md)
+    /// Connect from these local addresses, dealt to connections in turn (e.g. 127.0.0.2,127.0.0.3 or 127.0.0.2-127.0.0.9): past one address pair's ~28,000 ports (docs/explanations/client-cost.md)
     #[arg(long, value_name = "ADDR,...")]
     pub bind: Option<String>,
     /// Begin the load at this wall-clock time (UNIX seconds), after connecting
@@ -181,7 +181,7 @@ pub struct RunArgs {
     /// Print the results table as CSV on standard output (the rest goes to standard error)
     #[arg(long)]
     pub csv: bool,
-    /// Print the run's summary as one JSON object on standard output (the rest goes to standard error; docs/json.md)
+    /// Print the run's summary as one JSON object on standard output (the rest goes to standard error; docs/reference/json.md)
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
     /// Do not check the target's data afterwards (check later with `loadrig verify`)
@@ -204,7 +204,7 @@ pub const DEFAULT_REQUESTS: u64 = 100_000;
 pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 
 /// The failure gate by default: a run where more than 1% of the operations
-/// failed or were dropped exits 1, with its report (docs/limits.md).
+/// failed or were dropped exits 1, with its report (docs/reference/limits.md).
 pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.01;
 pub(super) const DEFAULT_CLIENTS: u32 = 32;
 pub(super) const DEFAULT_BURST_DELAY_MS: f64 = 1.0;
@@ -252,7 +252,7 @@ impl RunArgs {
     }
 
     /// How long opening a connection may take, handshake and login
-    /// included: `--timeout` (docs/limits.md). None for a timeout the spec
+    /// included: `--timeout` (docs/reference/limits.md). None for a timeout the spec
     /// will refuse.
     pub fn handshake_limit(&self) -> Option<std::time::Duration> {
         loadrig_spec::bounds::seconds("--timeout", self.timeout, false)

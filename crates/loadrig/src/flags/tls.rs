@@ -1,4 +1,4 @@
-//! The TLS flags of every command that connects (docs/tls.md): what the
+//! The TLS flags of every command that connects (docs/guides/tls.md): what the
 //! server's certificate is checked against. The URL says whether TLS is
 //! used (`rediss://`, `tls://`, `mqtts://`, `?sslmode=`).
 

@@ -7,7 +7,7 @@ use super::{with_default, Defaults, DEFAULT_CLIENTS};
 
 pub(super) const PRESETS_HELP: &str =
     "--preset is one of the Erlvolt bench's setups; flags given explicitly win over \
-it. The presets' values: docs/workloads.md, section voter and hello.";
+it. The presets' values: docs/reference/workloads.md, section voter and hello.";
 
 pub(super) const DB_DEFAULTS: Defaults = Defaults {
     clients: DEFAULT_CLIENTS,

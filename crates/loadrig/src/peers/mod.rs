@@ -10,7 +10,7 @@
 //! and refuses, ends the program with one line naming it (exit 2): a peer's
 //! flag is never dropped in silence. A flag that is taken but changes
 //! nothing here (an output preference) prints a note on standard error.
-//! What each peer's flags become: docs/peers.md.
+//! What each peer's flags become: docs/reference/peers.md.
 
 mod memaslap;
 mod memtier;
@@ -377,13 +377,13 @@ impl Peer {
             .max()
             .unwrap_or(0);
         let mut out = format!(
-            "loadrig {} ARGS...: {}'s flags, as `loadrig run {}` (docs/peers.md)\n",
+            "loadrig {} ARGS...: {}'s flags, as `loadrig run {}`\n",
             self.name(),
             self.name(),
             self.workload()
         );
         out.push_str(&format!(
-            "defaults not listed are `loadrig run {}`'s (its --help shows them)\n",
+            "defaults not listed are `loadrig run {}`'s (its --help shows them; docs/reference/peers.md)\n",
             self.workload()
         ));
         for o in self.opts() {

@@ -72,7 +72,11 @@ pub(super) const OPTS: &[Opt] = &[
         "the last argument from standard input is not taken",
     ),
     takes(&["--seed"], Some("NUM"), "--seed"),
-    takes(&["--tls"], None, "a rediss:// target (TLS, docs/tls.md)"),
+    takes(
+        &["--tls"],
+        None,
+        "a rediss:// target (TLS, docs/guides/tls.md)",
+    ),
     refused(&["--sni"], Some("HOST"), TLS),
     takes(&["--cacert"], Some("FILE"), "--cacert"),
     refused(&["--cacertdir"], Some("DIR"), TLS),

@@ -1,4 +1,4 @@
-//! The commands that are one phase of a run each (docs/engine.md section
+//! The commands that are one phase of a run each (docs/explanations/measurement.md section
 //! 6): `loadrig prepare` makes the schema and data and records the
 //! baseline; `loadrig teardown` drops what prepare made; `loadrig verify
 //! REPORT` checks a kept database against the counts a report recorded.

@@ -1,5 +1,5 @@
 //! Every wait on the target has an end, derived from `--timeout`
-//! (docs/limits.md): opening one connection, its protocol handshake
+//! (docs/reference/limits.md): opening one connection, its protocol handshake
 //! included, takes at most `--timeout`; preparing (a schema, procedures
 //! compiled), a baseline, verifying and cleaning up at most twelve times
 //! that. A target that accepts and then says nothing is unreachable after

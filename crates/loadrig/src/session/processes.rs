@@ -1,5 +1,5 @@
 //! `--processes K`: the load and its measurement by K local processes
-//! (the Erlvolt multi-VM bench), docs/engine.md section 6. The parent,
+//! (the Erlvolt multi-VM bench), docs/explanations/measurement.md section 6. The parent,
 //! having prepared and recorded the baseline once, picks one wall-clock
 //! start and starts K copies of this binary, each the shard k/K of the
 //! run with `--child`; each connects, waits for the start, runs and

@@ -1,4 +1,4 @@
-//! The server's statistics beside the load (docs/resources.md section 2):
+//! The server's statistics beside the load (docs/explanations/resources.md section 2):
 //! a thread of its own, with its own runtime, samples every source the
 //! target offers once per lap, on the laps' grid, on connections of its
 //! own, so neither the engine's threads nor their byte counts are

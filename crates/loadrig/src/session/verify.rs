@@ -134,7 +134,7 @@ impl<B: Bench> Session<'_, B> {
         self.console.line(&v.summary);
         // The warm-up's writes are on the server too: say how much of
         // what was verified it was, so the measured count beside it does
-        // not read as a discrepancy (docs/rates.md).
+        // not read as a discrepancy (docs/explanations/rates.md).
         let (w, m) = (report.warmup.ops, report.measured.ops);
         if w > 0 {
             self.console.line(&format!(

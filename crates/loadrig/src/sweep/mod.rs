@@ -8,7 +8,7 @@
 //! parameter), and on request an HTML page and gnuplot's files.
 //! A point that fails is a row marked failed, not a gap; Ctrl-C reaches
 //! the running child too (it writes its report, marked interrupted), and
-//! the sweep stops there and writes what is done. docs/sweep.md.
+//! the sweep stops there and writes what is done. docs/guides/sweep.md.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;

@@ -96,7 +96,7 @@ fn help_and_version_exit_0() {
     assert!(r.stdout.contains("--max-votes"));
 }
 
-/// Values past their bound (docs/limits.md) are refused before anything
+/// Values past their bound (docs/reference/limits.md) are refused before anything
 /// runs, naming the flag: no overflow, no allocation of the machine.
 #[test]
 fn values_past_their_bounds() {

@@ -276,7 +276,7 @@ fn csv_output() {
     assert_eq!(counts, [s.clone(), s, i.clone(), i], "{}", r.stdout);
 }
 
-/// pubsub's output with one set of rates (docs/rates.md): the header
+/// pubsub's output with one set of rates (docs/explanations/rates.md): the header
 /// counts publishers and subscribers, operations (publishes) and
 /// deliveries apart in the lap line, the table and the overall line,
 /// nats-bench's own lines labelled as its, subscribers numbered alike.

@@ -68,7 +68,7 @@ const TARGETS: [(&str, &[&str]); 8] = [
 const BOUND: Duration = Duration::from_secs(45);
 
 /// The protocols that open with an exchange: a silent server is
-/// unreachable after two `--timeout`s of 1 s (docs/limits.md), with room
+/// unreachable after two `--timeout`s of 1 s (docs/reference/limits.md), with room
 /// for a busy machine, not after the old fixed 10 s.
 const HANDSHAKES: [&str; 5] = ["postgres", "mysql", "voltdb", "nats", "mqtt"];
 const SILENT: Duration = Duration::from_secs(8);

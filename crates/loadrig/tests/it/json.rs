@@ -1,5 +1,5 @@
 //! `--json`: the summary as one JSON object on standard output, the human
-//! text on standard error; its shape (`loadrig.summary/1`, docs/json.md)
+//! text on standard error; its shape (`loadrig.summary/1`, docs/reference/json.md)
 //! is a golden file, its numbers are the report's.
 
 use crate::common::{assert_all_ok, run_reported};

@@ -17,6 +17,7 @@ mod http;
 mod json;
 mod kube;
 mod kv;
+mod links;
 mod lossy;
 mod manual;
 mod memcache;

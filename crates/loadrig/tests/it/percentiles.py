@@ -5,7 +5,7 @@ Each stored histogram (HdrHistogram's compressed V2 form, base64: the
 "HISTF..." blobs) is decoded as it lies by PyPI's `hdrhistogram` package,
 not by loadrig, and every stored percentile is
 recomputed from the decoded counts with the rank rule of HdrHistogram's
-Java reference (docs/report.md, "Percentiles"). Where that rank is a whole
+Java reference (docs/reference/report.md, "Percentiles"). Where that rank is a whole
 number, the package's own get_value_at_percentile must agree too (it rounds
 the rank to the nearest, Java rounds up; they differ only between ranks).
 Prints one line per histogram checked; exits 1 on the first difference,

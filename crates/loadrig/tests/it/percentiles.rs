@@ -1,7 +1,7 @@
 //! The percentiles a report stores, checked against an independent
 //! decoder: PyPI's `hdrhistogram` package reads each histogram and
 //! recomputes them with the rank rule of HdrHistogram's Java reference
-//! (`percentiles.py` beside this file; docs/report.md, "Percentiles").
+//! (`percentiles.py` beside this file; docs/reference/report.md, "Percentiles").
 //! Counts that are multiples of 1,000 are the case the rule is about
 //! (p99.9 of 6,000 values is the 5,994th). Needs python3 and the package
 //! (`scripts/test` installs it): missing, the test fails and says so.

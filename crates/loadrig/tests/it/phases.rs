@@ -1,4 +1,4 @@
-//! The phases of a many-host run (docs/engine.md section 6): `loadrig
+//! The phases of a many-host run (docs/explanations/measurement.md section 6): `loadrig
 //! prepare` once, shards with `--no-prepare` (from `--shard i/N` or
 //! `--shards N` and `$JOB_COMPLETION_INDEX`), their reports merged from a
 //! stream (`merge -`) with the prepare record, verified once, torn down.

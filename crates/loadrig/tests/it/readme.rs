@@ -1,5 +1,6 @@
-//! The README's commands, run: every `loadrig ...` line of its fenced
-//! code blocks goes through the real binary against the real servers,
+//! The README's and the guides' commands, run: every `loadrig ...` line
+//! of the fenced code blocks of README.md and docs/guides/*.md goes
+//! through the real binary against the real servers,
 //! scaled down by the rewrites in [`SCALE`] and [`PATHS`], or is listed in
 //! [`EXCLUDED`] with the reason it cannot run here. A block's commands run
 //! in order in one scratch directory (a report one writes, the next one
@@ -10,14 +11,15 @@
 //! `#` starts a comment); a plain block holds output, and commands only
 //! after a `$ ` prompt.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
 use crate::common::{hold, need_server, Run, BIN};
 
 /// Commands that cannot run here: a substring of the command, and why.
-/// One that matches no README command is stale and fails the test.
+/// One that matches no command of any file the test reads is stale and
+/// fails the test.
 const EXCLUDED: &[(&str, &str)] = &[
     (
         "loadrig sweep --param 'target=redis://127.0.0.1:6379;redis://127.0.0.1:6379,6380;...'",
@@ -34,7 +36,11 @@ const EXCLUDED: &[(&str, &str)] = &[
 /// scripts/services gives to something else (6380 is Redis's TLS
 /// listener): one of the test's own, its port in the line instead (the
 /// line's text, the port it names).
-const OWN_REDIS: &[(&str, &str)] = &[("redis://127.0.0.1:6379,6380 ", "6380")];
+const OWN_REDIS: &[(&str, &str)] = &[
+    ("redis://127.0.0.1:6379,6380 ", "6380"),
+    // docs/guides/sweep.md's sweep over one server and two.
+    ("redis://127.0.0.1:6379,6380' ", "6380"),
+];
 
 /// Scaling: in a command containing the first string, the value of the
 /// flag (second) becomes the third (`-d60s` glued counts as the flag too).
@@ -206,10 +212,29 @@ const FIXTURES: &[(&str, Option<&[&str]>)] = &[
     // redis-benchmark's --csv files, as loadrig's redis-benchmark writes them.
     ("localhost.csv", None),
     ("kernel.csv", None),
+    ("onload.csv", None),
     ("redis-benchmark.csv", None),
     // start_ms.sh's memaslap configuration (peers.rs has the same).
     ("ms.cfg", None),
     ("req.json", None),
+    // A sweep's CSV (docs/guides/charts.md plots one it did not make).
+    (
+        "sweep/sweep.csv",
+        Some(&[
+            "sweep",
+            "--param",
+            "clients=1,2",
+            "-o",
+            "sweep",
+            "--",
+            "run",
+            "voter",
+            "--target",
+            "null://",
+            "-n",
+            "200",
+        ]),
+    ),
 ];
 
 fn fixture_text(name: &str, dir: &Path) -> Vec<u8> {
@@ -218,7 +243,7 @@ fn fixture_text(name: &str, dir: &Path) -> Vec<u8> {
             make_fixture("base.json", dir);
             std::fs::read(dir.join("base.json")).unwrap()
         }
-        "localhost.csv" | "kernel.csv" | "redis-benchmark.csv" => {
+        "localhost.csv" | "kernel.csv" | "onload.csv" | "redis-benchmark.csv" => {
             need_server("redis", 6379);
             let _redis = hold("redis-db0");
             let r = loadrig_in(
@@ -285,6 +310,8 @@ const OUTPUTS: &[(&str, &str)] = &[(
 /// A fenced block's `loadrig` commands, in order.
 #[derive(Debug)]
 struct Block {
+    /// The file it is in, from the repository's root (`README.md`).
+    file: String,
     cmds: Vec<Cmd>,
 }
 
@@ -317,7 +344,7 @@ fn runs_loadrig(text: &str) -> bool {
     }
 }
 
-fn blocks(readme: &str) -> Vec<Block> {
+fn blocks(file: &str, readme: &str) -> Vec<Block> {
     let mut out = Vec::new();
     let mut lines = readme.lines().enumerate().map(|(i, l)| (i + 1, l));
     while let Some((_, l)) = lines.next() {
@@ -325,7 +352,10 @@ fn blocks(readme: &str) -> Vec<Block> {
             continue;
         };
         let shell = matches!(info.trim(), "sh" | "bash" | "shell" | "console");
-        let mut block = Block { cmds: Vec::new() };
+        let mut block = Block {
+            file: file.to_string(),
+            cmds: Vec::new(),
+        };
         let mut pending: Option<(usize, String)> = None;
         let mut plain: Vec<(usize, String)> = Vec::new();
         for (n, l) in lines.by_ref() {
@@ -477,17 +507,30 @@ fn servers(text: &str) -> Vec<(&'static str, u16, Option<&'static str>)> {
         s.push(("memcached", 11211, Some("memcached")));
     }
     let redis_target = has("--target redis://") || has("--target rediss://");
-    if has("run redis")
+    if has("redis+cluster://") || has(" --cluster ") {
+        s.push(("redis-cluster", 7001, Some("redis-cluster")));
+    } else if has("run redis")
         || has("redis-benchmark ")
         || has("memtier_benchmark")
-        || (has("run pubsub") && redis_target)
+        || redis_target
     {
         s.push(("redis", 6379, Some("redis-db0")));
     }
-    // The lock voltdb.rs takes (one shared by the servers without their own:
-    // taken once at most, a second would wait on the first).
-    if has("voltdb://") {
+    if has("rediss://") {
+        s.push(("redis-tls", 6380, None));
+    }
+    // The lock voltdb.rs and voltdb_cluster.rs take (one shared by the
+    // servers without their own: taken once at most, a second would wait
+    // on the first).
+    if has("voltdb://127.0.0.1:21231") {
+        s.push(("voltdb-cluster", 21231, Some("voltdb")));
+    } else if has("voltdb://") {
         s.push(("voltdb", 21212, Some("voltdb")));
+    }
+    if has("etcd://127.0.0.1:23791") {
+        s.push(("etcd-cluster", 23791, None));
+    } else if has("etcd://") {
+        s.push(("etcd", 2379, None));
     }
     if has("127.0.0.1:8088") || has("loadrig run http") || has("loadrig wrk") {
         s.push(("nginx", 8088, None));
@@ -496,8 +539,12 @@ fn servers(text: &str) -> Vec<(&'static str, u16, Option<&'static str>)> {
     // (common::hold): last, after redis-db0, as no test takes them the
     // other way round.
     let broker = has("run pubsub") || has("run chat") || has("nats-bench");
-    if has("mqtt://") {
+    if has("mqtts://") {
+        s.push(("mosquitto-tls", 8883, Some("brokers")));
+    } else if has("mqtt://") {
         s.push(("mosquitto", 1883, Some("brokers")));
+    } else if has("tls://") && broker {
+        s.push(("nats-tls", 4443, Some("brokers")));
     } else if broker && !redis_target {
         s.push(("nats", 4222, Some("brokers")));
     } else if broker {
@@ -531,7 +578,7 @@ fn check_shape(sample: &[String], printed: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn run_block(block: &Block, used: &mut [bool]) -> Vec<String> {
+fn run_block(block: &Block) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let bin_dir = Path::new(BIN).parent().unwrap();
     let path = format!(
@@ -541,8 +588,7 @@ fn run_block(block: &Block, used: &mut [bool]) -> Vec<String> {
     );
     let mut failures = Vec::new();
     for cmd in &block.cmds {
-        if let Some(i) = EXCLUDED.iter().position(|(m, _)| cmd.text.contains(m)) {
-            used[i] = true;
+        if EXCLUDED.iter().any(|(m, _)| cmd.text.contains(m)) {
             continue;
         }
         let mut line = if cmd.scaled {
@@ -586,38 +632,47 @@ fn run_block(block: &Block, used: &mut [bool]) -> Vec<String> {
         drop(own);
         let took = t.elapsed();
         eprintln!(
-            "README:{} {:.1}s exit {}: {line}",
+            "{}:{} {:.1}s exit {}: {line}",
+            block.file,
             cmd.line,
             took.as_secs_f64(),
             r.code
         );
-        let allowed: &[i32] = EXIT_CODES
-            .iter()
-            .find(|(m, _, _)| cmd.text.contains(m))
-            .map_or(&[0], |(_, codes, _)| codes);
-        let panicked = r.stderr.contains("panicked at");
-        if !allowed.contains(&r.code) || panicked {
-            failures.push(format!(
-                "README.md:{}: `{}` (run as `{line}`) exit {}, expected {allowed:?}\n{}",
-                cmd.line,
-                cmd.text,
-                r.code,
-                tail(&r.dump())
-            ));
-            continue;
-        }
-        if !cmd.sample.is_empty() {
-            if let Err(e) = check_shape(&cmd.sample, &format!("{}{}", r.stdout, r.stderr)) {
-                failures.push(format!(
-                    "README.md:{}: `{}`: its output is not the README's shape: {e}\n{}",
-                    cmd.line,
-                    cmd.text,
-                    tail(&r.dump())
-                ));
-            }
-        }
+        failures.extend(judge(&block.file, cmd, &line, &r));
     }
     failures
+}
+
+/// What is wrong with a command's run, if anything: an exit code the
+/// file does not allow (see [`EXIT_CODES`]), a panic, or output not of
+/// the shape the file shows.
+fn judge(file: &str, cmd: &Cmd, line: &str, r: &Run) -> Option<String> {
+    let allowed: &[i32] = EXIT_CODES
+        .iter()
+        .find(|(m, _, _)| cmd.text.contains(m))
+        .map_or(&[0], |(_, codes, _)| codes);
+    let panicked = r.stderr.contains("panicked at");
+    if !allowed.contains(&r.code) || panicked {
+        return Some(format!(
+            "{file}:{}: `{}` (run as `{line}`) exit {}, expected {allowed:?}\n{}",
+            cmd.line,
+            cmd.text,
+            r.code,
+            tail(&r.dump())
+        ));
+    }
+    if cmd.sample.is_empty() {
+        return None;
+    }
+    let printed = format!("{}{}", r.stdout, r.stderr);
+    check_shape(&cmd.sample, &printed).err().map(|e| {
+        format!(
+            "{file}:{}: `{}`: its output is not the shape shown: {e}\n{}",
+            cmd.line,
+            cmd.text,
+            tail(&r.dump())
+        )
+    })
 }
 
 /// The last lines of a run's output: enough to see why, short enough to
@@ -627,16 +682,57 @@ fn tail(dump: &str) -> String {
     lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
-fn readme_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")
+/// The files whose commands run: README.md, then docs/guides/*.md in
+/// name order (their paths from the repository's root).
+fn documents() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut guides: Vec<String> = std::fs::read_dir(root.join("docs/guides"))
+        .expect("docs/guides is there")
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/guides/{n}"))
+        .collect();
+    guides.sort();
+    let mut out = vec!["README.md".to_string()];
+    out.extend(guides);
+    out
+}
+
+/// Every block of every file [`documents`] names.
+fn all_blocks() -> Vec<Block> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut out = Vec::new();
+    for file in documents() {
+        let text = std::fs::read_to_string(root.join(&file)).unwrap();
+        out.extend(blocks(&file, &text));
+    }
+    out
+}
+
+/// [`EXCLUDED`] and [`OWN_REDIS`] entries that match no command of any
+/// file the test reads (README.md shrinks, its lines move to guides: a
+/// match anywhere keeps an entry).
+fn stale_entries(blocks: &[Block]) -> Vec<String> {
+    let texts: Vec<&str> = blocks
+        .iter()
+        .flat_map(|b| &b.cmds)
+        .map(|c| c.text.as_str())
+        .collect();
+    let matched = |m: &str| texts.iter().any(|t| t.contains(m));
+    let excluded = EXCLUDED.iter().filter(|(m, _)| !matched(m));
+    let own = OWN_REDIS.iter().filter(|(m, _)| !matched(m));
+    excluded
+        .map(|(m, why)| format!("stale exclusion `{m}` ({why}): no command has it"))
+        .chain(own.map(|(m, _)| format!("stale OWN_REDIS `{m}`: no command has it")))
+        .collect()
 }
 
 #[test]
-fn every_readme_command_runs() {
-    let readme = std::fs::read_to_string(readme_path()).unwrap();
-    let blocks = blocks(&readme);
+fn every_documented_command_runs() {
+    let blocks = all_blocks();
     let total: usize = blocks.iter().map(|b| b.cmds.len()).sum();
-    // The README's lines found (a parser that finds none checks nothing).
+    // The lines found (a parser that finds none checks nothing).
     assert!(
         total >= 60,
         "only {total} loadrig commands found: {blocks:#?}"
@@ -647,21 +743,13 @@ fn every_readme_command_runs() {
         OUTPUTS.len(),
         "an output block of OUTPUTS no longer begins the way the table says"
     );
-    let mut used = vec![false; EXCLUDED.len()];
-    let mut failures = Vec::new();
+    let mut failures = stale_entries(&blocks);
     for block in &blocks {
-        failures.extend(run_block(block, &mut used));
-    }
-    for (i, (m, why)) in EXCLUDED.iter().enumerate() {
-        if !used[i] {
-            failures.push(format!(
-                "stale exclusion `{m}` ({why}): no README command has it"
-            ));
-        }
+        failures.extend(run_block(block));
     }
     assert!(
         failures.is_empty(),
-        "{} of {total} README commands failed:\n\n{}",
+        "{} of {total} commands failed:\n\n{}",
         failures.len(),
         failures.join("\n\n")
     );
@@ -673,7 +761,7 @@ fn commands_are_found_as_written() {
               loadrig sweep --param a=1 \\\n    -- run voter -d 10s\nredis-cli ping\n```\n\
               ```\nloadrig 0.1.0  voter on sqlite://\n```\n\
               ```\n$ loadrig wrk -d3s URL\nloadrig 0.1.0  http on\nkind  measure  count\n```\n";
-    let b = blocks(md);
+    let b = blocks("t.md", md);
     let cmds: Vec<(usize, &str)> = b
         .iter()
         .flat_map(|b| b.cmds.iter().map(|c| (c.line, c.text.as_str())))

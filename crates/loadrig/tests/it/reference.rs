@@ -261,7 +261,7 @@ fn an_open_loop_stall_shows_in_latency_not_in_service_time() {
 
 /// The flags that make the generator punctual: SCHED_FIFO, the CPUs kept
 /// out of their halting idle state, and the last 50 us before each
-/// intended start spun (docs/engine.md section 2).
+/// intended start spun (docs/explanations/measurement.md section 2).
 const PUNCTUAL: [&str; 4] = ["--realtime", "--awake", "--spin", "50us"];
 
 /// The bound on the send lag at 10,000/s: p99 under 100 us (and

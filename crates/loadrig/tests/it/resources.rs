@@ -1,4 +1,4 @@
-//! Resources over time (docs/resources.md): the client's CPU, memory,
+//! Resources over time (docs/explanations/resources.md): the client's CPU, memory,
 //! bytes and connections kept per lap in the report and shown with
 //! `--resources`; the server's own statistics per lap, each target's
 //! checked against the server's own client (redis-cli, memcstat, psql,

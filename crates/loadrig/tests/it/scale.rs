@@ -1,4 +1,4 @@
-//! Many connections at a small cost each (issue #21, docs/scale.md): a
+//! Many connections at a small cost each (issue #21, docs/explanations/client-cost.md): a
 //! scaled-down run of 2,000 connections against the real Redis, every
 //! request answered, verified, and the client's peak memory under a bound
 //! taken from measurement. The full sizes are in bench/scale. Connections
@@ -16,7 +16,7 @@ use crate::redis::own_redis;
 
 /// Peak resident memory allowed for 2,000 Redis connections: measured at
 /// about 20 MiB (some 10 MiB of binary and runtime, then about 5 KiB a
-/// connection; docs/scale.md), against 266 MiB when each connection kept
+/// connection; docs/explanations/client-cost.md), against 266 MiB when each connection kept
 /// its own histograms and 16 KiB buffers. Twice the measurement, so a
 /// noisy machine does not fail it and a return to per-connection
 /// histograms (over 100 KiB each) does.

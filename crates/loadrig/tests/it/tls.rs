@@ -1,6 +1,6 @@
 //! TLS on the four protocols that speak it, against the real servers that
 //! `scripts/services up postgres-tls redis-tls nats-tls mosquitto-tls`
-//! starts with its test CA (docs/tls.md): a run trusting that CA succeeds
+//! starts with its test CA (docs/guides/tls.md): a run trusting that CA succeeds
 //! and verifies; a run trusting another CA is refused at connect (exit 3,
 //! one error line naming the unknown issuer); `--insecure` accepts.
 

@@ -1,4 +1,4 @@
-//! `--io uring` (docs/io-uring.md): each hand-written socket target run
+//! `--io uring` (docs/explanations/io-uring.md): each hand-written socket target run
 //! through the engine threads' io_uring rings on the real servers,
 //! verified; the system calls it makes counted with strace, against the
 //! same run on epoll; links cut under it; a paced load on it.

@@ -57,7 +57,7 @@ fn ms(us: f64) -> String {
 }
 
 /// Where latency rose, beside what changed most on the server in that
-/// lap (docs/resources.md section 4).
+/// lap (docs/explanations/resources.md section 4).
 fn rises_table(o: &mut String, r: &Report) {
     let rises = super::resources::rises(r);
     if rises.is_empty() {

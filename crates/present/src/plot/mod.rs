@@ -1,7 +1,7 @@
 //! `loadrig plot FILES... -o OUT.svg|OUT.html|OUT.png`: charts from files
 //! already written, never a re-run. It reads loadrig reports (JSON),
 //! redis-benchmark's own `--csv` output, and `loadrig sweep`'s CSV, and
-//! draws what fits each (docs/plot.md): the laps' throughput and latency
+//! draws what fits each (docs/guides/charts.md): the laps' throughput and latency
 //! over time and the latency percentile spectrum for reports, a bar chart
 //! per test for redis-benchmark CSVs (and redis workload reports), a
 //! sweep's curves against its parameter. Several files are several series,

@@ -1,4 +1,4 @@
-//! The resources over time (docs/resources.md section 4): the client's
+//! The resources over time (docs/explanations/resources.md section 4): the client's
 //! and the server's CPU, memory, bytes and connections per lap, drawn
 //! under the throughput and latency charts on the same time axis (seconds
 //! since the measured phase began). A chart is drawn only when some

@@ -1,5 +1,5 @@
 //! `--csv`: the per-kind table as CSV, one row per kind and measure.
-//! Columns (documented in docs/csv.md): kind, measure, count, ok, errors,
+//! Columns (documented in docs/reference/csv.md): kind, measure, count, ok, errors,
 //! rate_per_sec, min_us, avg_us, p50_us, p90_us, p99_us, p99_9_us, max_us.
 
 use loadrig_report::{HistSummary, Report};

@@ -5,7 +5,7 @@
 //! summary, and over several processes its `Total transactions per
 //! second` line. Layouts follow bench.erl's and erlvolt_profiler.erl's
 //! `io:format` strings (widths, thousands separators, units); the figures
-//! are loadrig's measurements. What differs: docs/workloads.md, section
+//! are loadrig's measurements. What differs: docs/reference/workloads.md, section
 //! "The Erlvolt bench's lines".
 
 use loadrig_metrics::LapView;

@@ -5,7 +5,7 @@
 //! spectrum" in HdrHistogram's percentile-distribution text (`.hgrm`),
 //! which HdrHistogram's plotter reads. Figures come from the report alone.
 //!
-//! Where loadrig measures otherwise than wrk (docs/http.md):
+//! Where loadrig measures otherwise than wrk (docs/guides/http.md):
 //! - Latency is loadrig's (from the intended start, so wrk2's corrected
 //!   latency in the open loop), in microseconds with the fraction kept.
 //! - `Req/Sec` is per thread, as wrk's, but sampled once per lap

@@ -1,7 +1,7 @@
 //! `--json`: the run's summary as one JSON object on standard output, for
 //! scripts and CI (as oha's and k6's JSON summaries are used), read from
 //! the report alone. The shape is `loadrig.summary/1`, documented in
-//! docs/json.md and held by a golden test; the full record stays the
+//! docs/reference/json.md and held by a golden test; the full record stays the
 //! report (`--out`).
 
 use loadrig_report::{HistSummary, KindReport, Report};

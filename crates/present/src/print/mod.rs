@@ -472,7 +472,7 @@ pub fn lap_line(l: &LapView<'_>) -> String {
     } else {
         format!("total {}/s", group(rate(l.total.ok_ops(), l.active) as u64))
     };
-    // Deliveries are not operations (docs/rates.md): their own rate, only
+    // Deliveries are not operations (docs/explanations/rates.md): their own rate, only
     // in runs that have listeners.
     let delivered = if l.total.deliveries() > 0 || l.lap.deliveries() > 0 {
         format!(

@@ -1,6 +1,6 @@
 //! etcd's own statistics per lap: `/metrics` (Prometheus text) fetched
 //! with a plain HTTP/1.0 GET on the first member's client port, on a
-//! connection of its own each lap (docs/resources.md). Only unlabelled
+//! connection of its own each lap (docs/explanations/resources.md). Only unlabelled
 //! samples are read; a member that serves its client port over TLS only
 //! answers nothing there, and each sample is counted as failed.
 

@@ -1,5 +1,5 @@
 //! MariaDB's own statistics per lap: `SHOW GLOBAL STATUS`, on a
-//! connection of its own (docs/resources.md).
+//! connection of its own (docs/explanations/resources.md).
 
 use loadrig_workloads::stats::{pick, Sampled, Series, StatsSource};
 use mysql_async::prelude::Queryable;

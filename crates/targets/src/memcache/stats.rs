@@ -1,5 +1,5 @@
 //! memcached's own statistics per lap: `stats` on a connection of its own
-//! to the first server of the URL (docs/resources.md).
+//! to the first server of the URL (docs/explanations/resources.md).
 
 use std::sync::Arc;
 

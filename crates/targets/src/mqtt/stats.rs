@@ -1,6 +1,6 @@
 //! Mosquitto's own statistics per lap: its `$SYS/broker/...` topics, read
 //! by a subscription on a connection of its own to the first broker of
-//! the URL, kept open over the run (docs/resources.md). Mosquitto
+//! the URL, kept open over the run (docs/explanations/resources.md). Mosquitto
 //! publishes them every `sys_interval` (10 s by default), and only the
 //! ones that changed: a lap holds the latest value published, so a count
 //! moves in steps of that interval, and a topic not yet published is

@@ -1,7 +1,7 @@
 //! NATS's own statistics per lap: the monitoring endpoint's `/varz`
 //! (nats-server started with `-m PORT`, 8222 by default and in
 //! `scripts/services`), fetched with a plain HTTP/1.0 GET on a connection
-//! of its own each lap (docs/resources.md). A server without monitoring
+//! of its own each lap (docs/explanations/resources.md). A server without monitoring
 //! answers nothing there: each sample fails and is counted as failed.
 
 use std::sync::Arc;

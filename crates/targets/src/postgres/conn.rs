@@ -1,4 +1,4 @@
-//! The hot path's PostgreSQL client (docs/postgres.md), hand written on
+//! The hot path's PostgreSQL client (docs/guides/postgres.md), hand written on
 //! the shared [`Socket`] and `loadrig_wire::pg`: a connection logs in
 //! (SCRAM-SHA-256, md5, cleartext or trust; TLS first when `sslmode` asks),
 //! parses its statements once, named `s0`, `s1`..., and then each call

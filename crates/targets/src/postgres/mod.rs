@@ -1,7 +1,7 @@
 //! PostgreSQL (TLS by rustls when `sslmode` asks): the target, its URL,
 //! and how server errors become counted errors (by SQLSTATE class).
 //!
-//! Two clients, by path (docs/postgres.md). The engine's connections
+//! Two clients, by path (docs/guides/postgres.md). The engine's connections
 //! (the Voter, Hello and kv calls) are [`PgConn`]s, loadrig's own
 //! pipelined client on its socket layer ([`conn`]): no task, no channel,
 //! no boxed future per call. The cold paths (schema, load, counts,
@@ -36,7 +36,7 @@ const MAX_DEPTH: usize = 256;
 const EXPECTED: &str = "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
 
 /// Parse what follows `postgres://`: a user, one server, the database
-/// the run creates its tables in, and `?sslmode=` (docs/tls.md).
+/// the run creates its tables in, and `?sslmode=` (docs/guides/tls.md).
 pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, SslMode), SpecError> {
     let (url, options) = TargetUrl::parse("postgres", rest, 5432, EXPECTED)?;
     url.one_server()?;

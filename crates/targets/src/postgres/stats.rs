@@ -1,5 +1,5 @@
 //! PostgreSQL's own statistics per lap: the run's database's row of
-//! `pg_stat_database`, on a connection of its own (docs/resources.md).
+//! `pg_stat_database`, on a connection of its own (docs/explanations/resources.md).
 //! PostgreSQL publishes a backend's counts when its transaction ends, at
 //! most about once a second, so at laps shorter than that the counts
 //! come in steps.

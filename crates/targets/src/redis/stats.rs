@@ -1,5 +1,5 @@
 //! Redis's own statistics per lap: `INFO` on a connection of its own to
-//! the first server of the URL (docs/resources.md).
+//! the first server of the URL (docs/explanations/resources.md).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Buffers sized to their traffic (docs/scale.md): a connection's read
+//! Buffers sized to their traffic (docs/explanations/client-cost.md): a connection's read
 //! and write buffers start small, grow at once with a burst, and shrink
 //! after it, so thousands of mostly idle connections hold little memory.
 
@@ -12,7 +12,7 @@ pub const SMALL: usize = 256;
 /// traffic needs.
 const WINDOW: u32 = 64;
 
-/// Buffers sized to their traffic (docs/scale.md): the read step doubles
+/// Buffers sized to their traffic (docs/explanations/client-cost.md): the read step doubles
 /// when a read fills all the room it was given, up to the target's chunk,
 /// and halves after a window of reads that used less than a quarter of it;
 /// a buffer found empty and more than four times larger than what the last

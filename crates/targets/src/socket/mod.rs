@@ -93,7 +93,7 @@ impl Socket {
 
     /// [`Socket::fill`] as a poll: over TLS, on the ring, or on tokio's
     /// reactor. A poll, not a future, so that a connection's task holds
-    /// none of its own for the wait (docs/scale.md). On the reactor it
+    /// none of its own for the wait (docs/explanations/client-cost.md). On the reactor it
     /// writes what is queued, then reads once the socket is readable,
     /// waiting through the socket's own reader and writer waker slots
     /// rather than a waiter queued on the socket at each wait.

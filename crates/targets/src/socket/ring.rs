@@ -1,4 +1,4 @@
-//! io_uring for the hand-written sockets (`--io uring`, docs/io-uring.md).
+//! io_uring for the hand-written sockets (`--io uring`, docs/explanations/io-uring.md).
 //!
 //! Each engine thread gets one ring when its workers start ([`start`], a
 //! hook the binary gives the engine with `--io uring`). A socket on that thread then hands its sends and receives

@@ -534,7 +534,7 @@ fn io_error(e: &io::Error) -> OpError {
 /// `CONNECTION_LOST`): the server itself cannot say whether they
 /// committed, so they count as calls lost in flight (`io`), in doubt for
 /// the verification, as when the client's own link drops
-/// (docs/voltdb-cluster.md).
+/// (docs/guides/voltdb-cluster.md).
 fn status_error(s: vw::Status) -> OpError {
     match s {
         vw::Status::ResponseUnknown | vw::Status::ConnectionLost => OpError {

@@ -1,7 +1,7 @@
 //! VoltDB's own statistics per lap: `@Statistics MEMORY 0` and
 //! `@Statistics PROCEDUREPROFILE 0` (since the server started) on a
 //! logged-in connection of its own to the first host, kept between
-//! samples (docs/resources.md). Each table has a row per host (MEMORY) or
+//! samples (docs/explanations/resources.md). Each table has a row per host (MEMORY) or
 //! per procedure (PROCEDUREPROFILE): the series are their sums.
 
 use loadrig_wire::volt as vw;

@@ -22,7 +22,7 @@
 //!   `MemberListResponse`.
 //!
 //! The field numbers are those of etcd's `api/etcdserverpb/rpc.proto` and
-//! `api/mvccpb/kv.proto`; docs/etcd.md lists them. Decoders never panic on
+//! `api/mvccpb/kv.proto`; docs/guides/etcd.md lists them. Decoders never panic on
 //! any input: every length is checked against the bytes that remain
 //! before it is used.
 //!

@@ -1,4 +1,4 @@
-//! PostgreSQL's frontend/backend protocol, version 3 (docs/postgres.md):
+//! PostgreSQL's frontend/backend protocol, version 3 (docs/guides/postgres.md):
 //! the frames a client writes (startup, password and SASL answers, the
 //! extended query protocol's Parse, Bind, Execute and Sync) and the
 //! backend frames it reads, split off the front of a read buffer and

@@ -132,7 +132,7 @@ impl<B: PubSubBackend> Bench for ChatBench<B> {
             Stop::Count(_) => t.send_span,
         };
         // Chut's rates are over its T and per group and client
-        // (docs/rates.md): said once, above its lines.
+        // (docs/explanations/rates.md): said once, above its lines.
         let mut lines = vec![
             "Chut's lines (its rates: over T, per group, per client; loadrig's are the table and overall line):"
                 .to_string(),

@@ -205,7 +205,7 @@ impl<B: PubSubBackend> Bench for PubSubBench<B> {
     async fn results(&mut self, _counted: &Snapshot) -> Result<Results, TargetError> {
         let all = self.client.tallies.all();
         let mut r = report(&self.label(), self.spec.size, &all);
-        // nats-bench's rates are not loadrig's (docs/rates.md): said once,
+        // nats-bench's rates are not loadrig's (docs/explanations/rates.md): said once,
         // above its lines.
         r.lines.insert(0, NATS_BENCH_LABEL.to_string());
         r.lines

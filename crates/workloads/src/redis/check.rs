@@ -494,7 +494,7 @@ fn written_checks(
     ));
 }
 
-/// `key:{tag}:...` (on a cluster, docs/redis-cluster.md) after a run
+/// `key:{tag}:...` (on a cluster, docs/guides/redis-cluster.md) after a run
 /// whose writes are known. An engine connection tags a command's keys
 /// with a tag of its master's slots, chosen by the command's first draw;
 /// operation `i` is connection `i mod connections`'s and its master that

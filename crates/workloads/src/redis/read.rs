@@ -4,7 +4,7 @@
 //! reply, which is not a failed run. A refusal is remembered in [`Lacks`]
 //! (MGET falls back to GETs pipelined in batches); only a broken link is an
 //! `Err`. Verification then checks what it could read and says what it
-//! could not (docs/workloads.md, section "Servers that implement a subset").
+//! could not (docs/reference/workloads.md, section "Servers that implement a subset").
 
 use std::collections::{BTreeMap, HashSet};
 

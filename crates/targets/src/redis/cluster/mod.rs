@@ -2,7 +2,7 @@
 //! redis --cluster`): the seeds' `CLUSTER SLOTS` gives the masters and the
 //! slots each serves; every engine connection is a [`ClusterStream`] with
 //! one pipelined socket per master ([`route`]), and the cold path is one
-//! [`ClusterAdmin`] that routes each key to its master. docs/redis-cluster.md.
+//! [`ClusterAdmin`] that routes each key to its master. docs/guides/redis-cluster.md.
 //!
 //! A cluster has database 0 only: `--dbnum` other than 0 is refused by the
 //! nodes' SELECT, and the run stops before the load (exit 3).

@@ -2,7 +2,7 @@
 //! (CRC16 as XMODEM: polynomial 0x1021, initial value 0), where a key with
 //! a hash tag (`{...}`, the first `{` and the first `}` after it, not empty
 //! between) is hashed by its tag alone, so that keys sharing a tag share a
-//! slot (docs/redis-cluster.md).
+//! slot (docs/guides/redis-cluster.md).
 
 /// The number of slots a cluster divides its keys over.
 pub const SLOTS: usize = 16_384;
@@ -52,7 +52,7 @@ const TAG_BYTES: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ
 /// string of [`TAG_BYTES`] (in their order) with that slot. Made once, by
 /// hashing every such string (62^3 of them; every slot has at least one).
 /// redis-benchmark --cluster writes tags of up to three bytes the same way
-/// (docs/redis-cluster.md, "Key placement").
+/// (docs/guides/redis-cluster.md, "Key placement").
 pub fn slot_tags() -> &'static [[u8; 3]] {
     static TAGS: std::sync::OnceLock<Vec<[u8; 3]>> = std::sync::OnceLock::new();
     TAGS.get_or_init(|| {
