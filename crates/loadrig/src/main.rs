@@ -166,7 +166,8 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         | Command::NatsBench(_)
         | Command::Wrk(_) => Ok(exit::USAGE),
         Command::Completions { shell } => manual::completions(shell),
-        Command::Man { dir } => manual::man(dir.as_deref()),
+        Command::Man { markdown: true, .. } => manual::markdown(),
+        Command::Man { dir, .. } => manual::man(dir.as_deref()),
     }
 }
 

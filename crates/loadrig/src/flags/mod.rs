@@ -94,6 +94,9 @@ pub enum Command {
         /// Write loadrig.1, loadrig-run.1, loadrig-run-redis.1, ... to this directory
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Print the command-line reference as Markdown (docs/reference/cli.md) instead
+        #[arg(long, hide = true, conflicts_with = "dir")]
+        markdown: bool,
     },
     /// redis-benchmark's command line, as its manual spells it (`--help` lists the flags)
     #[command(name = "redis-benchmark", disable_help_flag = true)]

@@ -1,6 +1,8 @@
 //! `loadrig completions SHELL` and `loadrig man`: made from the command
-//! definition, so they name every subcommand and render as roff.
+//! definition, so they name every subcommand and render as roff; and
+//! docs/reference/cli.md, `loadrig man --markdown`'s output, kept current.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::common::loadrig;
@@ -90,6 +92,37 @@ fn man_dir_writes_a_page_per_command_with_its_flags() {
     assert!(redis.contains("\\-\\-cacert"), "{redis}");
     for sub in SUBCOMMANDS {
         assert!(man1.join(format!("loadrig-{sub}.1")).exists(), "{sub}");
+    }
+}
+
+/// The command that regenerates docs/reference/cli.md, as the failure
+/// message and the file itself give it.
+const REGENERATE: &str = "cargo run -p loadrig -- man --markdown > docs/reference/cli.md";
+
+#[test]
+fn the_cli_reference_is_current() {
+    let r = loadrig(&["man", "--markdown"]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    for sub in SUBCOMMANDS {
+        assert!(
+            r.stdout.contains(&format!("\n## loadrig {sub}\n")),
+            "{sub} missing"
+        );
+    }
+    assert!(r.stdout.contains("--cacert <FILE>"), "{}", r.dump());
+    assert!(r.stdout.contains(REGENERATE), "{}", r.dump());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reference/cli.md");
+    let kept = std::fs::read_to_string(&path).unwrap_or_default();
+    if kept != r.stdout {
+        let at = kept
+            .lines()
+            .zip(r.stdout.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| kept.lines().count().min(r.stdout.lines().count()));
+        panic!(
+            "docs/reference/cli.md is stale (first difference at line {}): regenerate it with\n  {REGENERATE}",
+            at + 1
+        );
     }
 }
 
