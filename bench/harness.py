@@ -347,13 +347,16 @@ class Bench:
                                    bound={word: bound}, verdict=verdict, noise=why, line=line,
                                    runs=case.runs))
 
-    def verdict(self, case, ok, line, **figures):
+    def verdict(self, case, ok, line, invalid=None, **figures):
         """A verdict of the bench's own rule (several bounds, say), printed
         and recorded by finish() like the others: `line` ends in PASS or
-        FAIL as `ok` says."""
-        verdict = "PASS" if ok else "FAIL"
+        FAIL as `ok` says, or INVALID (why) when `invalid` says why the run
+        cannot judge it. Returns the verdict."""
+        verdict = "INVALID" if invalid else ("PASS" if ok else "FAIL")
+        end = f"INVALID ({invalid})" if invalid else verdict
         self.absolutes.append(dict(case=case, tools=[], medians={}, figures=figures,
-                                   verdict=verdict, noise=None, line=f"{line}: {verdict}"))
+                                   verdict=verdict, noise=invalid, line=f"{line}: {end}"))
+        return verdict
 
     def record(self, judged, overall, why=None):
         """Appends one JSON line per case (one line for a failed run) to
