@@ -72,7 +72,7 @@ class Running:
 
     def __init__(self, cmd, env=None, stderr_to_stdout=False, cwd=None):
         self.cmd = [str(c) for c in cmd]
-        self.load = os.getloadavg()[0]
+        self.load = load()
         self.outf = tempfile.TemporaryFile(mode="w+")
         self.errf = self.outf if stderr_to_stdout else tempfile.TemporaryFile(mode="w+")
         self.t0 = time.monotonic()
@@ -109,6 +109,11 @@ def measure_all(cmds, env=None, stderr_to_stdout=False):
     """Runs cmds at once; returns their Procs in order (CPU each its own)."""
     running = [Running(c, env, stderr_to_stdout) for c in cmds]
     return [r.wait() for r in running]
+
+
+def load():
+    """The 1-minute load average now (each run's line and the noise rule)."""
+    return os.getloadavg()[0]
 
 
 def median(xs):
