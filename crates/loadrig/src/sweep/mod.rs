@@ -128,7 +128,8 @@ pub fn child_args(run: &[OsString], name: &str, value: &str, out: &Path) -> Poin
     }
     let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
     let tail = args.split_off(at);
-    let (mut args, mut target, mut headers) = secrets_apart(args);
+    let flags = value_flags(&args);
+    let (mut args, mut target, mut headers) = secrets_apart(args, &flags);
     match name {
         "target" | "t" => target = Some(value.into()),
         "header" | "H" => headers.push(value.into()),
@@ -152,8 +153,37 @@ pub fn child_args(run: &[OsString], name: &str, value: &str, out: &Path) -> Poin
     PointCommand { args, env }
 }
 
-/// `args` without the target and the headers, and those apart.
-fn secrets_apart(args: Vec<OsString>) -> (Vec<OsString>, Option<OsString>, Vec<OsString>) {
+/// The flags of `loadrig run WORKLOAD` (`args[1]`) that take a value,
+/// as written (`--name`, `-x`): the word after one is its value, never
+/// the target, whatever it holds (a `--cacert` path, a scrape URL).
+fn value_flags(args: &[OsString]) -> Vec<String> {
+    use clap::CommandFactory;
+    let cmd = crate::flags::Cli::command();
+    let workload = args.get(1).map(|w| w.to_string_lossy().into_owned());
+    let Some(run) = cmd.find_subcommand("run") else {
+        return Vec::new();
+    };
+    let Some(w) = workload.and_then(|w| run.find_subcommand(&w)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for arg in w.get_arguments() {
+        if !arg.get_action().takes_values() {
+            continue;
+        }
+        out.extend(arg.get_long().map(|l| format!("--{l}")));
+        out.extend(arg.get_short().map(|c| format!("-{c}")));
+    }
+    out
+}
+
+/// `args` without the target and the headers, and those apart. A word
+/// holding `://` is the target (http's URL) only where it is not the
+/// value of a flag in `value_flags`.
+fn secrets_apart(
+    args: Vec<OsString>,
+    value_flags: &[String],
+) -> (Vec<OsString>, Option<OsString>, Vec<OsString>) {
     let (mut kept, mut target, mut headers) = (Vec::new(), None, Vec::new());
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
@@ -171,6 +201,9 @@ fn secrets_apart(args: Vec<OsString>) -> (Vec<OsString>, Option<OsString>, Vec<O
             target = Some(v);
         } else if let Some(v) = inline("--header=", "-H") {
             headers.push(v);
+        } else if value_flags.iter().any(|f| *f == s) {
+            kept.push(a);
+            kept.extend(it.next());
         } else if !s.starts_with('-') && s.contains("://") {
             target = Some(a);
         } else {
@@ -443,6 +476,31 @@ mod tests {
         assert_eq!(
             swept.env,
             [(crate::flags::TARGET_ENV, OsString::from("redis://:pw@b"))]
+        );
+    }
+
+    /// A flag's value is never taken for the target, even with a `://`.
+    #[test]
+    fn a_flags_value_is_not_the_target() {
+        let words = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let run = words(&["http", "--html", "x://page.html", "-c", "2", "http://h/"]);
+        let cmd = child_args(&run, "c", "4", Path::new("p.json"));
+        assert_eq!(
+            cmd.args,
+            words(&[
+                "run",
+                "http",
+                "--html",
+                "x://page.html",
+                "-c",
+                "2",
+                "-c=4",
+                "--out=p.json"
+            ])
+        );
+        assert_eq!(
+            cmd.env,
+            [(crate::flags::TARGET_ENV, OsString::from("http://h/"))]
         );
     }
 
