@@ -60,9 +60,11 @@ mod sqlite;
 #[cfg(feature = "tls")]
 mod tls;
 mod url;
+pub use url::sqlite_file;
 #[cfg(feature = "voltdb")]
 mod voltdb;
 
+use loadrig_spec::secret::mask_text;
 use std::sync::Arc;
 
 use loadrig_spec::{SpecError, TargetFacts};
@@ -398,13 +400,13 @@ impl Target {
                 format!(
                     "unknown target scheme '{}' in '{}' (see `loadrig targets`)",
                     loadrig_spec::printable(scheme),
-                    mask_password(url)
+                    mask_text(url)
                 ),
             )))
         })?;
         Ok(Target {
             opened,
-            label: mask_password(url),
+            label: mask_text(url),
         })
     }
 
@@ -428,15 +430,6 @@ pub enum OpenError {
     /// Well formed, but the target is not there (exit 3).
     #[error(transparent)]
     Target(#[from] TargetError),
-}
-
-/// `scheme://user:secret@host` -> `scheme://user:***@host`, for output and
-/// reports: the same masking rule as every server URL's errors.
-pub fn mask_password(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => format!("{scheme}://{}", url::masked(rest)),
-        None => url.to_string(),
-    }
 }
 
 /// Parse `key=value&...` query parameters.
@@ -479,9 +472,9 @@ mod tests {
     #[test]
     fn passwords_are_masked() {
         assert_eq!(
-            mask_password("postgres://bench:bench@127.0.0.1/bench"),
+            mask_text("postgres://bench:bench@127.0.0.1/bench"),
             "postgres://bench:***@127.0.0.1/bench"
         );
-        assert_eq!(mask_password("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+        assert_eq!(mask_text("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     }
 }

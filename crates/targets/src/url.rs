@@ -160,6 +160,23 @@ impl TargetUrl {
 /// [`loadrig_spec::secret`] (a password, a user name without one: it may
 /// be a token, as NATS's `token@host`; a query value whose name says it is
 /// a credential).
+/// What follows `sqlite://`, split at its query: the file's path (empty
+/// for a fresh temporary database) and its options.
+pub(crate) fn sqlite_parts(rest: &str) -> (&str, &str) {
+    rest.split_once('?').unwrap_or((rest, ""))
+}
+
+/// The file a `sqlite://PATH` target names; none for a fresh temporary
+/// database (`sqlite://`) or another target. The one reading of the URL
+/// the SQLite target opens, for the checks made before it opens.
+pub fn sqlite_file(target: &str) -> Option<&std::path::Path> {
+    target
+        .strip_prefix("sqlite://")
+        .map(|rest| sqlite_parts(rest).0)
+        .filter(|p| !p.is_empty())
+        .map(std::path::Path::new)
+}
+
 pub(crate) fn masked(rest: &str) -> String {
     loadrig_spec::secret::mask_url_rest(rest)
 }

@@ -36,15 +36,7 @@ pub fn check_files(run: &RunArgs, target: &str) -> Result<(), SpecError> {
     Ok(())
 }
 
-/// The file a `sqlite://PATH` target names; none for a fresh temporary
-/// database (`sqlite://`) or another target.
-pub fn sqlite_file(target: &str) -> Option<&std::path::Path> {
-    target
-        .strip_prefix("sqlite://")
-        .map(|rest| rest.split('?').next().unwrap_or(""))
-        .filter(|p| !p.is_empty())
-        .map(std::path::Path::new)
-}
+pub use loadrig_targets::sqlite_file;
 
 /// Whether two paths name one file: the same device and inode when both
 /// exist, else the same absolute path.

@@ -258,7 +258,7 @@ impl Peer {
         let words: Vec<String> = args
             .iter()
             .skip(1)
-            .map(|a| loadrig_targets::mask_password(&a.to_string_lossy()))
+            .map(|a| loadrig_spec::secret::mask_text(&a.to_string_lossy()))
             .collect();
         words.join(" ")
     }

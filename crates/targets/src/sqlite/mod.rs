@@ -109,7 +109,7 @@ impl SqliteTarget {
     /// Open what follows `sqlite://`: empty for a fresh temporary database,
     /// or a path (`sqlite:///abs/file.db`), with `?sync=off|normal|full`.
     pub fn open(rest: &str) -> Result<SqliteTarget, crate::OpenError> {
-        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (path, query) = crate::url::sqlite_parts(rest);
         let mut sync = Sync::Normal;
         for (k, v) in query_pairs(query) {
             sync = match (k, v.to_ascii_lowercase().as_str()) {
