@@ -168,19 +168,17 @@ fn tally(
 /// `n` rows in `0..rows` not in `skip`, from the seed, sorted, distinct.
 fn sample(seed: u64, rows: u64, n: u64, skip: &HashMap<u64, Touch>) -> Vec<u64> {
     let mut rng = Rng::stream(seed, 0x6b76_7665_7269_6679);
-    let mut out = Vec::new();
+    let mut out = std::collections::HashSet::new();
     let want = n.min(rows.saturating_sub(skip.len() as u64));
     let mut tries = 0;
     while (out.len() as u64) < want && tries < want * 20 {
         tries += 1;
         let r = rng.below(rows);
         if !skip.contains_key(&r) {
-            out.push(r);
+            out.insert(r);
         }
     }
-    out.sort_unstable();
-    out.dedup();
-    out
+    out.into_iter().collect_sorted()
 }
 
 pub(super) async fn verdict<B: KvBackend>(
@@ -439,6 +437,67 @@ mod tests {
             };
         }
         assert!(clean(&check(&gen, &a, &d, &store(&gen, &reversed))));
+    }
+
+    #[test]
+    fn rows_gone_are_counted_and_every_row_read() {
+        let (gen, a, d) = setup(10_000);
+        // The rows the acknowledged transactions wrote, each holding its
+        // last writer's value, two of them gone.
+        let touched = touched(&gen, &a, &[], &[]);
+        let held = store(&gen, &indices(&a));
+        let rows: Vec<u64> = touched.keys().copied().collect_sorted();
+        let mut values: Vec<Option<Vec<u8>>> = rows.iter().map(|r| held.get(r).cloned()).collect();
+        values[0] = None;
+        values[1] = None;
+        let t = tally(&gen, &rows, &values, &touched, Some((&a, &d)));
+        assert_eq!((t.read, t.absent), (rows.len() as u64, 2), "{t:?}");
+    }
+
+    /// Stale only when the value's writer was answered more than
+    /// [`SLACK_US`] before the row's last acknowledged write was sent.
+    #[test]
+    fn a_write_within_the_slack_of_the_last_may_be_last() {
+        let (gen, a, d) = setup(10_000);
+        let w = a[3];
+        let mut rows = Vec::new();
+        gen.written_rows(w.index, &mut rows);
+        let row = rows[0];
+        let mut value = Vec::new();
+        gen.values.write(Origin::Written(w.index), row, &mut value);
+        let stale = |last_sent: u64| {
+            let touch = Touch {
+                acked: true,
+                last_sent,
+            };
+            let touched = HashMap::from([(row, touch)]);
+            let t = tally(
+                &gen,
+                &[row],
+                &[Some(value.clone())],
+                &touched,
+                Some((&a, &d)),
+            );
+            t.stale
+        };
+        let edge = w.times.answered + SLACK_US;
+        assert_eq!(stale(edge), 0);
+        assert_eq!(stale(edge + 1), 1);
+    }
+
+    /// The untouched rows read back: as many as asked where there are, none
+    /// skipped, sorted, distinct, the same for the same seed.
+    #[test]
+    fn the_sample_avoids_the_touched_rows() {
+        let skip: HashMap<u64, Touch> = (0..500).map(|r| (r, Touch::default())).collect();
+        let s = sample(7, 1_000, 100, &skip);
+        assert_eq!(s.len(), 100);
+        assert!(s.iter().all(|r| (500..1_000).contains(r)), "{s:?}");
+        assert!(s.windows(2).all(|w| w[0] < w[1]), "{s:?}");
+        assert_eq!(s, sample(7, 1_000, 100, &skip));
+        // Fewer rows left than asked: every one of them.
+        let few: HashMap<u64, Touch> = (0..5).map(|r| (r, Touch::default())).collect();
+        assert_eq!(sample(7, 10, 100, &few), vec![5, 6, 7, 8, 9]);
     }
 
     #[test]
