@@ -54,6 +54,8 @@ pub const TREND_ALPHA: f64 = 0.01;
 /// A significant trend (or a start-up transient) matters past this share
 /// of the series' level.
 pub const DRIFT_LIMIT: f64 = 0.10;
+/// A start-up transient stands this many standard errors from the rest.
+pub const TRANSIENT_Z: f64 = 3.0;
 /// Observations a percentile needs above it to be an estimate.
 pub const ABOVE_NEEDED: f64 = 10.0;
 
@@ -295,7 +297,8 @@ fn stationarity(r: &Report) -> (Option<ValidityCheck>, Option<f64>) {
 }
 
 /// Per lap: its throughput and its latency's mean, p50 and p99 (laps
-/// without a latency left out of the latency series); `warmup` of each.
+/// without a latency, or too few samples for the percentile, left out of
+/// its series); `warmup` of each.
 struct Series {
     warmup: Vec<bool>,
     length: Vec<f64>,
@@ -323,9 +326,16 @@ impl Series {
             let at = |f: &dyn Fn(&loadrig_metrics::Histo) -> std::time::Duration| {
                 h.as_ref().map(|h| f(h).as_secs_f64())
             };
+            // A lap's percentile enters its series only with enough
+            // samples above it (as in the samples check): a p99 of 200
+            // values is their second largest, noise a trend test would
+            // take for a trend.
+            let enough = |p: f64| h.as_ref().is_some_and(|h| h.len() >= samples_needed(p));
             s.mean.push(at(&|h| h.mean()));
-            s.p50.push(at(&|h| h.percentile(50.0)));
-            s.p99.push(at(&|h| h.percentile(99.0)));
+            s.p50
+                .push(at(&|h| h.percentile(50.0)).filter(|_| enough(50.0)));
+            s.p99
+                .push(at(&|h| h.percentile(99.0)).filter(|_| enough(99.0)));
         }
         s
     }
@@ -341,7 +351,8 @@ impl Series {
 }
 
 /// The check: a significant Mann-Kendall trend (p < [`TREND_ALPHA`]) on
-/// throughput, p50 or p99 whose Sen drift exceeds [`DRIFT_LIMIT`], or a
+/// throughput, p50 or p99 (each over at least [`MIN_LAPS`] laps) whose Sen
+/// drift exceeds [`DRIFT_LIMIT`], or a
 /// start-up transient past the warm-up (MSER on the mean latency and the
 /// throughput) that moved the level by more than [`DRIFT_LIMIT`].
 fn stationary(s: &Series) -> (Option<ValidityCheck>, Option<f64>) {
@@ -349,7 +360,11 @@ fn stationary(s: &Series) -> (Option<ValidityCheck>, Option<f64>) {
     let named = [("throughput", &through), ("p50", &s.p50), ("p99", &s.p99)];
     let mut worst: Option<(&str, Trend)> = None;
     for (name, xs) in named {
-        let Some(t) = trend(&s.measured(xs)) else {
+        let xs = s.measured(xs);
+        if xs.len() < MIN_LAPS {
+            continue;
+        }
+        let Some(t) = trend(&xs) else {
             continue;
         };
         let matters = t.p < TREND_ALPHA && t.drift.abs() > DRIFT_LIMIT;
@@ -401,9 +416,10 @@ fn p_value(p: f64) -> String {
 }
 
 /// MSER's cut of `xs` over all laps (warm-up included), when it falls
-/// past the warm-up and the laps it cuts differ from the rest by more
-/// than [`DRIFT_LIMIT`]: that share and the warm-up, in seconds, that
-/// would have cut them.
+/// past the warm-up and the measured laps it cuts differ from the rest
+/// by more than [`DRIFT_LIMIT`] and by more than [`TRANSIENT_Z`]
+/// standard errors: that share and the warm-up, in seconds, that would
+/// have cut them.
 fn start_up(s: &Series, xs: &[Option<f64>]) -> Option<(f64, f64)> {
     let kept: Vec<(usize, f64)> = xs
         .iter()
@@ -423,12 +439,19 @@ fn start_up(s: &Series, xs: &[Option<f64>]) -> Option<(f64, f64)> {
         .filter(|(i, _)| *i >= warm)
         .map(|(_, x)| *x)
         .collect();
-    let rest = mean(&values[d..]);
-    if first.is_empty() || rest == 0.0 {
+    let rest = &values[d..];
+    let level = mean(rest);
+    if first.is_empty() || level == 0.0 {
         return None;
     }
-    let share = (mean(&first) - rest).abs() / rest.abs();
-    (share > DRIFT_LIMIT).then(|| (share, s.length[..cut].iter().sum()))
+    // Past noise too: the cut laps' mean more than TRANSIENT_Z standard
+    // errors (of the rest's spread) from the rest's, so that a noisy
+    // series' first laps are not taken for a transient.
+    let sd = (rest.iter().map(|x| (x - level).powi(2)).sum::<f64>() / rest.len() as f64).sqrt();
+    let gap = (mean(&first) - level).abs();
+    let share = gap / level.abs();
+    let beyond_noise = gap > TRANSIENT_Z * sd / (first.len() as f64).sqrt();
+    (share > DRIFT_LIMIT && beyond_noise).then(|| (share, s.length[..cut].iter().sum()))
 }
 
 /// Enough samples: every kind's latency has [`ABOVE_NEEDED`] observations

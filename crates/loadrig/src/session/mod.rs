@@ -84,6 +84,8 @@ pub struct Options {
     pub cpu: Option<usize>,
     /// The source addresses of `--bind`, as the report records them.
     pub sources: Vec<String>,
+    /// `--strict`: a measurement judged INVALID fails the run (exit 4).
+    pub strict: bool,
 }
 
 impl Options {
