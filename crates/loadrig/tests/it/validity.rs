@@ -46,47 +46,60 @@ fn verdict_line(r: &Run) -> String {
         .to_string()
 }
 
-/// 400/s over 40 connections (100 ms between one connection's starts,
-/// so a busy machine's millisecond of scheduling is well inside 10% of
-/// it), a server answering in 20 ms (a busy machine's scheduling, a
-/// fraction of a millisecond, is no trend beside it), 12 laps: every
-/// check judged and ok.
+/// The checks a steady open-loop run is judged on, every one of them.
+const ALL_CHECKS: [&str; 7] = [
+    "punctuality",
+    "offered",
+    "headroom",
+    "shed",
+    "stationarity",
+    "samples",
+    "target",
+];
+
+/// 200/s over 40 connections (200 ms between one connection's starts:
+/// a busy machine's few milliseconds of scheduling are inside 10% of
+/// it), a server answering in 20 ms (a fraction of a millisecond of
+/// scheduling is no trend beside it), 12 laps, 1,200 operations: every
+/// check judged and ok. A run whose verdict misses is taken again, up
+/// to three times, as `reference` does: a stall of the whole machine
+/// (the suite on two shared cores) seldom strikes three runs in a row,
+/// a fault in the verdict always does; each miss is printed.
 #[test]
 fn a_steady_open_loop_run_is_valid() {
     let server = DelayServer::start(Delays::Fixed(Duration::from_millis(20)));
-    let (r, report) = run(
-        server.port,
-        &[
-            "--rate",
-            "400",
-            "-c",
-            "40",
-            "--duration",
-            "6",
-            "--interval",
-            "0.5",
-            "--json",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.dump());
-    let v = &report["validity"];
-    assert_eq!(v["valid"], true, "{v:#}\n{}", r.dump());
-    for name in [
-        "punctuality",
-        "offered",
-        "headroom",
-        "shed",
-        "stationarity",
-        "samples",
-        "target",
-    ] {
-        let c = check(&report, name).unwrap_or_else(|| panic!("{name} not judged: {v:#}"));
-        assert_eq!(c["ok"], true, "{name}: {c:#}");
+    let args = [
+        "--rate",
+        "200",
+        "-c",
+        "40",
+        "--threads",
+        "2",
+        "--duration",
+        "6",
+        "--interval",
+        "0.5",
+        "--json",
+    ];
+    let mut misses = Vec::new();
+    for _ in 0..3 {
+        let (r, report) = run(server.port, &args);
+        assert_eq!(r.code, 0, "{}", r.dump());
+        let v = &report["validity"];
+        for name in ALL_CHECKS {
+            assert!(check(&report, name).is_some(), "{name} not judged: {v:#}");
+        }
+        let summary: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+        assert_eq!(summary["validity"], *v);
+        assert_eq!(summary["measurement"], verdict_line(&r).as_str());
+        if v["valid"] == true {
+            assert_eq!(verdict_line(&r), "measurement: valid");
+            return;
+        }
+        eprintln!("validity miss: {}", verdict_line(&r));
+        misses.push(verdict_line(&r));
     }
-    assert_eq!(verdict_line(&r), "measurement: valid");
-    let summary: Value = serde_json::from_str(r.stdout.trim()).unwrap();
-    assert_eq!(summary["measurement"], "measurement: valid");
-    assert_eq!(summary["validity"], *v);
+    panic!("INVALID three times:\n{}", misses.join("\n"));
 }
 
 /// One engine thread asked for 200,000/s: it cannot send them, so its
@@ -161,14 +174,26 @@ fn a_server_that_slows_down_is_not_stationary() {
         "{detail}"
     );
     assert!(verdict_line(&r).contains("stationarity: "), "{}", r.dump());
-    // A server held steady is stationary (the test can tell).
+    // A server held steady is stationary (the test can tell), in one of
+    // three runs on a busy machine.
     let steady = DelayServer::start(Delays::Fixed(Duration::from_millis(20)));
-    let (r, report) = run(
-        steady.port,
-        &["-c", "4", "--duration", "6", "--interval", "0.5"],
+    let mut misses = Vec::new();
+    for _ in 0..3 {
+        let (_, report) = run(
+            steady.port,
+            &["-c", "4", "--duration", "6", "--interval", "0.5"],
+        );
+        let c = check(&report, "stationarity").expect("stationarity judged");
+        if c["ok"] == true {
+            return;
+        }
+        eprintln!("stationarity miss: {}", c["detail"]);
+        misses.push(c["detail"].to_string());
+    }
+    panic!(
+        "a steady server not stationary three times:\n{}",
+        misses.join("\n")
     );
-    let c = check(&report, "stationarity").expect("stationarity judged");
-    assert_eq!(c["ok"], true, "{c:#}\n{}", r.dump());
 }
 
 /// 2,000 operations: enough for p99 (1,000 needed), not for p99.9
@@ -194,6 +219,13 @@ fn a_run_too_short_for_its_p99_9_marks_it() {
         "{}",
         r.dump()
     );
+    // A later look at the file agrees: `merge` judges the report again.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    std::fs::write(&file, report.to_string()).unwrap();
+    let merged = loadrig(&["merge", file.to_str().unwrap()]);
+    assert_eq!(merged.code, 0, "{}", merged.dump());
+    assert_eq!(verdict_line(&merged), verdict_line(&r), "{}", merged.dump());
     let c = check(&report, "samples").expect("samples judged");
     assert_eq!(c["ok"], true, "{c:#}");
     assert!(
