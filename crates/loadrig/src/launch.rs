@@ -62,6 +62,7 @@ impl Launch<'_> {
             hooks,
             cpu,
             sources: self.settings.bound_sources(),
+            strict: args.strict,
         };
         runtime(hooks)?.block_on(plan::run(&self.spec, self.target, &opts))
     }

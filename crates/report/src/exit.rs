@@ -9,3 +9,6 @@ pub const CHECK_FAILED: i32 = 1;
 pub const USAGE: i32 = 2;
 /// The target could not be reached or prepared.
 pub const TARGET: i32 = 3;
+/// `--strict`: the run passed every other check, but its measurement was
+/// judged INVALID (`Report::validity`, docs/validity.md).
+pub const INVALID: i32 = 4;

@@ -1,7 +1,8 @@
 //! The report: one JSON document per run (schema [`SCHEMA`], documented in
 //! docs/reference/report.md). It carries the resolved run spec, the environment, the
 //! laps, per-kind HDR histograms in HdrHistogram's compressed V2 form,
-//! the client's CPU and memory, domain counts and the verification verdict.
+//! the client's CPU and memory, domain counts, the verification verdict
+//! and the verdict on the measurement itself (`validity`).
 //! Summary figures in it are derived for convenience; the histograms are
 //! the truth, and anything that reads reports recomputes from them.
 
@@ -12,6 +13,7 @@ mod judge;
 mod merge;
 mod prepared;
 mod schema;
+pub mod validity;
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -24,6 +26,7 @@ pub use schema::{
     ClientLapReport, ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured,
     ProcessRecord, Report, RunRecord, ServerStatsReport, Verification, SCHEMA,
 };
+pub use validity::{Validity, ValidityCheck};
 
 /// A report could not be written or read.
 #[derive(Debug, thiserror::Error)]

@@ -97,7 +97,7 @@ impl Report {
                 }
             })
             .collect();
-        Ok(Report {
+        let mut merged = Report {
             schema: SCHEMA.to_string(),
             loadrig_version: first.loadrig_version.clone(),
             spec,
@@ -114,7 +114,12 @@ impl Report {
             processes,
             server_stats: merge_server_stats(reports),
             share: None,
-        })
+            validity: None,
+        };
+        // Judged anew from the merged laps and histograms: the parts'
+        // verdicts are not combined.
+        merged.validity = Some(merged.validity());
+        Ok(merged)
     }
 }
 

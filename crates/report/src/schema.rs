@@ -48,6 +48,11 @@ pub struct Report {
     /// straight into the workload's own accounts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share: Option<Box<serde_json::value::RawValue>>,
+    /// The verdict on the measurement itself (crate::validity), judged
+    /// when the run ends and again by `merge`; absent in reports written
+    /// before it was kept (`Report::validity_or_judge` judges those).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<crate::Validity>,
 }
 
 /// One process of a merged run.
@@ -518,6 +523,7 @@ impl Report {
             processes: Vec::new(),
             server_stats: None,
             share: None,
+            validity: None,
         }
     }
 

@@ -1,11 +1,13 @@
 //! Judge: every reason the run failed beside its verification (the error
 //! gate, each threshold, a signal, a target lost), and the exit code they
-//! call for. A validity verdict on the measurement itself belongs here.
+//! call for; and the validity verdict on the measurement itself
+//! (`loadrig_report::validity`), stored in the report, which fails the
+//! run only under `--strict` (exit 4, when nothing else failed).
 
 use loadrig_workloads::Bench;
 
 use super::verify::Verified;
-use super::Session;
+use super::{Role, Session};
 use crate::exit;
 
 impl<B: Bench> Session<'_, B> {
@@ -43,6 +45,28 @@ impl<B: Bench> Session<'_, B> {
         }
         if !reasons.is_empty() {
             checked.report.exit_code = checked.report.exit_code.max(exit::CHECK_FAILED);
+        }
+        self.judge_validity(checked);
+    }
+
+    /// The verdict on the measurement, into the report. Under `--strict`
+    /// an INVALID one is a reason, and exit 4 when nothing else failed; a
+    /// `--processes` child leaves that to its parent, which judges the
+    /// merged run.
+    fn judge_validity(&mut self, checked: &mut Verified) {
+        let validity = checked.report.validity();
+        let invalid = !validity.valid;
+        let line = validity.line();
+        checked.report.validity = Some(validity);
+        if !invalid || !self.opts.strict || matches!(self.opts.role, Role::Child) {
+            return;
+        }
+        checked.reasons.push(format!(
+            "--strict: {}",
+            line.trim_start_matches("measurement: ")
+        ));
+        if checked.report.exit_code == exit::OK {
+            checked.report.exit_code = exit::INVALID;
         }
     }
 }

@@ -23,8 +23,9 @@
 //! What watches the load is a [`Sink`] registered on the session: the
 //! console first (the lap lines), then the server's statistics
 //! (`--server-stats`); a live dashboard or a metrics exporter would be
-//! one more. A validity verdict is one more step of `judge`, a schedule
-//! of load stages one more loop in `load` (as the sequential tests are).
+//! one more. The validity verdict is one step of `judge`
+//! (`judge_validity`); a schedule of load stages would be one more loop
+//! in `load` (as the sequential tests are).
 
 mod commands;
 mod deadline;
@@ -84,6 +85,8 @@ pub struct Options {
     pub cpu: Option<usize>,
     /// The source addresses of `--bind`, as the report records them.
     pub sources: Vec<String>,
+    /// `--strict`: a measurement judged INVALID fails the run (exit 4).
+    pub strict: bool,
 }
 
 impl Options {

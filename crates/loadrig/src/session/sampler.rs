@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use loadrig_metrics::{Coarsen, LapStore};
+use loadrig_report::validity::COUNTER_RESETS;
 use loadrig_report::{Report, ServerStatsReport};
 use loadrig_workloads::stats::{Reading, StatsSource};
 use tokio::sync::oneshot;
@@ -202,6 +203,14 @@ async fn sample(
                         // crumbs in a difference.
                         let change = ((r.value - b).max(0.0) * 1e6).round() / 1e6;
                         point.counts.insert(r.name, change);
+                        // A count since the server started that fell
+                        // to under half: the server started again (the
+                        // validity verdict's `target` check). Not any
+                        // fall: a process's CPU read from /proc can step
+                        // back a little as its threads come and go.
+                        if r.value < b / 2.0 {
+                            *point.counts.entry(COUNTER_RESETS).or_default() += 1.0;
+                        }
                     }
                 }
             }

@@ -51,6 +51,10 @@ fn json_prints_one_object_whose_numbers_are_the_reports() {
     }
     let total: u64 = kinds.iter().map(|k| k["count"].as_u64().unwrap()).sum();
     assert_eq!(total, 1000);
+    // The verdict on the measurement, as the report holds it.
+    let validity = report.validity.as_ref().expect("a verdict in the report");
+    assert_eq!(s["validity"], serde_json::to_value(validity).unwrap());
+    assert_eq!(s["measurement"], validity.line().as_str());
 }
 
 #[test]

@@ -44,6 +44,7 @@ mod stopping;
 mod subset;
 mod tls;
 mod uring;
+mod validity;
 mod voltdb;
 mod voltdb_cluster;
 mod voter;

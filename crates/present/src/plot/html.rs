@@ -169,6 +169,38 @@ fn verification(o: &mut String, r: &Report) {
     }
 }
 
+/// The validity verdict: the summary's line, then each check with its
+/// figure and threshold (docs/validity.md).
+fn validity(o: &mut String, r: &Report) {
+    let v = r.validity_or_judge();
+    let (class, word) = match v.valid {
+        true => ("pass", "valid"),
+        false => ("fail", "INVALID"),
+    };
+    let _ = write!(
+        o,
+        "<p>Measurement: <span class=\"{class}\">{word}</span> <small>({})</small></p>",
+        escape(&v.line())
+    );
+    o.push_str(
+        "<table><tr><th>check</th><th>ok</th><th>figure</th><th>threshold</th><th>detail</th></tr>",
+    );
+    for c in &v.checks {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{:.4} {unit}</td><td>{:.4} {unit}</td><td>{}</td></tr>",
+            escape(&c.name),
+            if c.ok { "pass" } else { "fail" },
+            if c.ok { "ok" } else { "FAILED" },
+            c.figure,
+            c.threshold,
+            escape(&c.detail),
+            unit = escape(&c.unit),
+        );
+    }
+    o.push_str("</table>\n");
+}
+
 /// The results table: a row per kind, counts, rate and latencies.
 fn kinds_table(o: &mut String, r: &Report) {
     o.push_str("<table><tr><th>kind</th><th>count</th><th>ok</th><th>errors</th><th>ops/s</th><th>mean ms</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th></tr>");
@@ -215,7 +247,8 @@ fn workload_results(o: &mut String, r: &Report) {
 }
 
 /// One report's section: its header, where latency rose, the
-/// verification's verdict, the results, and the run spec folded away.
+/// verification's verdict, the measurement's, the results, and the run
+/// spec folded away.
 fn report_section(o: &mut String, name: &str, r: &Report) {
     let _ = writeln!(o, "<h2>{}</h2>", escape(name));
     o.push_str("<table class=\"kv\">");
@@ -225,6 +258,7 @@ fn report_section(o: &mut String, name: &str, r: &Report) {
     o.push_str("</table>\n");
     rises_table(o, r);
     verification(o, r);
+    validity(o, r);
     kinds_table(o, r);
     workload_results(o, r);
     let spec = serde_json::to_string_pretty(&r.spec).unwrap_or_default();

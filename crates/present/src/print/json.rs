@@ -28,6 +28,7 @@ pub fn summary(report: &Report, failed: &[String]) -> Value {
             Some(false) => "failed",
             None => "nothing to check",
         });
+    let validity = report.validity_or_judge();
     json!({
         "schema": SCHEMA,
         "workload": report.spec.workload.name(),
@@ -47,6 +48,8 @@ pub fn summary(report: &Report, failed: &[String]) -> Value {
             "max_rss_bytes": report.client.max_rss_bytes,
         },
         "verification": verification,
+        "measurement": validity.line(),
+        "validity": validity,
         "interrupted": report.interrupted,
         "failed_checks": failed,
         "exit_code": report.exit_code,

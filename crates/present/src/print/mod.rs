@@ -18,6 +18,7 @@ use loadrig_metrics::Results;
 use loadrig_metrics::Snapshot;
 use loadrig_report::fmt;
 use loadrig_report::fmt::group;
+use loadrig_report::validity::{samples_needed, ABOVE_NEEDED};
 use loadrig_report::{Measured, Report};
 use loadrig_spec::{Dispatch, Pacing, RunSpec, Stop, WorkloadSpec};
 
@@ -234,8 +235,9 @@ impl Printer {
 
 /// What every run and every merge ends with, read from the report alone
 /// (one source for a run, `merge` and what reads reports later): the
-/// per-kind table, errors by kind, the overall line, then what the
-/// workload adds to it ([`loadrig_spec::OutputStyle`]).
+/// per-kind table, errors by kind, the overall line, the verdict on the
+/// measurement (`measurement: valid`), then what the workload adds to it
+/// ([`loadrig_spec::OutputStyle`]).
 pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
     let measured = report
         .measured
@@ -250,6 +252,7 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
     let mut lines = table(&measured, &kinds, &report.measured);
     lines.extend(error_lines(&report.measured));
     lines.push(overall(report));
+    lines.push(report.validity_or_judge().line());
     let style = report.spec.workload.output();
     // A run that failed beyond its gate prints no peer's rate line: a
     // script reading `Requests/sec`, `TPS` or `T/sec` must not take a
@@ -518,6 +521,7 @@ pub fn table(s: &Snapshot, kinds: &[&str], m: &Measured) -> Vec<String> {
         COLUMNS[9],
         COLUMNS[10]
     )];
+    let mut marked = false;
     for (i, k) in s.kinds.iter().enumerate() {
         let name = kinds.get(i).copied().unwrap_or("?");
         let secs = m
@@ -540,6 +544,16 @@ pub fn table(s: &Snapshot, kinds: &[&str], m: &Measured) -> Vec<String> {
                     dur(d)
                 }
             };
+            marked |= !h.is_empty() && h.len() < samples_needed(99.9);
+            // A percentile with fewer than 10 samples above it is no
+            // estimate: marked, and the footnote says so (docs/validity.md).
+            let pct = |p: f64| {
+                let c = cell(h.percentile(p));
+                match !h.is_empty() && h.len() < samples_needed(p) {
+                    true => format!("{c}*"),
+                    false => c,
+                }
+            };
             lines.push(format!(
                 "{:<name_w$}  {:<8} {:>10} {:>10} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
                 if measure == "latency" { name } else { "" },
@@ -550,13 +564,18 @@ pub fn table(s: &Snapshot, kinds: &[&str], m: &Measured) -> Vec<String> {
                 group(rate(k.ok, elapsed) as u64),
                 cell(h.min()),
                 cell(h.mean()),
-                cell(h.percentile(50.0)),
-                cell(h.percentile(90.0)),
-                cell(h.percentile(99.0)),
-                cell(h.percentile(99.9)),
+                pct(50.0),
+                pct(90.0),
+                pct(99.0),
+                pct(99.9),
                 cell(h.max()),
             ));
         }
+    }
+    if marked {
+        lines.push(format!(
+            "* fewer than {ABOVE_NEEDED} samples above this percentile: a lower bound at best, not an estimate"
+        ));
     }
     lines
 }

@@ -32,6 +32,9 @@ pub(crate) const SERIES: &[Series] = &[
     ("total_net_output_bytes", "redis.net_output_bytes", true),
     ("used_cpu_user", "redis.cpu_user_secs", true),
     ("used_cpu_sys", "redis.cpu_sys_secs", true),
+    // A level: one that falls is a restart (the validity verdict's
+    // `target` check, docs/validity.md).
+    ("uptime_in_seconds", "redis.uptime_secs", false),
 ];
 
 pub(crate) struct RedisInfo {

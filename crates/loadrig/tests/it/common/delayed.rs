@@ -35,6 +35,12 @@ pub enum Delays {
         after: Duration,
         stall: Duration,
     },
+    /// `base`, plus `per_sec` for every second since the first data
+    /// command: a server that slows down steadily during the run.
+    Growing {
+        base: Duration,
+        per_sec: Duration,
+    },
 }
 
 struct Shared {
@@ -60,6 +66,10 @@ impl Shared {
                 } else {
                     fast
                 }
+            }
+            Delays::Growing { base, per_sec } => {
+                let first = *self.first.lock().unwrap().get_or_insert(at);
+                base + per_sec.mul_f64(at.duration_since(first).as_secs_f64())
             }
             Delays::Stall { base, after, stall } => {
                 let first = *self.first.lock().unwrap().get_or_insert(at);
