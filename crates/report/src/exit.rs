@@ -10,5 +10,5 @@ pub const USAGE: i32 = 2;
 /// The target could not be reached or prepared.
 pub const TARGET: i32 = 3;
 /// `--strict`: the run passed every other check, but its measurement was
-/// judged INVALID (`Report::validity`, docs/validity.md).
+/// judged INVALID (`Report::validity`, docs/explanations/validity.md).
 pub const INVALID: i32 = 4;

@@ -1,5 +1,5 @@
 //! The validity verdict: whether a run's measurement can be trusted, as
-//! a list of checks, each with its figure and threshold (docs/validity.md
+//! a list of checks, each with its figure and threshold (docs/explanations/validity.md
 //! says each statistic, its threshold and its source). A pure function of
 //! the report (and the spec in it), so `loadrig run`, `merge` and a later
 //! look at the file agree. A check that cannot be judged (no laps, the

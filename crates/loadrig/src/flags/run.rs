@@ -169,7 +169,7 @@ pub struct RunArgs {
     /// Exit 1 unless the run meets this: p99<5ms, vote:p99.9<20ms, avg<1ms, max<50ms, error_rate<0.01, throughput>10000 (repeatable)
     #[arg(long, value_name = "EXPR")]
     pub threshold: Vec<String>,
-    /// Exit 4 when the measurement is judged INVALID and nothing else failed (docs/validity.md)
+    /// Exit 4 when the measurement is judged INVALID and nothing else failed (docs/explanations/validity.md)
     #[arg(long)]
     pub strict: bool,
     /// Write the report (JSON, schema loadrig.report/1) to this file

@@ -1,4 +1,4 @@
-//! The validity verdict (docs/validity.md) on the real binary against the
+//! The validity verdict (docs/explanations/validity.md) on the real binary against the
 //! reference delay server (`common::delayed`): a steady open-loop run is
 //! judged valid; a client starved on purpose (one thread, a rate far past
 //! what it can send) INVALID for punctuality or headroom, and exit 4 with

@@ -170,7 +170,7 @@ fn verification(o: &mut String, r: &Report) {
 }
 
 /// The validity verdict: the summary's line, then each check with its
-/// figure and threshold (docs/validity.md).
+/// figure and threshold (docs/explanations/validity.md).
 fn validity(o: &mut String, r: &Report) {
     let v = r.validity_or_judge();
     let (class, word) = match v.valid {

@@ -546,7 +546,7 @@ pub fn table(s: &Snapshot, kinds: &[&str], m: &Measured) -> Vec<String> {
             };
             marked |= !h.is_empty() && h.len() < samples_needed(99.9);
             // A percentile with fewer than 10 samples above it is no
-            // estimate: marked, and the footnote says so (docs/validity.md).
+            // estimate: marked, and the footnote says so (docs/explanations/validity.md).
             let pct = |p: f64| {
                 let c = cell(h.percentile(p));
                 match !h.is_empty() && h.len() < samples_needed(p) {

@@ -1,4 +1,4 @@
-//! The stationarity check (docs/validity.md): a trend over the measured
+//! The stationarity check (docs/explanations/validity.md): a trend over the measured
 //! laps (Mann-Kendall with Sen's slope) on throughput, p50 and p99, and a
 //! start-up transient past the warm-up (MSER), with the warm-up that
 //! would have left it out.

@@ -2,7 +2,7 @@
 //! Mann-Kendall trend test (Mann 1945, Kendall 1975) with Sen's slope
 //! (Sen 1968) for the size of a trend, and MSER truncation (White 1997)
 //! for the warm-up a series needed. Pure functions of a slice of floats;
-//! docs/validity.md says why these and not others.
+//! docs/explanations/validity.md says why these and not others.
 
 /// A monotone trend in a series, as Mann-Kendall and Sen's slope see it.
 #[derive(Debug, Clone, Copy, PartialEq)]

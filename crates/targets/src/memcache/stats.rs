@@ -23,7 +23,7 @@ pub(crate) const SERIES: &[Series] = &[
     ("bytes_written", "memcached.bytes_written", true),
     ("rusage_user", "memcached.cpu_user_secs", true),
     ("rusage_system", "memcached.cpu_sys_secs", true),
-    // A level: one that falls is a restart (docs/validity.md).
+    // A level: one that falls is a restart (docs/explanations/validity.md).
     ("uptime", "memcached.uptime_secs", false),
 ];
 

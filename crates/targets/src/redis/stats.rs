@@ -33,7 +33,7 @@ pub(crate) const SERIES: &[Series] = &[
     ("used_cpu_user", "redis.cpu_user_secs", true),
     ("used_cpu_sys", "redis.cpu_sys_secs", true),
     // A level: one that falls is a restart (the validity verdict's
-    // `target` check, docs/validity.md).
+    // `target` check, docs/explanations/validity.md).
     ("uptime_in_seconds", "redis.uptime_secs", false),
 ];
 
