@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::common::delayed::{DelayServer, Delays};
-use crate::common::{loadrig, redis_db, Run};
+use crate::common::{loadrig, redis_db, signal, Run, Running};
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -288,6 +288,59 @@ fn the_lowest_rate_failing_and_a_run_line_setting_the_rate_are_told_apart() {
     );
     let r = loadrig(&["capacity", "--slo", "p99<", "--", "run", "redis"]);
     assert_eq!(r.code, 2, "{}", r.dump());
+}
+
+/// Ctrl-C during the second probe: the first probe's report stays, the
+/// table, curve and page are written from what is done, and the answer
+/// says what is known, exit 1.
+#[test]
+fn ctrl_c_keeps_the_probes_done_and_says_what_they_show() {
+    let _one = one_at_a_time();
+    let server = DelayServer::start(Delays::Queue(Duration::from_millis(1)));
+    let target = format!("redis://127.0.0.1:{}", server.port);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let run = Running::start(&[
+        "capacity",
+        "--slo",
+        "p99<10ms",
+        "--from",
+        "100",
+        "--probe-duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--dir",
+        d,
+        "--",
+        "run",
+        "redis",
+        "-t",
+        &target,
+        "--tests",
+        "get",
+    ]);
+    let first = dir.path().join("probe-01-100.json");
+    let began = std::time::Instant::now();
+    while !first.exists() {
+        assert!(began.elapsed() < Duration::from_secs(30), "no first probe");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Into the second probe's load.
+    std::thread::sleep(Duration::from_millis(1000));
+    signal("-INT", run.id());
+    let r = run.finish();
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("interrupted: capacity at least 100/s at p99<10ms"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains("interrupted"), "{}", r.dump());
+    assert!(first.exists() && dir.path().join("probe-02-200.json").exists());
+    let csv = std::fs::read_to_string(dir.path().join("capacity.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
 }
 
 /// `loadrig ab` on the GET test of two servers, closed loop, one second

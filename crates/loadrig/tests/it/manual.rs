@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 
 use crate::common::loadrig;
 
-const SUBCOMMANDS: [&str; 11] = [
+const SUBCOMMANDS: [&str; 13] = [
     "run",
     "targets",
     "workloads",
@@ -15,6 +15,8 @@ const SUBCOMMANDS: [&str; 11] = [
     "plot",
     "report",
     "sweep",
+    "capacity",
+    "ab",
     "completions",
     "man",
 ];
