@@ -5,7 +5,9 @@ use loadrig_spec::SpecError;
 use loadrig_targets::OpenError;
 use loadrig_workloads::TargetError;
 
-pub use loadrig_report::exit::{CHECK_FAILED, INVALID, OK, TARGET, USAGE};
+pub use loadrig_report::exit::{
+    AB_FAIL, AB_INCONCLUSIVE, CHECK_FAILED, INVALID, OK, TARGET, USAGE,
+};
 
 /// The exit code for an error that ended the program.
 pub fn code_of(e: &anyhow::Error) -> i32 {

@@ -5,6 +5,8 @@
 //! exit code (docs/reference/exit-codes.md); each command is one line of
 //! [`execute`].
 
+mod ab;
+mod capacity;
 mod exit;
 mod flags;
 mod launch;
@@ -159,6 +161,8 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         Command::Plot(p) => loadrig_present::plot::run(&p.files, &p.out, p.gnuplot.as_deref()),
         Command::Report(r) => loadrig_present::plot::html::report_command(&r.reports, &r.out),
         Command::Sweep(s) => sweep::run(&s),
+        Command::Capacity(c) => capacity::run(&c),
+        Command::Ab(a) => ab::run(&a),
         // Taken apart into a `run` line before this (`main`).
         Command::RedisBenchmark(_)
         | Command::MemtierBenchmark(_)

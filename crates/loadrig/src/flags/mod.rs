@@ -2,6 +2,7 @@
 //! words into these structs, then [`RunArgs::spec`] checks them together
 //! and builds the [`RunSpec`]. Help text lives in the doc comments.
 
+mod capacity;
 mod chat;
 pub mod files;
 mod hello;
@@ -15,6 +16,7 @@ mod run;
 mod tls;
 mod voter;
 
+pub use capacity::*;
 pub use chat::*;
 pub use hello::*;
 pub use http::*;
@@ -83,6 +85,10 @@ pub enum Command {
     Report(ReportArgs),
     /// Run one workload over a list or range of one parameter's values (docs/guides/sweep.md)
     Sweep(SweepArgs),
+    /// Find the highest open-loop rate at which every SLO holds, verified (docs/guides/capacity.md)
+    Capacity(CapacityArgs),
+    /// Run two command lines in alternating rounds: PASS, FAIL or INCONCLUSIVE (docs/guides/capacity.md)
+    Ab(AbArgs),
     /// Print a shell completion script (e.g. `loadrig completions bash > /etc/bash_completion.d/loadrig`)
     Completions {
         /// The shell

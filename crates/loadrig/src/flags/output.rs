@@ -63,7 +63,7 @@ pub struct SweepArgs {
 }
 
 /// `10%`, `10` or `2.5 %` as a number of percent.
-fn percent(s: &str) -> Result<f64, String> {
+pub(super) fn percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .trim_end_matches('%')

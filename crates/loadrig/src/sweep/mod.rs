@@ -122,6 +122,12 @@ pub struct PointCommand {
 /// report; `--target`, `-t`, a URL given as a word (http's) and `-H`
 /// moved to the environment, the swept value too when it is one of them.
 pub fn child_args(run: &[OsString], name: &str, value: &str, out: &Path) -> PointCommand {
+    child_args_with(run, &[(name, value)], out)
+}
+
+/// [`child_args`] with any number of flags added (none: the run as
+/// given, with its report), each placed as the swept one is.
+pub fn child_args_with(run: &[OsString], extra: &[(&str, &str)], out: &Path) -> PointCommand {
     let mut args: Vec<OsString> = run.to_vec();
     if args.first().is_none_or(|a| a != "run") {
         args.insert(0, "run".into());
@@ -130,13 +136,15 @@ pub fn child_args(run: &[OsString], name: &str, value: &str, out: &Path) -> Poin
     let tail = args.split_off(at);
     let flags = value_flags(&args);
     let (mut args, mut target, mut headers) = secrets_apart(args, &flags);
-    match name {
-        "target" | "t" => target = Some(value.into()),
-        "header" | "H" => headers.push(value.into()),
-        _ => {
-            // A one-letter name is a short flag (`-P`, `-c`, `-n`).
-            let dashes = if name.len() == 1 { "-" } else { "--" };
-            args.push(format!("{dashes}{name}={value}").into());
+    for &(name, value) in extra {
+        match name {
+            "target" | "t" => target = Some(value.into()),
+            "header" | "H" => headers.push(value.into()),
+            _ => {
+                // A one-letter name is a short flag (`-P`, `-c`, `-n`).
+                let dashes = if name.len() == 1 { "-" } else { "--" };
+                args.push(format!("{dashes}{name}={value}").into());
+            }
         }
     }
     let mut out_flag = OsString::from("--out=");
@@ -240,7 +248,7 @@ fn secs(s: f64) -> String {
 /// which ends its run with a report, and the sweep writes the table of
 /// the points done; a second kills the point and ends the sweep at once.
 /// The watch runs on a thread of its own, the sweep being synchronous.
-fn watch_signals() -> anyhow::Result<Watch> {
+pub(crate) fn watch_signals() -> anyhow::Result<Watch> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
@@ -322,30 +330,11 @@ fn run_point(
     value: &str,
     i: usize,
 ) -> anyhow::Result<(Point, PathBuf)> {
-    let me = std::env::current_exe().context("finding this binary to run the points")?;
     let stem = point_stem(i, value);
     let report_path = args.dir.join(format!("{stem}.json"));
     let log_path = args.dir.join(format!("{stem}.log"));
-    let _ = std::fs::remove_file(&report_path);
-    let log =
-        File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
-    let err_log = log.try_clone()?;
     let cmd = child_args(&args.run, name, value, &report_path);
-    let mut child = Command::new(&me)
-        .args(&cmd.args)
-        .envs(cmd.env)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err_log)
-        .process_group(0)
-        .spawn()
-        .with_context(|| format!("starting {}", me.display()))?;
-    signals.adopt(child.id());
-    let status = child.wait();
-    signals.release(child.id());
-    let code = status
-        .with_context(|| format!("waiting for {}", me.display()))?
-        .code();
+    let code = run_child(signals, cmd, &report_path, &log_path)?;
     let mut point = Point {
         value: mask_text(value),
         x: x_of(name, value, i),
@@ -368,8 +357,40 @@ fn run_point(
     Ok((point, log_path))
 }
 
+/// Run `cmd` (a `run` line of this binary) as a child, in its own
+/// process group (a terminal's Ctrl-C reaches it once, passed on by the
+/// parent, as every other signal is), its output to `log_path`, after
+/// removing a stale `report_path`. Its exit code; `None`: killed by a
+/// signal.
+pub(crate) fn run_child(
+    signals: &Watch,
+    cmd: PointCommand,
+    report_path: &Path,
+    log_path: &Path,
+) -> anyhow::Result<Option<i32>> {
+    let me = std::env::current_exe().context("finding this binary to run the points")?;
+    let _ = std::fs::remove_file(report_path);
+    let log = File::create(log_path).with_context(|| format!("creating {}", log_path.display()))?;
+    let err_log = log.try_clone()?;
+    let mut child = Command::new(&me)
+        .args(&cmd.args)
+        .envs(cmd.env)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err_log)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("starting {}", me.display()))?;
+    signals.adopt(child.id());
+    let status = child.wait();
+    signals.release(child.id());
+    Ok(status
+        .with_context(|| format!("waiting for {}", me.display()))?
+        .code())
+}
+
 /// A point that left no report: how it exited, and its output's last line.
-fn failed_status(code: Option<i32>, log_path: &Path) -> String {
+pub(crate) fn failed_status(code: Option<i32>, log_path: &Path) -> String {
     let last = std::fs::read_to_string(log_path)
         .ok()
         .and_then(|t| {

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod capacity;
 mod cli;
 mod cluster;
 mod common;

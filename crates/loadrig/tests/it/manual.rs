@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use crate::common::loadrig;
 
-const SUBCOMMANDS: [&str; 11] = [
+const SUBCOMMANDS: [&str; 13] = [
     "run",
     "targets",
     "workloads",
@@ -17,6 +17,8 @@ const SUBCOMMANDS: [&str; 11] = [
     "plot",
     "report",
     "sweep",
+    "capacity",
+    "ab",
     "completions",
     "man",
 ];

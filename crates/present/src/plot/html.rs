@@ -321,3 +321,14 @@ pub fn sweep_page(table: &crate::table::Table, charts: &[Chart]) -> String {
     o.push_str(FOOT);
     o
 }
+
+/// A capacity search's page (`loadrig capacity`): the answer, the probes'
+/// table, the curve with its knee and the probes' charts.
+pub fn capacity_page(answer: &str, table: &crate::table::Table, charts: &[Chart]) -> String {
+    let mut o = head("loadrig capacity");
+    let _ = writeln!(o, "<p class=\"answer\"><b>{}</b></p>", escape(answer));
+    let _ = writeln!(o, "<pre>{}</pre>", escape(&table.lines().join("\n")));
+    charts_html(&mut o, charts);
+    o.push_str(FOOT);
+    o
+}

@@ -6,7 +6,9 @@
 //! are answered at once and are not counted.
 //!
 //! One thread per connection; a connection answers in order (RESP is
-//! FIFO), each reply at `max(arrival + delay, previous reply)`. The server
+//! FIFO), each reply at `max(arrival + delay, previous reply)`. With
+//! [`Delays::Queue`] every connection's data commands wait in one queue
+//! before one worker instead: an M/D/1 queue under Poisson arrivals. The server
 //! keeps how late its own replies left (a sleeping thread on shared cores
 //! wakes late), so a test can tell its lateness from the client's.
 
@@ -41,6 +43,12 @@ pub enum Delays {
         base: Duration,
         per_sec: Duration,
     },
+    /// One worker serving every connection's data commands in the order
+    /// they arrived, each in exactly this long: a command arriving at `t`
+    /// is answered at `max(t, previous answer) + service`. The queue is
+    /// kept as times, not as a sleeping worker, so the server's own
+    /// late wake-ups delay a reply but never the ones behind it.
+    Queue(Duration),
 }
 
 struct Shared {
@@ -52,14 +60,36 @@ struct Shared {
     stop: AtomicBool,
     /// The latest any data reply left after it was due, in nanoseconds.
     late_ns: AtomicU64,
+    /// [`Delays::Queue`]: when the worker is next free.
+    free: Mutex<Option<Instant>>,
 }
 
 impl Shared {
+    /// [`Delays::Queue`]: when the data command arriving at `at` is due to
+    /// be answered (any other: after its delay).
+    fn due(&self, at: Instant) -> Instant {
+        if let Delays::Queue(service) = self.delays {
+            self.count.fetch_add(1, Ordering::SeqCst);
+            let mut free = self.free.lock().unwrap();
+            let done = free.map_or(at, |f| f.max(at)) + service;
+            *free = Some(done);
+            return done;
+        }
+        at + self.delay(at)
+    }
+
+    /// A data reply due at `due` left at `left`: keep the latest lateness.
+    fn note_late(&self, due: Instant, left: Instant) {
+        let late = left.saturating_duration_since(due).as_nanos();
+        self.late_ns
+            .fetch_max(u64::try_from(late).unwrap_or(u64::MAX), Ordering::SeqCst);
+    }
+
     /// The delay of the data command arriving at `at`.
     fn delay(&self, at: Instant) -> Duration {
         let n = self.count.fetch_add(1, Ordering::SeqCst);
         match self.delays {
-            Delays::Fixed(d) => d,
+            Delays::Fixed(d) | Delays::Queue(d) => d,
             Delays::Bimodal { fast, slow, every } => {
                 if n % every == every - 1 {
                     slow
@@ -100,6 +130,7 @@ impl DelayServer {
             stalled: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             late_ns: AtomicU64::new(0),
+            free: Mutex::new(None),
         });
         let s = shared.clone();
         thread::spawn(move || {
@@ -109,7 +140,10 @@ impl DelayServer {
                 }
                 let Ok(conn) = conn else { continue };
                 let s = s.clone();
-                thread::spawn(move || serve(conn, &s));
+                thread::spawn(move || match s.delays {
+                    Delays::Queue(_) => serve_queued(conn, &s),
+                    _ => serve(conn, &s),
+                });
             }
         });
         DelayServer { port, shared }
@@ -144,22 +178,9 @@ fn serve(conn: TcpStream, s: &Shared) {
     let mut last_reply = Instant::now();
     while let Some(cmd) = read_command(&mut r) {
         let arrived = Instant::now();
-        let verb = cmd
-            .first()
-            .map(|v| v.to_ascii_uppercase())
-            .unwrap_or_default();
-        let reply: &[u8] = match verb.as_slice() {
-            b"GET" => b"$-1\r\n",
-            b"SET" => b"+OK\r\n",
-            b"PING" => b"+PONG\r\n",
-            b"INFO" => INFO,
-            b"SCAN" => b"*2\r\n$1\r\n0\r\n*0\r\n",
-            b"DEL" | b"EXISTS" | b"DBSIZE" => b":0\r\n",
-            b"CONFIG" => b"-ERR CONFIG is not served here\r\n",
-            _ => b"+OK\r\n",
-        };
+        let (reply, data) = reply_to(&cmd);
         let mut due = None;
-        if matches!(verb.as_slice(), b"GET" | b"SET") {
+        if data {
             let delay = s.delay(arrived);
             if !delay.is_zero() {
                 let at = (arrived + delay).max(last_reply);
@@ -172,11 +193,66 @@ fn serve(conn: TcpStream, s: &Shared) {
         }
         last_reply = Instant::now();
         if let Some(due) = due {
-            let late = last_reply.saturating_duration_since(due).as_nanos();
-            s.late_ns
-                .fetch_max(u64::try_from(late).unwrap_or(u64::MAX), Ordering::SeqCst);
+            s.note_late(due, last_reply);
         }
     }
+}
+
+/// [`Delays::Queue`]'s connection: a command enters the one queue when it
+/// is read, while the replies before it are still due (a pipelining
+/// client's commands queue at once, as they would at a real server), and
+/// a writer sends each reply, in order, when it is due.
+fn serve_queued(conn: TcpStream, s: &Shared) {
+    let _ = conn.set_nodelay(true);
+    let Ok(mut out) = conn.try_clone() else {
+        return;
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<(&'static [u8], Option<Instant>)>();
+    thread::scope(|scope| {
+        scope.spawn(move || {
+            for (reply, due) in rx {
+                if let Some(due) = due {
+                    wait_until(due);
+                }
+                if out.write_all(reply).is_err() {
+                    return;
+                }
+                if let Some(due) = due {
+                    s.note_late(due, Instant::now());
+                }
+            }
+        });
+        let mut r = BufReader::new(conn);
+        while let Some(cmd) = read_command(&mut r) {
+            let arrived = Instant::now();
+            let (reply, data) = reply_to(&cmd);
+            let due = data.then(|| s.due(arrived));
+            if tx.send((reply, due)).is_err() {
+                break;
+            }
+        }
+        drop(tx);
+    });
+}
+
+/// The reply to `cmd`, and whether it is a data command (delayed and
+/// counted).
+fn reply_to(cmd: &[Vec<u8>]) -> (&'static [u8], bool) {
+    let verb = cmd
+        .first()
+        .map(|v| v.to_ascii_uppercase())
+        .unwrap_or_default();
+    let reply: &[u8] = match verb.as_slice() {
+        b"GET" => b"$-1\r\n",
+        b"SET" => b"+OK\r\n",
+        b"PING" => b"+PONG\r\n",
+        b"INFO" => INFO,
+        b"SCAN" => b"*2\r\n$1\r\n0\r\n*0\r\n",
+        b"DEL" | b"EXISTS" | b"DBSIZE" => b":0\r\n",
+        b"CONFIG" => b"-ERR CONFIG is not served here\r\n",
+        _ => b"+OK\r\n",
+    };
+    (reply, matches!(verb.as_slice(), b"GET" | b"SET"))
 }
 
 /// `INFO server`'s answer: a bulk string of 43 bytes.
