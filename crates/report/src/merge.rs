@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use loadrig_metrics::{Histo, Results};
 use loadrig_spec::Shard;
 
+use crate::confidence::Intervals;
 use crate::schema::{b64, decode_hdr};
 use crate::{
     ClientUsage, HistSummary, KindReport, LapReport, Measured, Report, ReportError,
@@ -87,6 +88,8 @@ impl Report {
             .min()
             .unwrap_or(first.started_unix_ms);
         let laps = merge_laps(reports, started, first.spec.interval_secs)?;
+        // From the merged laps and totals, never from the processes' own.
+        let intervals = Intervals::of(&laps, &measured).map_err(ReportError::Merge)?;
         let processes = reports
             .iter()
             .flat_map(|r| {
@@ -114,6 +117,7 @@ impl Report {
             processes,
             server_stats: merge_server_stats(reports),
             share: None,
+            intervals: Some(intervals),
         })
     }
 }
@@ -431,6 +435,7 @@ fn merge_laps(
                     let mut hist = decode_hdr(&acc.latency_hdr).map_err(bad)?;
                     hist.add(&h);
                     acc.latency_hdr = b64(&hist.encode());
+                    add_kinds(&mut acc.kinds_hdr, &l.kinds_hdr).map_err(bad)?;
                 }
                 None => {
                     slots.insert(slot, l.clone());
@@ -439,6 +444,19 @@ fn merge_laps(
         }
     }
     Ok(slots.into_values().collect())
+}
+
+/// Each kind's lap histogram of `from` added to the same kind's in `into`.
+fn add_kinds(into: &mut Vec<String>, from: &[String]) -> Result<(), String> {
+    if into.len() < from.len() {
+        into.resize(from.len(), b64(&Histo::new().encode()));
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        let mut h = decode_hdr(a)?;
+        h.add(&decode_hdr(b)?);
+        *a = b64(&h.encode());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -494,6 +512,7 @@ pub(crate) mod tests {
             spin_secs: 0.0,
             awake: false,
             io_uring: false,
+            until: None,
         }
     }
 
@@ -512,6 +531,7 @@ pub(crate) mod tests {
             delivered: 0,
             pending: 1,
             latency: h.encode(),
+            kinds: Vec::new(),
             client: loadrig_metrics::ClientLap {
                 rss_bytes: 1 << 20,
                 bytes_sent: ok * 10,

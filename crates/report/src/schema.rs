@@ -10,6 +10,8 @@ use loadrig_metrics::{
 use loadrig_spec::{RunSpec, Shard};
 use serde::{Deserialize, Serialize};
 
+use crate::confidence::Intervals;
+
 /// The schema name and version this code writes and reads.
 pub const SCHEMA: &str = "loadrig.report/1";
 
@@ -47,6 +49,11 @@ pub struct Report {
     /// straight into the workload's own accounts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share: Option<Box<serde_json::value::RawValue>>,
+    /// 95% confidence intervals on the throughput and each kind's
+    /// percentiles, from the measured laps (docs/intervals.md); computed
+    /// again from the merged laps by `merge`. Absent in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<Intervals>,
 }
 
 /// One process of a merged run.
@@ -214,6 +221,11 @@ pub struct LapReport {
     pub pending: u64,
     /// Latency of all kinds in the lap: HdrHistogram's compressed V2 form, base64.
     pub latency_hdr: String,
+    /// Latency of each kind in the lap, in the same form, when the run has
+    /// more than one kind (with one, `latency_hdr` is it): what the kinds'
+    /// intervals are computed from. Absent in older reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds_hdr: Vec<String>,
     /// The client's resources in the lap; absent in reports written before
     /// they were kept (docs/resources.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -459,6 +471,7 @@ impl LapReport {
             delivered: l.delivered,
             pending: l.pending,
             latency_hdr: b64(&l.latency),
+            kinds_hdr: l.kinds.iter().map(|k| b64(k)).collect(),
             client: Some(ClientLapReport::of(&l.client)),
             server: BTreeMap::new(),
         }
@@ -489,6 +502,9 @@ impl Report {
         for (k, e) in measured.kinds.iter_mut().zip(r.kind_elapsed) {
             k.elapsed_secs = e.map(|d| d.as_secs_f64());
         }
+        let laps: Vec<LapReport> = o.laps.iter().map(LapReport::of).collect();
+        // The laps were encoded from histograms a moment ago: they decode.
+        let intervals = Intervals::of(&laps, &measured).ok();
         Report {
             schema: SCHEMA.to_string(),
             loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -510,13 +526,14 @@ impl Report {
                 o.warmup.ops() + o.measured.ops(),
                 o.elapsed + Duration::from_secs_f64(r.spec.warmup_secs),
             ),
-            laps: o.laps.iter().map(LapReport::of).collect(),
+            laps,
             verification: r.verification,
             results: r.results,
             exit_code: r.exit_code,
             processes: Vec::new(),
             server_stats: None,
             share: None,
+            intervals,
         }
     }
 
