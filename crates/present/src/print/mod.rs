@@ -6,6 +6,7 @@
 pub mod csv;
 pub mod erlvolt;
 pub mod http;
+pub mod intervals;
 pub mod json;
 pub mod memtier;
 pub mod redis;
@@ -249,6 +250,7 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
         .collect();
     let mut lines = table(&measured, &kinds, &report.measured);
     lines.extend(error_lines(&report.measured));
+    lines.extend(intervals::lines(report));
     lines.push(overall(report));
     let style = report.spec.workload.output();
     // A run that failed beyond its gate prints no peer's rate line: a
