@@ -699,6 +699,65 @@ pub(crate) mod tests {
         assert_eq!((c.bytes_out, c.connections), (30, 2));
     }
 
+    /// Laps with each kind's histogram: 12 of them in each of two
+    /// processes. Merged, each kind's lap histograms add, and the
+    /// intervals are those of the merged laps and totals, computed again;
+    /// a report without intervals or kind histograms (an older one) still
+    /// reads and merges, its kinds without intervals.
+    #[test]
+    fn kind_laps_add_and_intervals_are_computed_again() {
+        let t0 = 1_795_000_000_000;
+        let laps = |lat: u64| -> Vec<Lap> {
+            (0..12u64)
+                .map(|i| {
+                    let mut l = lap(t0 + 1_000 * (i + 1) + 20, 1_000, 10 + i, lat + i);
+                    let (mut a, mut b) = (Histo::new(), Histo::new());
+                    (0..10 + i).for_each(|_| a.record(Duration::from_micros(lat + i)));
+                    b.record(Duration::from_micros(5 * lat));
+                    l.kinds = vec![a.encode(), b.encode()];
+                    l
+                })
+                .collect()
+        };
+        let snap = |lat: u64| {
+            let mut s = Snapshot::new(2, 3);
+            for i in 0..12u64 {
+                (0..10 + i)
+                    .for_each(|_| s.ok(0, Duration::from_micros(lat + i), Duration::ZERO, None));
+                s.ok(1, Duration::from_micros(5 * lat), Duration::ZERO, None);
+            }
+            s
+        };
+        let ra = report(0, snap(100), t0, Duration::from_secs(12), laps(100));
+        let rb = report(1, snap(300), t0, Duration::from_secs(12), laps(300));
+        assert!(ra.intervals.as_ref().unwrap().kinds[0].p99_us.is_some());
+        let m = Report::merge(&[ra.clone(), rb]).unwrap();
+        let k1: u64 = m
+            .laps
+            .iter()
+            .map(|l| decode_hdr(&l.kinds_hdr[1]).unwrap().len())
+            .sum();
+        assert_eq!(k1, 24, "one value of kind 1 per lap per process");
+        let again = Intervals::of(&m.laps, &m.measured).unwrap();
+        assert_eq!(m.intervals.as_ref(), Some(&again));
+        assert_ne!(m.intervals, ra.intervals, "not the first process's");
+        assert_eq!(again.laps, 12);
+
+        let mut old = serde_json::to_value(&ra).unwrap();
+        old.as_object_mut().unwrap().remove("intervals");
+        for l in old["laps"].as_array_mut().unwrap() {
+            l.as_object_mut().unwrap().remove("kinds_hdr");
+        }
+        let old: Report = serde_json::from_value(old).unwrap();
+        assert_eq!(old.intervals, None);
+        let m = Report::merge(&[old]).unwrap();
+        let iv = m.intervals.unwrap();
+        assert!(
+            iv.throughput.is_some() && iv.kinds[0].p99_us.is_none(),
+            "{iv:?}"
+        );
+    }
+
     /// A report written before laps kept the client's resources reads,
     /// and merges with one that has them.
     #[test]
