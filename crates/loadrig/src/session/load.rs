@@ -59,7 +59,7 @@ impl<B: Bench> Session<'_, B> {
         // One phase running every kind, or (redis-benchmark's tests) one
         // per kind, one after the other, each over fresh connections.
         let phases: Vec<Option<usize>> = match self.bench.sequential() {
-            true => (0..kinds.len()).map(Some).collect(),
+            true => self.one_per_kind(kinds.len())?,
             false => vec![None],
         };
         // The engine's threads, started once and reused by every phase:
@@ -74,12 +74,6 @@ impl<B: Bench> Session<'_, B> {
         // soft limit. Failing to raise it is not an error of its own; a
         // connection that finds no descriptor is reported as it happens.
         let _ = loadrig_metrics::raise_open_files();
-        if self.spec.until.is_some() && phases.len() > 1 {
-            anyhow::bail!(
-                "--until: this workload's kinds run one after the other, each for --duration; \
-                 give it to a workload whose kinds run together"
-            );
-        }
         let mut so_far = SoFar::default();
         for phase in phases {
             if let Some(k) = phase {
@@ -138,6 +132,17 @@ impl<B: Bench> Session<'_, B> {
             failed: so_far.failed,
             code: so_far.code,
         })
+    }
+
+    /// A phase per kind; not with `--until`, whose stop would end them all.
+    fn one_per_kind(&self, kinds: usize) -> anyhow::Result<Vec<Option<usize>>> {
+        if self.spec.until.is_some() {
+            anyhow::bail!(
+                "--until: this workload's kinds run one after the other, each for --duration; \
+                 give it to a workload whose kinds run together"
+            );
+        }
+        Ok((0..kinds).map(Some).collect())
     }
 
     fn engine_config(&self) -> EngineConfig {
