@@ -219,6 +219,10 @@ impl Laps {
             delivered: lap.deliveries(),
             pending,
             latency: lap.latency_all().encode(),
+            kinds: match lap.kinds.len() {
+                0 | 1 => Vec::new(),
+                _ => lap.kinds.iter().map(|k| k.latency.encode()).collect(),
+            },
             client,
         });
         self.last = end;

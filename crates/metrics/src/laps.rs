@@ -124,6 +124,7 @@ impl Coarsen for Lap {
         if let Some(m) = merged {
             self.latency = m;
         }
+        absorb_kinds(&mut self.kinds, later.kinds);
         self.elapsed = later.elapsed;
         self.length += later.length;
         self.unix_ms = later.unix_ms;
@@ -140,6 +141,21 @@ impl Coarsen for Lap {
         c.bytes_received += l.bytes_received;
         c.connections = l.connections;
         c.reconnects += l.reconnects;
+    }
+}
+
+/// Each kind's histogram of `later` added to the same kind's of `into`
+/// (a side that cannot be read keeps `into`'s).
+fn absorb_kinds(into: &mut Vec<Vec<u8>>, later: Vec<Vec<u8>>) {
+    if into.is_empty() {
+        *into = later;
+        return;
+    }
+    for (a, b) in into.iter_mut().zip(later) {
+        if let (Ok(mut ha), Ok(hb)) = (Histo::decode(a), Histo::decode(&b)) {
+            ha.add(&hb);
+            *a = ha.encode();
+        }
     }
 }
 
@@ -161,6 +177,7 @@ mod tests {
             delivered: 0,
             pending: i,
             latency: h.encode(),
+            kinds: vec![h.encode(), Histo::new().encode()],
             client: crate::ClientLap {
                 bytes_sent: 10,
                 rss_bytes: i,
@@ -207,6 +224,11 @@ mod tests {
             .map(|l| Histo::decode(&l.latency).unwrap().len())
             .sum();
         assert_eq!(hist, n);
+        let first_kind: u64 = v
+            .iter()
+            .map(|l| Histo::decode(&l.kinds[0]).unwrap().len())
+            .sum();
+        assert_eq!(first_kind, n, "each kind's lap histograms merged too");
         assert!(v.windows(2).all(|w| w[0].unix_ms < w[1].unix_ms));
         let last = v.last().unwrap();
         assert_eq!(

@@ -35,6 +35,10 @@ pub struct Lap {
     pub pending: u64,
     /// Latency of all kinds in this lap, HdrHistogram's compressed V2 form.
     pub latency: Vec<u8>,
+    /// Latency of each kind in this lap, in the same form, when there is
+    /// more than one kind (with one, it is `latency`): what a kind's
+    /// confidence intervals are computed from.
+    pub kinds: Vec<Vec<u8>>,
     /// The client's CPU, memory, bytes and connections in this lap.
     pub client: ClientLap,
 }

@@ -6,6 +6,7 @@
 //! Summary figures in it are derived for convenience; the histograms are
 //! the truth, and anything that reads reports recomputes from them.
 
+pub mod confidence;
 pub mod exit;
 pub mod fmt;
 mod hlog;

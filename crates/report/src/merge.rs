@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use loadrig_metrics::{Histo, Results};
 use loadrig_spec::Shard;
 
+use crate::confidence::Intervals;
 use crate::schema::{b64, decode_hdr};
 use crate::{
     ClientUsage, HistSummary, KindReport, LapReport, Measured, Report, ReportError,
@@ -87,6 +88,8 @@ impl Report {
             .min()
             .unwrap_or(first.started_unix_ms);
         let laps = merge_laps(reports, started, first.spec.interval_secs)?;
+        // From the merged laps and totals, never from the processes' own.
+        let intervals = Intervals::of(&laps, &measured).map_err(ReportError::Merge)?;
         let processes = reports
             .iter()
             .flat_map(|r| {
@@ -115,6 +118,7 @@ impl Report {
             server_stats: merge_server_stats(reports),
             share: None,
             validity: None,
+            intervals: Some(intervals),
         };
         // Judged anew from the merged laps and histograms: the parts'
         // verdicts are not combined.
@@ -436,6 +440,7 @@ fn merge_laps(
                     let mut hist = decode_hdr(&acc.latency_hdr).map_err(bad)?;
                     hist.add(&h);
                     acc.latency_hdr = b64(&hist.encode());
+                    add_kinds(&mut acc.kinds_hdr, &l.kinds_hdr).map_err(bad)?;
                 }
                 None => {
                     slots.insert(slot, l.clone());
@@ -444,6 +449,19 @@ fn merge_laps(
         }
     }
     Ok(slots.into_values().collect())
+}
+
+/// Each kind's lap histogram of `from` added to the same kind's in `into`.
+fn add_kinds(into: &mut Vec<String>, from: &[String]) -> Result<(), String> {
+    if into.len() < from.len() {
+        into.resize(from.len(), b64(&Histo::new().encode()));
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        let mut h = decode_hdr(a)?;
+        h.add(&decode_hdr(b)?);
+        *a = b64(&h.encode());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -499,6 +517,7 @@ pub(crate) mod tests {
             spin_secs: 0.0,
             awake: false,
             io_uring: false,
+            until: None,
         }
     }
 
@@ -517,6 +536,7 @@ pub(crate) mod tests {
             delivered: 0,
             pending: 1,
             latency: h.encode(),
+            kinds: Vec::new(),
             client: loadrig_metrics::ClientLap {
                 rss_bytes: 1 << 20,
                 bytes_sent: ok * 10,
@@ -682,6 +702,65 @@ pub(crate) mod tests {
         assert_eq!((c.connections, c.rss_bytes), (4, 2 << 20));
         let c = m.laps[2].client.expect("the short lap's own");
         assert_eq!((c.bytes_out, c.connections), (30, 2));
+    }
+
+    /// Laps with each kind's histogram: 12 of them in each of two
+    /// processes. Merged, each kind's lap histograms add, and the
+    /// intervals are those of the merged laps and totals, computed again;
+    /// a report without intervals or kind histograms (an older one) still
+    /// reads and merges, its kinds without intervals.
+    #[test]
+    fn kind_laps_add_and_intervals_are_computed_again() {
+        let t0 = 1_795_000_000_000;
+        let laps = |lat: u64| -> Vec<Lap> {
+            (0..12u64)
+                .map(|i| {
+                    let mut l = lap(t0 + 1_000 * (i + 1) + 20, 1_000, 10 + i, lat + i);
+                    let (mut a, mut b) = (Histo::new(), Histo::new());
+                    (0..10 + i).for_each(|_| a.record(Duration::from_micros(lat + i)));
+                    b.record(Duration::from_micros(5 * lat));
+                    l.kinds = vec![a.encode(), b.encode()];
+                    l
+                })
+                .collect()
+        };
+        let snap = |lat: u64| {
+            let mut s = Snapshot::new(2, 3);
+            for i in 0..12u64 {
+                (0..10 + i)
+                    .for_each(|_| s.ok(0, Duration::from_micros(lat + i), Duration::ZERO, None));
+                s.ok(1, Duration::from_micros(5 * lat), Duration::ZERO, None);
+            }
+            s
+        };
+        let ra = report(0, snap(100), t0, Duration::from_secs(12), laps(100));
+        let rb = report(1, snap(300), t0, Duration::from_secs(12), laps(300));
+        assert!(ra.intervals.as_ref().unwrap().kinds[0].p99_us.is_some());
+        let m = Report::merge(&[ra.clone(), rb]).unwrap();
+        let k1: u64 = m
+            .laps
+            .iter()
+            .map(|l| decode_hdr(&l.kinds_hdr[1]).unwrap().len())
+            .sum();
+        assert_eq!(k1, 24, "one value of kind 1 per lap per process");
+        let again = Intervals::of(&m.laps, &m.measured).unwrap();
+        assert_eq!(m.intervals.as_ref(), Some(&again));
+        assert_ne!(m.intervals, ra.intervals, "not the first process's");
+        assert_eq!(again.laps, 12);
+
+        let mut old = serde_json::to_value(&ra).unwrap();
+        old.as_object_mut().unwrap().remove("intervals");
+        for l in old["laps"].as_array_mut().unwrap() {
+            l.as_object_mut().unwrap().remove("kinds_hdr");
+        }
+        let old: Report = serde_json::from_value(old).unwrap();
+        assert_eq!(old.intervals, None);
+        let m = Report::merge(&[old]).unwrap();
+        let iv = m.intervals.unwrap();
+        assert!(
+            iv.throughput.is_some() && iv.kinds[0].p99_us.is_none(),
+            "{iv:?}"
+        );
     }
 
     /// A report written before laps kept the client's resources reads,

@@ -10,6 +10,8 @@ use loadrig_metrics::{
 use loadrig_spec::{RunSpec, Shard};
 use serde::{Deserialize, Serialize};
 
+use crate::confidence::Intervals;
+
 /// The schema name and version this code writes and reads.
 pub const SCHEMA: &str = "loadrig.report/1";
 
@@ -53,6 +55,11 @@ pub struct Report {
     /// before it was kept (`Report::validity_or_judge` judges those).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validity: Option<crate::Validity>,
+    /// 95% confidence intervals on the throughput and each kind's
+    /// percentiles, from the measured laps (docs/explanations/intervals.md); computed
+    /// again from the merged laps by `merge`. Absent in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<Intervals>,
 }
 
 /// One process of a merged run.
@@ -220,6 +227,11 @@ pub struct LapReport {
     pub pending: u64,
     /// Latency of all kinds in the lap: HdrHistogram's compressed V2 form, base64.
     pub latency_hdr: String,
+    /// Latency of each kind in the lap, in the same form, when the run has
+    /// more than one kind (with one, `latency_hdr` is it): what the kinds'
+    /// intervals are computed from. Absent in older reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds_hdr: Vec<String>,
     /// The client's resources in the lap; absent in reports written before
     /// they were kept (docs/explanations/resources.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -465,6 +477,7 @@ impl LapReport {
             delivered: l.delivered,
             pending: l.pending,
             latency_hdr: b64(&l.latency),
+            kinds_hdr: l.kinds.iter().map(|k| b64(k)).collect(),
             client: Some(ClientLapReport::of(&l.client)),
             server: BTreeMap::new(),
         }
@@ -495,6 +508,9 @@ impl Report {
         for (k, e) in measured.kinds.iter_mut().zip(r.kind_elapsed) {
             k.elapsed_secs = e.map(|d| d.as_secs_f64());
         }
+        let laps: Vec<LapReport> = o.laps.iter().map(LapReport::of).collect();
+        // The laps were encoded from histograms a moment ago: they decode.
+        let intervals = Intervals::of(&laps, &measured).ok();
         Report {
             schema: SCHEMA.to_string(),
             loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -516,7 +532,7 @@ impl Report {
                 o.warmup.ops() + o.measured.ops(),
                 o.elapsed + Duration::from_secs_f64(r.spec.warmup_secs),
             ),
-            laps: o.laps.iter().map(LapReport::of).collect(),
+            laps,
             verification: r.verification,
             results: r.results,
             exit_code: r.exit_code,
@@ -524,6 +540,7 @@ impl Report {
             server_stats: None,
             share: None,
             validity: None,
+            intervals,
         }
     }
 

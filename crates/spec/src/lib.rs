@@ -14,6 +14,7 @@ mod pubsub;
 mod redis;
 pub mod secret;
 mod threshold;
+mod until;
 mod workload;
 
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,7 @@ pub use preset::{Preset, PresetDefaults};
 pub use pubsub::{ChatMode, ChatSpec, PubSubSpec, MAX_MESSAGE_SIZE, MIN_MESSAGE_SIZE};
 pub use redis::{KeyPattern, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE};
 pub use threshold::{Cmp, Metric, Threshold};
+pub use until::{Until, FIGURES};
 pub use workload::{
     CsvDialect, HelloSpec, OutputStyle, VoterGenerator, VoterSpec, WorkloadSpec, CONTESTANT_NAMES,
 };
@@ -111,6 +113,10 @@ pub struct RunSpec {
     /// the load (`--io uring`). Absent when through epoll.
     #[serde(default, skip_serializing_if = "is_no")]
     pub io_uring: bool,
+    /// `--until`: a duration run ends early once this interval is narrow
+    /// enough. Absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Until>,
 }
 
 /// `--spin`'s ceiling: past a millisecond, tokio's own timer is as good.
@@ -204,6 +210,18 @@ impl RunSpec {
             return Err(SpecError::new(
                 "--spin",
                 "needs a paced load (--rate or --burst): only an intended start can be spun for",
+            ));
+        }
+        if self.until.is_some() && !matches!(self.load.stop, Stop::Seconds(_)) {
+            return Err(SpecError::new(
+                "--until",
+                "needs a duration run (--duration): it ends the run early, up to then",
+            ));
+        }
+        if self.until.is_some() && self.processes > 1 {
+            return Err(SpecError::new(
+                "--until",
+                "cannot be used with --processes: each process sees only its own laps",
             ));
         }
         if self.processes > 1 && self.load.shard.count > 1 {

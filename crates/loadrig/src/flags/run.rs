@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use loadrig_spec::{
     Arrival, Dispatch, LoadSpec, Pacing, Preset, RunSpec, Shard, SpecError, Stop, TargetFacts,
-    Threshold, WorkloadSpec,
+    Threshold, Until, WorkloadSpec,
 };
 use loadrig_targets::{ClientSettings, IoMode};
 
@@ -172,6 +172,9 @@ pub struct RunArgs {
     /// Exit 4 when the measurement is judged INVALID and nothing else failed (docs/explanations/validity.md)
     #[arg(long)]
     pub strict: bool,
+    /// Go on until the 95% interval of a figure is this narrow, up to --duration: 'p99 ±2%', 'throughput ±1%'
+    #[arg(long, value_name = "EXPR")]
+    pub until: Option<String>,
     /// Write the report (JSON, schema loadrig.report/1) to this file
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -337,6 +340,7 @@ impl RunArgs {
             spin_secs: self.spin,
             awake: self.awake,
             io_uring: self.io == "uring",
+            until: self.until.as_deref().map(Until::parse).transpose()?,
         };
         spec.apply_workload_rules()?;
         spec.validate()?;

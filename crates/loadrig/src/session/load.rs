@@ -2,6 +2,8 @@
 //! once, or (redis-benchmark's tests) once per kind over fresh
 //! connections. Each lap goes to the console and every sink as it closes.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use loadrig_engine::{EngineConfig, Outcome, Threads, Waited};
@@ -9,6 +11,7 @@ use loadrig_metrics::{LapView, ProcessUsage};
 use loadrig_workloads::{Bench, TargetInfo};
 
 use super::sampler::Sampler;
+use super::until::UntilSink;
 use super::Session;
 use crate::exit;
 use crate::start::{self, start_line, waited_line, Begin};
@@ -56,7 +59,7 @@ impl<B: Bench> Session<'_, B> {
         // One phase running every kind, or (redis-benchmark's tests) one
         // per kind, one after the other, each over fresh connections.
         let phases: Vec<Option<usize>> = match self.bench.sequential() {
-            true => (0..kinds.len()).map(Some).collect(),
+            true => self.one_per_kind(kinds.len())?,
             false => vec![None],
         };
         // The engine's threads, started once and reused by every phase:
@@ -131,6 +134,17 @@ impl<B: Bench> Session<'_, B> {
         })
     }
 
+    /// A phase per kind; not with `--until`, whose stop would end them all.
+    fn one_per_kind(&self, kinds: usize) -> anyhow::Result<Vec<Option<usize>>> {
+        if self.spec.until.is_some() {
+            anyhow::bail!(
+                "--until: this workload's kinds run one after the other, each for --duration; \
+                 give it to a workload whose kinds run together"
+            );
+        }
+        Ok((0..kinds).map(Some).collect())
+    }
+
     fn engine_config(&self) -> EngineConfig {
         let spec = self.spec;
         EngineConfig {
@@ -196,6 +210,12 @@ impl<B: Bench> Session<'_, B> {
             }
             None => (start::now(), Waited::default()),
         };
+        if let Some(until) = &self.spec.until {
+            let enough = Arc::new(AtomicBool::new(false));
+            self.sinks
+                .push(Box::new(UntilSink::new(until.clone(), enough.clone())));
+            self.enough = Some(enough);
+        }
         self.console.phase("run");
         self.console.end_phases();
         let db_cpu = self.bench.target().embedded_cpu().await;
@@ -223,6 +243,15 @@ impl<B: Bench> Session<'_, B> {
         let awake = (self.spec.awake)
             .then(loadrig_engine::Awake::enter)
             .transpose()?;
+        // With --until the engine stops on its own flag, which a signal
+        // sets too (passed on within 20ms).
+        let (flag, forward) = match &self.enough {
+            Some(enough) => (
+                enough.clone(),
+                Some(tokio::spawn(pass_on(self.stop.clone(), enough.clone()))),
+            ),
+            None => (self.stop.clone(), None),
+        };
         let (console, sinks) = (&mut self.console, &mut self.sinks);
         let on_lap = |lap: &LapView<'_>| {
             console.lap(lap);
@@ -230,8 +259,14 @@ impl<B: Bench> Session<'_, B> {
                 s.lap(lap);
             }
         };
-        let outcome =
-            loadrig_engine::run_on(cfg, threads, drivers, at.at, self.stop.clone(), on_lap).await;
+        let mut outcome = loadrig_engine::run_on(cfg, threads, drivers, at.at, flag, on_lap).await;
+        if let Some(f) = forward {
+            f.abort();
+            // Stopped because the interval was narrow enough is not
+            // interrupted; a signal is. (A worker's panic in a run --until
+            // ended is not told apart here: the panic itself is printed.)
+            outcome.interrupted = self.stop.load(Ordering::Relaxed);
+        }
         drop((fifo, awake));
         self.console.end_laps();
         Ok(outcome)
@@ -244,6 +279,17 @@ impl<B: Bench> Session<'_, B> {
             .realtime
             .then(loadrig_engine::Fifo::enter)
             .transpose()
+    }
+}
+
+/// Pass a signal's stop on to the run's own flag, until either is set.
+async fn pass_on(signal: Arc<AtomicBool>, run: Arc<AtomicBool>) {
+    while !run.load(Ordering::Relaxed) {
+        if signal.load(Ordering::Relaxed) {
+            run.store(true, Ordering::Relaxed);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -22,10 +22,11 @@
 //!
 //! What watches the load is a [`Sink`] registered on the session: the
 //! console first (the lap lines), then the server's statistics
-//! (`--server-stats`); a live dashboard or a metrics exporter would be
-//! one more. The validity verdict is one step of `judge`
-//! (`judge_validity`); a schedule of load stages would be one more loop
-//! in `load` (as the sequential tests are).
+//! (`--server-stats`), then `--until`'s watch of the intervals
+//! (`until.rs`); a live dashboard or a metrics exporter would be one
+//! more. The validity verdict is one step of `judge` (`judge_validity`);
+//! a schedule of load stages would be one more loop in `load` (as the
+//! sequential tests are).
 
 mod commands;
 mod deadline;
@@ -37,6 +38,7 @@ mod prepare;
 mod processes;
 mod sampler;
 mod teardown;
+mod until;
 mod verify;
 
 pub use commands::{prepare_only, teardown_only, verify_report};
@@ -150,6 +152,9 @@ pub struct Session<'a, B: Bench> {
     signals: Watch,
     /// After the console, which is told first.
     sinks: Vec<Box<dyn Sink>>,
+    /// With `--until`: the engine's stop flag, set by a signal (passed
+    /// on) or by the `--until` sink once its interval is narrow enough.
+    enough: Option<Arc<AtomicBool>>,
 }
 
 impl<'a, B: Bench> Session<'a, B> {
@@ -169,6 +174,7 @@ impl<'a, B: Bench> Session<'a, B> {
             stop: signals.stop.clone(),
             signals,
             sinks: Vec::new(),
+            enough: None,
         }
     }
 }

@@ -15,6 +15,7 @@ mod fuzz;
 mod golden;
 mod hostile;
 mod http;
+mod intervals;
 mod json;
 mod kube;
 mod kv;

@@ -282,6 +282,7 @@ mod tests {
             delivered: 0,
             pending: 0,
             latency: h.encode(),
+            kinds: Vec::new(),
             client: loadrig_metrics::ClientLap::default(),
         });
         l.server = server.iter().map(|(k, v)| (k.to_string(), *v)).collect();

@@ -42,6 +42,7 @@ pub fn summary(report: &Report, failed: &[String]) -> Value {
         "throughput": m.throughput,
         "delivered": m.delivered,
         "kinds": m.kinds.iter().map(kind).collect::<Vec<_>>(),
+        "intervals": super::intervals::json(report),
         "client": {
             "cpu_percent": report.client.cpu_percent,
             "cpu_us_per_op": report.client.cpu_us_per_op,

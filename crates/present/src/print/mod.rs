@@ -6,6 +6,7 @@
 pub mod csv;
 pub mod erlvolt;
 pub mod http;
+pub mod intervals;
 pub mod json;
 pub mod memtier;
 pub mod redis;
@@ -251,6 +252,7 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
         .collect();
     let mut lines = table(&measured, &kinds, &report.measured);
     lines.extend(error_lines(&report.measured));
+    lines.extend(intervals::lines(report));
     lines.push(overall(report));
     lines.push(report.validity_or_judge().line());
     let style = report.spec.workload.output();

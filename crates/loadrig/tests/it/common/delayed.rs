@@ -30,6 +30,15 @@ pub enum Delays {
         slow: Duration,
         every: u64,
     },
+    /// `base` plus an exponential draw of mean `mean`: data command `n`
+    /// (counted across connections) draws from `seed` and `n` alone, so
+    /// each seed is an independent sample of a known distribution, whose
+    /// quantile `q` is `base + mean * ln(1 / (1 - q))`.
+    Exponential {
+        base: Duration,
+        mean: Duration,
+        seed: u64,
+    },
     /// `base` each; the first data command arriving `after` the first one
     /// takes `stall` more, once.
     Stall {
@@ -101,6 +110,9 @@ impl Shared {
                 let first = *self.first.lock().unwrap().get_or_insert(at);
                 base + per_sec.mul_f64(at.duration_since(first).as_secs_f64())
             }
+            Delays::Exponential { base, mean, seed } => {
+                base + mean.mul_f64(-(1.0 - uniform(seed, n)).ln())
+            }
             Delays::Stall { base, after, stall } => {
                 let first = *self.first.lock().unwrap().get_or_insert(at);
                 if at >= first + after && !self.stalled.swap(true, Ordering::SeqCst) {
@@ -111,6 +123,17 @@ impl Shared {
             }
         }
     }
+}
+
+/// A uniform draw in [0, 1) from `seed` and `n` (splitmix64).
+fn uniform(seed: u64, n: u64) -> f64 {
+    let mut z = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(n.wrapping_mul(0xBF58_476D_1CE4_E5B9));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The server; stops (no new connections) when dropped.
