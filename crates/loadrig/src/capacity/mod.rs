@@ -47,11 +47,7 @@ pub fn run(args: &CapacityArgs) -> anyhow::Result<i32> {
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("creating {}", args.dir.display()))?;
     let signals = crate::sweep::watch_signals()?;
-    let fixed = [
-        ("duration", format!("{}s", args.probe_duration)),
-        ("warmup", format!("{}s", args.warmup)),
-        ("seed", args.seed.to_string()),
-    ];
+    let need = samples_for(&slos);
     let mut search = Search::new(args.from, args.max, args.resolution / 100.0);
     let mut probes: Vec<Probe> = Vec::new();
     while let Some(rate) = search.next() {
@@ -59,6 +55,11 @@ pub fn run(args: &CapacityArgs) -> anyhow::Result<i32> {
             break;
         }
         eprintln!("[probe {}] {} ops/s ...", probes.len() + 1, rate);
+        let fixed = [
+            ("duration", format!("{}s", probe_secs(args.probe_duration, need, rate))),
+            ("warmup", format!("{}s", args.warmup)),
+            ("seed", args.seed.to_string()),
+        ];
         let mut p = probe::run(&signals, &args.dir, &args.run, &fixed, rate, probes.len())?;
         p.judge_slos(&slos);
         eprintln!("      {}", curve::probe_line(&p));
@@ -82,6 +83,31 @@ pub fn run(args: &CapacityArgs) -> anyhow::Result<i32> {
 }
 
 /// The search's own flags make sense, and the run line leaves the rate,
+/// The observations a probe needs for its measurement to be valid: enough
+/// above p99 (what the verdict relies on) and above each percentile an
+/// SLO names.
+fn samples_for(slos: &[Threshold]) -> u64 {
+    use loadrig_report::validity::samples_needed;
+    use loadrig_spec::Metric;
+    slos.iter()
+        .filter_map(|t| match t.metric {
+            Metric::P999 => Some(99.9),
+            _ => None,
+        })
+        .chain([99.0])
+        .map(samples_needed)
+        .max()
+        .unwrap_or(0)
+}
+
+/// A probe's measured seconds: `--probe-duration`, or longer where its
+/// rate would not gather `need` observations in it (a quarter more, for
+/// the warm-up's edge and a kind's share): a slow probe is a long one.
+fn probe_secs(probe_duration: f64, need: u64, rate: f64) -> f64 {
+    let floor = need as f64 * 1.25 / rate.max(1.0);
+    probe_duration.max(floor.ceil())
+}
+
 /// the durations, the seed and the report to the search.
 fn check(args: &CapacityArgs) -> Result<(), SpecError> {
     let positive = |v: f64| v.is_finite() && v > 0.0;
@@ -134,6 +160,19 @@ mod tests {
 
     fn words(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    /// A slow probe runs long enough for its p99 (or an SLO's p99.9) to
+    /// rest on enough samples; a fast one keeps --probe-duration.
+    #[test]
+    fn a_slow_probe_gathers_the_samples_its_percentiles_need() {
+        let p99 = [Threshold::parse("p99<5ms").unwrap()];
+        let p999 = [Threshold::parse("p99.9<5ms").unwrap()];
+        assert_eq!(samples_for(&p99), 1_000);
+        assert_eq!(samples_for(&p999), 10_000);
+        assert_eq!(probe_secs(5.0, 1_000, 100.0), 13.0);
+        assert_eq!(probe_secs(5.0, 1_000, 10_000.0), 5.0);
+        assert_eq!(probe_secs(5.0, 10_000, 1_000.0), 13.0);
     }
 
     #[test]

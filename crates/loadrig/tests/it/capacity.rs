@@ -355,7 +355,8 @@ fn ctrl_c_keeps_the_probes_done_and_says_what_they_show() {
 }
 
 /// `loadrig ab` on the GET test of two servers, closed loop, one second
-/// per run.
+/// per run: 40 connections, so that a run holds the 1,000 samples its p99
+/// needs to be a valid measurement.
 fn ab(a: u16, b: u16, dir: &Path) -> Run {
     let line = |port: u16| {
         [
@@ -366,7 +367,7 @@ fn ab(a: u16, b: u16, dir: &Path) -> Run {
             "--tests".into(),
             "get".into(),
             "-c".into(),
-            "8".into(),
+            "40".into(),
             "-d".into(),
             "1s".into(),
         ]
