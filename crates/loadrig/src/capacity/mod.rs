@@ -56,7 +56,10 @@ pub fn run(args: &CapacityArgs) -> anyhow::Result<i32> {
         }
         eprintln!("[probe {}] {} ops/s ...", probes.len() + 1, rate);
         let fixed = [
-            ("duration", format!("{}s", probe_secs(args.probe_duration, need, rate))),
+            (
+                "duration",
+                format!("{}s", probe_secs(args.probe_duration, need, rate)),
+            ),
             ("warmup", format!("{}s", args.warmup)),
             ("seed", args.seed.to_string()),
         ];

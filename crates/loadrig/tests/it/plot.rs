@@ -273,6 +273,9 @@ fn voter_on(target: &str, path: &Path, extra: &[&str]) -> serde_json::Value {
 
 /// A made-up regression: B is A with its throughput 20 % lower and its
 /// p99 half as high again. Exit 1 at 10 %, 0 at 60 %, 2 for bad input.
+/// Both measurements are made valid and given a throughput interval of
+/// ±2 %, so the row says `slower` (and A against itself `no sig. diff.`);
+/// an INVALID measurement with no regression exits 4.
 #[test]
 fn compare_exits_1_on_a_made_up_regression() {
     let dir = tempfile::tempdir().unwrap();
@@ -280,7 +283,16 @@ fn compare_exits_1_on_a_made_up_regression() {
     let b = dir.path().join("b.json");
     let mut v = voter_report(&a, &[]);
     let t = v["measured"]["throughput"].as_f64().unwrap();
+    let judged = |v: &mut serde_json::Value, t: f64, valid: bool| {
+        v["validity"] =
+            serde_json::json!({"valid": valid, "checks": [], "warmup_suggested_secs": null});
+        v["intervals"] = serde_json::json!({"laps": 12, "kinds": [],
+            "throughput": {"point": t, "low": t * 0.98, "high": t * 1.02}});
+    };
+    judged(&mut v, t, true);
+    std::fs::write(&a, serde_json::to_vec(&v).unwrap()).unwrap();
     v["measured"]["throughput"] = (t * 0.8).into();
+    judged(&mut v, t * 0.8, true);
     let p99 = v["measured"]["kinds"][0]["latency"]["p99_us"]
         .as_f64()
         .unwrap();
@@ -290,12 +302,25 @@ fn compare_exits_1_on_a_made_up_regression() {
 
     let r = loadrig(&["compare", sa, sb]);
     assert_eq!(r.code, 1, "{}", r.dump());
-    assert!(r.stdout.contains("-20.0%  REGRESSION"), "{}", r.dump());
-    assert!(r.stdout.contains("+50.0%  REGRESSION"), "{}", r.dump());
+    assert!(
+        r.stdout.contains("-20.0%  slower         REGRESSION"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stdout.contains("+50.0%  -              REGRESSION"),
+        "{}",
+        r.dump()
+    );
     golden("compare-table.txt", &mask(&r.stdout));
 
     let same = loadrig(&["compare", sa, sa]);
     assert_eq!(same.code, 0, "{}", same.dump());
+    assert!(
+        same.stdout.contains("+0.0%  no sig. diff."),
+        "{}",
+        same.dump()
+    );
     let loose = loadrig(&["compare", sa, sb, "--max-regression", "60%"]);
     assert_eq!(loose.code, 0, "{}", loose.dump());
     let missing = dir.path().join("missing.json");
@@ -303,6 +328,16 @@ fn compare_exits_1_on_a_made_up_regression() {
     assert_eq!(bad.code, 2, "{}", bad.dump());
     let bad_pct = loadrig(&["compare", sa, sb, "--max-regression", "lots"]);
     assert_eq!(bad_pct.code, 2, "{}", bad_pct.dump());
+    // B measured INVALID: nothing to conclude, exit 4, and said why.
+    v["validity"]["valid"] = false.into();
+    std::fs::write(&b, serde_json::to_vec(&v).unwrap()).unwrap();
+    let invalid = loadrig(&["compare", sa, sb, "--max-regression", "60%"]);
+    assert_eq!(invalid.code, 4, "{}", invalid.dump());
+    assert!(
+        invalid.stdout.contains("b: measurement: INVALID"),
+        "{}",
+        invalid.dump()
+    );
 }
 
 /// `--hdr-log`: an interval log PyPI's hdrhistogram reads, one interval
