@@ -7,6 +7,7 @@
 
 mod exit;
 mod flags;
+mod habits;
 mod launch;
 mod listing;
 mod machine;
@@ -88,10 +89,13 @@ fn code() -> i32 {
                 // exists"), on one line; the usage text it adds is one
                 // `--help` away.
                 let text = e.to_string();
+                // clap's tip to pass a word after `--` is dropped: after
+                // `--`, run redis sends the words to Redis as a command.
                 let mut lines = text.lines().map(str::trim).filter(|l| {
                     !l.is_empty()
                         && !l.starts_with("Usage:")
                         && !l.starts_with("For more information")
+                        && !l.contains("tip: to pass '")
                 });
                 let first = lines.next().unwrap_or("error: bad usage").to_string();
                 let rest: Vec<&str> = lines
