@@ -182,3 +182,39 @@ fn the_listings_say_what_the_registries_hold() {
         }
     }
 }
+
+/// One etcd member: the durability line printed before connecting and
+/// the commits line after the member list is read say one thing (the
+/// first once claimed "a majority of the cluster's members", the second
+/// "one member, no replication").
+#[test]
+fn an_etcd_members_two_lines_agree() {
+    crate::common::need_server("etcd", 2379);
+    let _lock = crate::common::hold("etcd");
+    let r = loadrig(&[
+        "run",
+        "kv",
+        "--target",
+        "etcd://127.0.0.1:2379",
+        "--test",
+        "write1",
+        "--rows",
+        "1000",
+        "-n",
+        "200",
+        "-q",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let out = format!("{}{}", r.stdout, r.stderr);
+    let line = |prefix: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} line:\n{}", r.dump()))
+            .to_string()
+    };
+    let (before, after) = (line("durability: "), line("commits: "));
+    assert!(after.ends_with("one member, no replication"), "{after}");
+    assert!(!before.contains("the cluster's members"), "{before}");
+    let promise = |l: &str| l.split(';').next().unwrap_or("").to_string();
+    assert_eq!(promise(&before), promise(&after));
+}
