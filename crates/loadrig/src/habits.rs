@@ -52,3 +52,27 @@ fn bare_duration(m: &ArgMatches, spec: &RunSpec) -> Option<String> {
 fn given(m: &ArgMatches, id: &str) -> bool {
     m.try_contains_id(id).unwrap_or(false) && m.value_source(id) == Some(ValueSource::CommandLine)
 }
+
+/// A sentence to add to clap's refusal where the word refused is a peer's
+/// flag with another meaning: memtier's `-P redis` (its protocol; loadrig's
+/// `-P` is the pipeline, as redis-benchmark's), and `-r` where loadrig has
+/// none (redis-benchmark's keyspace, `run redis` only; the rate is `-R`).
+pub fn refusal_hint(e: &clap::Error) -> Option<&'static str> {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    let arg = text(ContextKind::InvalidArg)?;
+    if arg.starts_with("--pipeline") {
+        let value = text(ContextKind::InvalidValue)?;
+        let word = !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_');
+        return word.then_some(
+            "memtier_benchmark's -P, its protocol, is the target URL's scheme here: \
+             redis:// or memcache://; loadrig's -P is the pipeline, as redis-benchmark's",
+        );
+    }
+    (arg == "-r").then_some(
+        "-r is run redis's --keyspace, as redis-benchmark's; an open loop's rate is -R, --rate",
+    )
+}

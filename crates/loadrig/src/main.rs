@@ -98,9 +98,10 @@ fn code() -> i32 {
                         && !l.contains("tip: to pass '")
                 });
                 let first = lines.next().unwrap_or("error: bad usage").to_string();
-                let rest: Vec<&str> = lines
+                let mut rest: Vec<&str> = lines
                     .map(|l| l.trim_start_matches('[').trim_end_matches(']'))
                     .collect();
+                rest.extend(habits::refusal_hint(&e));
                 let line = match rest.is_empty() {
                     true => first,
                     false => format!("{first} ({})", rest.join("; ")),

@@ -76,6 +76,9 @@ const CASES: &[(&[&str], bool)] = &[
     (&["run", "memcache", "-t", "127.0.0.1:11211"], false),
     (&["run", "voter", "-t", "127.0.0.1:5432"], false),
     (&["run", "http", "-t", "https://127.0.0.1:8443/"], false),
+    // memtier's -P (protocol) and a -r where only run redis has one.
+    (&["run", "redis", "-P", "redis"], false),
+    (&["run", "voter", "-r", "100"], false),
     // A typo'd --tests: no tip to pass it after --.
     (&["run", "redis", "--test", "set"], false),
     // Thresholds: k6's form and any percentile, a time with its unit.
