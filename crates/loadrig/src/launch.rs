@@ -45,6 +45,11 @@ impl Launch<'_> {
     /// `matches`: the flags as given, passed on to children as given.
     pub fn run(self, matches: &ArgMatches) -> anyhow::Result<i32> {
         let args = self.run;
+        if !args.child {
+            for note in crate::habits::notes(matches, &self.spec) {
+                eprintln!("{}", loadrig_spec::printable(&note));
+            }
+        }
         self.admit()?;
         let hooks = thread_hooks(self.settings.io);
         let (role, cpu) = self.role(matches)?;

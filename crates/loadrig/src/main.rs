@@ -9,6 +9,7 @@ mod ab;
 mod capacity;
 mod exit;
 mod flags;
+mod habits;
 mod launch;
 mod listing;
 mod machine;
@@ -90,15 +91,19 @@ fn code() -> i32 {
                 // exists"), on one line; the usage text it adds is one
                 // `--help` away.
                 let text = e.to_string();
+                // clap's tip to pass a word after `--` is dropped: after
+                // `--`, run redis sends the words to Redis as a command.
                 let mut lines = text.lines().map(str::trim).filter(|l| {
                     !l.is_empty()
                         && !l.starts_with("Usage:")
                         && !l.starts_with("For more information")
+                        && !l.contains("tip: to pass '")
                 });
                 let first = lines.next().unwrap_or("error: bad usage").to_string();
-                let rest: Vec<&str> = lines
+                let mut rest: Vec<&str> = lines
                     .map(|l| l.trim_start_matches('[').trim_end_matches(']'))
                     .collect();
+                rest.extend(habits::refusal_hint(&e));
                 let line = match rest.is_empty() {
                     true => first,
                     false => format!("{first} ({})", rest.join("; ")),

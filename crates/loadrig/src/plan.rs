@@ -107,7 +107,7 @@ pub fn open(
     url: Option<&str>,
     settings: &ClientSettings,
 ) -> anyhow::Result<Target> {
-    let target = Target::open(url, settings)?;
+    let target = Target::open_for(Some(workload), url, settings)?;
     let d = target.descriptor();
     if !d.runs(workload) {
         return Err(TargetError::Unsupported(format!(

@@ -72,15 +72,23 @@ fn of_kind(k: &KindReport, metric: Metric, elapsed: f64) -> f64 {
     }
 }
 
-/// A latency figure in seconds.
+/// A latency figure in seconds. A percentile the summary prints is read
+/// from it; any other from the histogram the report keeps (the summary's
+/// own figures came from that histogram, so both agree).
 fn latency(h: &HistSummary, metric: Metric) -> f64 {
-    let us = match metric {
-        Metric::P50 => h.p50_us,
-        Metric::P90 => h.p90_us,
-        Metric::P99 => h.p99_us,
-        Metric::P999 => h.p99_9_us,
-        Metric::Max => h.max_us,
-        _ => h.mean_us,
+    let us = match metric.percentile() {
+        Some(50.0) => h.p50_us,
+        Some(90.0) => h.p90_us,
+        Some(99.0) => h.p99_us,
+        Some(99.9) => h.p99_9_us,
+        Some(100.0) => h.max_us,
+        // A histogram that does not decode judges as infinitely slow, so
+        // a `<` threshold fails rather than passes on nothing.
+        Some(p) => h
+            .histogram()
+            .map_or(f64::INFINITY, |h| h.percentile(p).as_secs_f64() * 1e6),
+        None if metric == Metric::Max => h.max_us,
+        None => h.mean_us,
     };
     us / 1e6
 }
@@ -96,6 +104,19 @@ fn ratio(part: u64, all: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_percentile_is_read_from_the_histogram() {
+        let mut h = loadrig_metrics::Histo::new();
+        for ms in 1..=100 {
+            h.record(std::time::Duration::from_millis(ms));
+        }
+        let s = HistSummary::of(&h);
+        let p95 = latency(&s, Metric::Percentile(950_000));
+        assert!((p95 - 0.095).abs() < 0.001, "{p95}");
+        assert_eq!(latency(&s, Metric::Percentile(990_000)), s.p99_us / 1e6);
+        assert_eq!(latency(&s, Metric::Max), s.max_us / 1e6);
+    }
 
     #[test]
     fn ratios_of_nothing_are_zero() {

@@ -57,18 +57,16 @@ impl Preset {
         }
     }
 
-    /// What the preset is, in a few words.
+    /// What the preset is, in a few words: no numbers, which the flags
+    /// may change (`--preset vbd --clients 50`); the header states the
+    /// ones that run.
     pub fn about(self) -> &'static str {
         match self {
-            Preset::Vsd => "Erlvolt: voter, steady, direct, 200 clients",
-            Preset::Vsm => "Erlvolt: voter, steady, managed, 200 clients, queue 100000, 200 slots",
-            Preset::Vbm => {
-                "Erlvolt: voter, bursts, managed, 100 clients, bursts of 100 every 1 ms, queue 10000, 100 slots"
-            }
-            Preset::Vbd => {
-                "Erlvolt: voter, bursts, direct, 100 clients, bursts of 100 every 5 ms, at most 100 pending"
-            }
-            Preset::Hsd => "Erlvolt: hello, steady, direct, 200 clients",
+            Preset::Vsd => "Erlvolt: voter, steady, direct",
+            Preset::Vsm => "Erlvolt: voter, steady, managed",
+            Preset::Vbm => "Erlvolt: voter, bursts, managed",
+            Preset::Vbd => "Erlvolt: voter, bursts, direct",
+            Preset::Hsd => "Erlvolt: hello, steady, direct",
         }
     }
 

@@ -42,6 +42,7 @@ mod no_ring {
     pub fn stop() {}
     pub fn park() {}
 }
+mod hint;
 mod null;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -272,7 +273,7 @@ registry! {
         capabilities: [voter, hello, kv],
         open: |_, rest, via| Ok(MariadbTarget::new(mariadb::parse_url(rest)?, via.clone())),
         example: "mysql://bench:bench@127.0.0.1:3306/bench",
-        about: "MariaDB or MySQL (mysql_async, no TLS); stored procedures, one call per connection",
+        about: "MariaDB or MySQL (own protocol client, no TLS; mysql_async to set up and check); stored procedures, 64 calls in flight per connection",
         stats: ("SHOW GLOBAL STATUS", mariadb::stats::SERIES),
     },
     #[cfg(feature = "voltdb")]
@@ -391,16 +392,29 @@ impl Target {
     /// Its connections take `settings`. A malformed URL is a usage error;
     /// an unreachable target is not.
     pub fn open(url: Option<&str>, settings: &ClientSettings) -> Result<Target, OpenError> {
+        Target::open_for(None, url, settings)
+    }
+
+    /// [`Target::open`] for `workload`, whose name helps guess what a URL
+    /// with no scheme meant.
+    pub fn open_for(
+        workload: Option<&str>,
+        url: Option<&str>,
+        settings: &ClientSettings,
+    ) -> Result<Target, OpenError> {
         let url = url.unwrap_or("sqlite://");
         let (scheme, rest) = url.split_once("://").unwrap_or((url, ""));
         let via = Connector::new(settings);
         let opened = Target::open_scheme(scheme, rest, &via).unwrap_or_else(|| {
+            let hint = hint::scheme_hint(&mask_text(url), workload)
+                .map_or(String::new(), |h| format!(": {h}"));
             Err(OpenError::Spec(SpecError::new(
                 "--target",
                 format!(
-                    "unknown target scheme '{}' in '{}' (see `loadrig targets`)",
+                    "unknown target scheme '{}' in '{}'{} (see `loadrig targets`)",
                     loadrig_spec::printable(scheme),
-                    mask_text(url)
+                    mask_text(url),
+                    loadrig_spec::printable(&hint),
                 ),
             )))
         })?;
@@ -476,5 +490,37 @@ mod tests {
             "postgres://bench:***@127.0.0.1/bench"
         );
         assert_eq!(mask_text("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+    }
+
+    /// What a row's line says about calls in flight is what its type does
+    /// (`loadrig targets` prints the line; the type's depth is the code).
+    #[test]
+    fn each_row_says_the_depth_its_target_has() {
+        let settings = ClientSettings::default();
+        for d in TARGETS {
+            let url = d.example.split_whitespace().next().unwrap_or("");
+            let Ok(t) = Target::open(Some(url), &settings) else {
+                panic!("{}: its example {url} does not open", d.name);
+            };
+            let depth = t.facts().max_depth;
+            if d.about.contains("one call per connection") {
+                assert_eq!(depth, 1, "{}: {}", d.name, d.about);
+            }
+            if d.about.contains("pipelined") {
+                assert!(depth > 1, "{}: {}", d.name, d.about);
+            }
+            let said = d
+                .about
+                .split_once(" calls in flight")
+                .and_then(|(before, _)| {
+                    before
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|n| n.parse::<usize>().ok())
+                });
+            if let Some(n) = said {
+                assert_eq!(n, depth, "{}: {}", d.name, d.about);
+            }
+        }
     }
 }

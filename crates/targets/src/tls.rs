@@ -120,7 +120,20 @@ pub(crate) fn server_name(host: &str) -> std::io::Result<ServerName<'static>> {
 /// (`TLS: invalid peer certificate: UnknownIssuer`); its kind is not
 /// `InvalidData`, which would read as "not a ... server".
 pub(crate) fn io_error(e: rustls::Error) -> std::io::Error {
-    std::io::Error::other(format!("TLS: {e}"))
+    std::io::Error::other(said(&e))
+}
+
+/// A rustls error in a user's words: a certificate no trusted root signed
+/// names the two flags that deal with it.
+pub(crate) fn said(e: &rustls::Error) -> String {
+    use rustls::{CertificateError, Error};
+    match e {
+        Error::InvalidCertificate(CertificateError::UnknownIssuer) => format!(
+            "TLS: {e} (the server's certificate is not signed by a trusted root: \
+             --cacert FILE trusts its CA, --insecure skips the check)"
+        ),
+        _ => format!("TLS: {e}"),
+    }
 }
 
 /// The verifier of `--insecure` (no certificate check: `inner` is none)
@@ -190,6 +203,20 @@ impl ServerCertVerifier for Lenient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_issuer_names_the_flags() {
+        let e = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let text = said(&e);
+        assert!(
+            text.contains("--cacert") && text.contains("--insecure"),
+            "{text}"
+        );
+        assert_eq!(
+            said(&rustls::Error::DecryptError),
+            "TLS: cannot decrypt peer's message"
+        );
+    }
 
     #[test]
     fn a_cacert_without_certificates_is_a_usage_error() {

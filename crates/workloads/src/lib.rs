@@ -51,7 +51,7 @@ pub const WORKLOADS: &[Workload] = &[
     Workload {
         name: "redis",
         capability: "redis",
-        about: "redis-benchmark's tests and flags (-t -c -n -P -d -r -q --csv), one test after the other",
+        about: "redis-benchmark's tests (--tests, --value-size, -n per test, -P pipeline, -r keyspace, -q, --csv), one test after the other",
     },
     Workload {
         name: "memcache",

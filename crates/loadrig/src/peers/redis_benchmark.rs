@@ -30,7 +30,11 @@ pub(super) const OPTS: &[Opt] = &[
     takes(&["--dbnum"], Some("DB"), "--dbnum (SELECT only when given)"),
     refused(&["-3"], None, "RESP3 is not spoken; loadrig speaks RESP2"),
     takes(&["--threads"], Some("NUM"), "--threads"),
-    refused(&["--cluster"], None, "cluster mode is not taken"),
+    takes(
+        &["--cluster"],
+        None,
+        "--cluster: the server given is a seed node of a Redis Cluster",
+    ),
     refused(&["--enable-tracking"], None, "client tracking is not taken"),
     takes(
         &["-k"],
@@ -136,6 +140,9 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
     }
     if g.has("--csv") {
         run.switch("--csv");
+    }
+    if g.has("--cluster") {
+        run.switch("--cluster");
     }
     // redis-benchmark's own command: the words after the flags.
     let command: Vec<&String> = g.words.iter().chain(&g.after).collect();

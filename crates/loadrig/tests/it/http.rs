@@ -212,6 +212,8 @@ fn a_404_is_counted_as_non_2xx() {
     assert_eq!(domain(&report, "4xx"), 500, "{}", r.dump());
     assert_eq!(domain(&report, "2xx"), 0);
     assert_eq!(errors(&report, "server"), 500);
+    // The errors line names the status and its count, not the class.
+    assert!(r.stdout.contains("server 404 500\n"), "{}", r.dump());
     assert!(
         r.stdout.contains("  Non-2xx or 3xx responses: 500\n"),
         "{}",

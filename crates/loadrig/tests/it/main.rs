@@ -13,6 +13,7 @@ mod etcd;
 mod expect;
 mod fuzz;
 mod golden;
+mod habits;
 mod hostile;
 mod http;
 mod intervals;

@@ -439,8 +439,9 @@ fn presets_set_erlvolts_setups() {
     assert_eq!(spec["preset"], "hsd");
     assert_eq!(spec["load"]["clients"], 200);
     assert!(
-        r.stdout
-            .contains("preset HSD (Erlvolt: hello, steady, direct, 200 clients)"),
+        r.stdout.contains(
+            "200 clients, 2,000 ops, seed 42  preset HSD (Erlvolt: hello, steady, direct)"
+        ),
         "{}",
         r.dump()
     );
@@ -448,8 +449,19 @@ fn presets_set_erlvolts_setups() {
 
 #[test]
 fn flags_given_win_over_the_preset() {
-    let (_, spec) = preset_spec("voter", &["--clients", "7", "--preset", "vsd"]);
+    let (r, spec) = preset_spec("voter", &["--clients", "7", "--preset", "vsd"]);
     assert_eq!(spec["load"]["clients"], 7);
+    // The header says what runs: 7 clients, and nowhere the preset's 200.
+    let header = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("loadrig "))
+        .unwrap_or("");
+    assert!(
+        header.contains(" 7 clients") && !header.contains("200"),
+        "{}",
+        r.dump()
+    );
     let (_, spec) = preset_spec(
         "voter",
         &["--preset", "vbm", "--burst-delay", "3", "--slots", "9"],
@@ -503,7 +515,23 @@ fn processes_text_output() {
         over_limit: 0,
     };
     assert_eq!(Votes::counted(&report), all, "{}", r.dump());
+    one_throughput(&r.stdout);
     crate::golden::golden("voter-null-processes.txt", &crate::golden::mask(&r.stdout));
+}
+
+/// The run's throughput, said three ways (loadrig's overall line and the
+/// Erlvolt bench's two), is one figure: not a sum of each process's rate.
+fn one_throughput(out: &str) {
+    let after = |prefix: &str, end: &str| -> String {
+        let line = out.lines().find(|l| l.starts_with(prefix)).unwrap_or("");
+        let rest = line.strip_prefix(prefix).unwrap_or("");
+        rest.split(end).next().unwrap_or("").trim().to_string()
+    };
+    let overall = after("overall (total of 2 processes): ", "/s");
+    let client = after("Client 'VSD' overall: ", " T/sec");
+    let total = after("Total transactions per second: ", " T/sec");
+    assert!(!overall.is_empty(), "{out}");
+    assert_eq!((&client, &total), (&overall, &overall), "{out}");
 }
 
 /// Two shards run apart, then `loadrig merge`: the counts sum, the

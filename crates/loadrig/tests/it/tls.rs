@@ -112,7 +112,8 @@ fn a_server_certificate_from_another_ca_is_refused_at_connect() {
         assert_eq!(errors.len(), 1, "{name}: one error line\n{}", r.dump());
         assert!(
             errors[0].starts_with("cannot reach ")
-                && errors[0].ends_with("TLS: invalid peer certificate: UnknownIssuer"),
+                && errors[0].contains("TLS: invalid peer certificate: UnknownIssuer")
+                && errors[0].ends_with("--cacert FILE trusts its CA, --insecure skips the check)"),
             "{name}: {}",
             r.dump()
         );
@@ -143,7 +144,9 @@ fn without_cacert_the_web_roots_do_not_trust_the_test_ca() {
     assert_eq!(r.code, 3, "{}", r.dump());
     assert!(
         r.stderr
-            .contains("TLS: invalid peer certificate: UnknownIssuer"),
+            .contains("TLS: invalid peer certificate: UnknownIssuer")
+            && r.stderr.contains("--cacert FILE")
+            && r.stderr.contains("--insecure"),
         "{}",
         r.dump()
     );

@@ -553,6 +553,17 @@ fn thresholds_gate_the_exit_code() {
         "{}",
         r.dump()
     );
-    let bad = loadrig(&["run", "voter", "--threshold", "p98<1ms"]);
+    // Any percentile is taken (p98), but a time needs its unit.
+    let bad = loadrig(&["run", "voter", "--threshold", "p98<1"]);
     assert_eq!(bad.code, 2, "{}", bad.dump());
+    assert!(bad.stderr.contains("p98<1ms"), "{}", bad.dump());
+    let mut p98 = base.to_vec();
+    p98.extend(["--threshold", "p98>1ms", "--threshold", "p(99.99)<10s"]);
+    let r = loadrig(&p98);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("threshold p(99.99)<10s: "),
+        "{}",
+        r.dump()
+    );
 }

@@ -96,8 +96,8 @@ pub fn lap_line(preset: Preset, l: &LapView<'_>) -> String {
 
 /// After the summary: `Client 'VSD' overall: ...`, then `loadrig 0.1.0,
 /// bench started ..., ended ...[, database: +N new votes]`; over several
-/// processes also `Total transactions per second: N T/sec`, the sum of
-/// each process's own rate, as the Erlvolt batch adds its VMs' totals.
+/// processes also `Total transactions per second: N T/sec`, the run's
+/// throughput again (not Erlvolt's sum of each VM's own rate).
 pub fn closing(r: &Report) -> Vec<String> {
     let Some(preset) = r.spec.preset else {
         return Vec::new();
@@ -144,11 +144,13 @@ pub fn closing(r: &Report) -> Vec<String> {
             utc(ended)
         ),
     ];
+    // The Erlvolt batch sums its VMs' own rates; each process's rate is
+    // over its own time, so that sum is not the run's throughput
+    // (docs/explanations/rates.md): the line says the one figure above.
     if r.processes.len() > 1 {
-        let total: f64 = r.processes.iter().map(|p| p.throughput).sum();
         lines.push(format!(
             "Total transactions per second: {} T/sec",
-            group(total as u64)
+            group(rate)
         ));
     }
     lines

@@ -399,9 +399,16 @@ pub fn header(spec: &RunSpec) -> String {
     let pipeline = when(load.pipeline > 1, || {
         format!(", pipeline {}", load.pipeline)
     });
-    let stop = match load.stop {
-        Stop::Count(n) => format!("{} ops", group(n)),
-        Stop::Seconds(s) => format!("{}s", fmt::secs(s)),
+    let stop = match (load.stop, tests_in_turn(spec)) {
+        // redis-benchmark's -n, kept by run redis: each test runs n.
+        (Stop::Count(n), tests @ 2..) => format!(
+            "{} ops per test, {} in all",
+            group(n),
+            group(n.saturating_mul(tests))
+        ),
+        (Stop::Count(n), _) => format!("{} ops", group(n)),
+        (Stop::Seconds(s), 2..) => format!("{}s per test", fmt::secs(s)),
+        (Stop::Seconds(s), _) => format!("{}s", fmt::secs(s)),
     };
     let warmup = when(spec.warmup_secs > 0.0, || {
         format!(" after {}s warm-up", fmt::secs(spec.warmup_secs))
@@ -423,6 +430,15 @@ pub fn header(spec: &RunSpec) -> String {
         spec.target,
         spec.seed
     )
+}
+
+/// How many tests run one after the other, each to the stop condition
+/// (run redis's tests; 1 for every other workload).
+fn tests_in_turn(spec: &RunSpec) -> u64 {
+    match &spec.workload {
+        WorkloadSpec::Redis(r) if r.mix.is_none() => r.tests.len() as u64,
+        _ => 1,
+    }
 }
 
 fn plural<'a>(n: u32, one: &'a str, many: &'a str) -> &'a str {

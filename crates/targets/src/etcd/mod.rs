@@ -169,7 +169,11 @@ impl TargetInfo for EtcdTarget {
     fn durability(&self) -> Option<String> {
         let fsync = "each commit is fsynced to the write-ahead log before it is answered (etcd has no other mode)";
         let Some(f) = self.facts.get() else {
-            return Some(format!("{fsync}, on a majority of the cluster's members"));
+            // True of one member and of a cluster, so the line after the
+            // member list is read (one member, or n) does not contradict it.
+            return Some(format!(
+                "{fsync}; with several members, on a majority of them first"
+            ));
         };
         let replication = match f.members {
             1 => "one member, no replication".to_string(),

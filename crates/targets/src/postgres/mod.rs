@@ -305,7 +305,7 @@ fn reason(e: &tokio_postgres::Error) -> String {
             // tokio-rustls hands rustls's error (a certificate refused)
             // inside an I/O error: said as the other targets say it.
             if let Some(tls) = io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) {
-                return format!("TLS: {tls}");
+                return crate::tls::said(tls);
             }
             return match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),

@@ -89,8 +89,8 @@ impl<C: HttpConn> HttpDriver<C> {
                 _ => Err(WRONG),
             },
             200..=399 => Ok(None),
-            400..=499 => Err(OpError::server("4xx")),
-            500..=599 => Err(OpError::server("5xx")),
+            // The status itself, so a run of 405s says 405, not 4xx.
+            400..=599 => Err(OpError::server(status_name(r.status))),
             _ => Err(OpError::server("other status")),
         };
         self.pending.pop();
@@ -200,6 +200,31 @@ impl<C: HttpConn> Driver for HttpDriver<C> {
     }
 }
 
+/// `"405"` for 405: an error's class is a static string, so the
+/// statuses that fail a request (400 to 599) are spelt out at compile time.
+fn status_name(status: u16) -> &'static str {
+    macro_rules! units {
+        ($h:literal $t:literal; $($u:literal)*) => { [$(concat!($h, $t, $u)),*] };
+    }
+    macro_rules! hundred {
+        ($h:literal) => {
+            [
+                units!($h 0; 0 1 2 3 4 5 6 7 8 9), units!($h 1; 0 1 2 3 4 5 6 7 8 9),
+                units!($h 2; 0 1 2 3 4 5 6 7 8 9), units!($h 3; 0 1 2 3 4 5 6 7 8 9),
+                units!($h 4; 0 1 2 3 4 5 6 7 8 9), units!($h 5; 0 1 2 3 4 5 6 7 8 9),
+                units!($h 6; 0 1 2 3 4 5 6 7 8 9), units!($h 7; 0 1 2 3 4 5 6 7 8 9),
+                units!($h 8; 0 1 2 3 4 5 6 7 8 9), units!($h 9; 0 1 2 3 4 5 6 7 8 9),
+            ]
+        };
+    }
+    const NAMES: [[[&str; 10]; 10]; 2] = [hundred!(4), hundred!(5)];
+    let i = usize::from(status);
+    match i {
+        400..=599 => NAMES[i / 100 - 4][i / 10 % 10][i % 10],
+        _ => "other status",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
@@ -263,6 +288,15 @@ mod tests {
         fn server(&self) -> usize {
             0
         }
+    }
+
+    #[test]
+    fn each_failing_status_is_named() {
+        assert_eq!(status_name(400), "400");
+        assert_eq!(status_name(405), "405");
+        assert_eq!(status_name(503), "503");
+        assert_eq!(status_name(599), "599");
+        assert_eq!(status_name(600), "other status");
     }
 
     /// Responses that come five bytes at a time, every receive dropped at
