@@ -9,7 +9,7 @@
 mod stationarity;
 mod trend;
 
-use loadrig_spec::{Metric, Pacing, Shard};
+use loadrig_spec::{Pacing, Shard};
 use serde::{Deserialize, Serialize};
 
 use crate::fmt::{dur, group, seconds, sig3};
@@ -293,14 +293,14 @@ fn shed(r: &Report) -> ValidityCheck {
 /// (p99.9 of a short run) is marked in the table, and named here.
 fn samples(r: &Report) -> Option<ValidityCheck> {
     let mut relied = vec![99.0];
-    for t in &r.spec.thresholds {
-        match t.metric {
-            Metric::P50 => relied.push(50.0),
-            Metric::P90 => relied.push(90.0),
-            Metric::P999 => relied.push(99.9),
-            _ => {}
-        }
-    }
+    // p100 is the maximum: one sample, no tail above it to count.
+    relied.extend(
+        r.spec
+            .thresholds
+            .iter()
+            .filter_map(|t| t.metric.percentile())
+            .filter(|p| *p < 100.0),
+    );
     let need = relied.iter().map(|p| samples_needed(*p)).max().unwrap_or(0);
     let kinds: Vec<_> = r
         .measured

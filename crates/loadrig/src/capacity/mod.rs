@@ -91,12 +91,9 @@ pub fn run(args: &CapacityArgs) -> anyhow::Result<i32> {
 /// SLO names.
 fn samples_for(slos: &[Threshold]) -> u64 {
     use loadrig_report::validity::samples_needed;
-    use loadrig_spec::Metric;
     slos.iter()
-        .filter_map(|t| match t.metric {
-            Metric::P999 => Some(99.9),
-            _ => None,
-        })
+        .filter_map(|t| t.metric.percentile())
+        .filter(|p| *p < 100.0)
         .chain([99.0])
         .map(samples_needed)
         .max()
