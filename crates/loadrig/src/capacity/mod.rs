@@ -22,7 +22,6 @@ use loadrig_spec::{SpecError, Threshold};
 
 use crate::exit;
 use crate::flags::CapacityArgs;
-pub use probe::invalid_reason;
 use probe::{Outcome, Probe};
 use search::Search;
 

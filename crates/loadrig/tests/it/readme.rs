@@ -36,6 +36,10 @@ const EXCLUDED: &[(&str, &str)] = &[
 /// flag (second) becomes the third (`-d60s` glued counts as the flag too).
 /// Each keeps the command's shape and makes it take about a second.
 const SCALE: &[(&str, &str, &str, &str)] = &[
+    // capacity's probes and ab's rounds: a second each, two rounds.
+    ("loadrig capacity ", "--probe-duration", "1s", "probe length"),
+    ("loadrig ab ", "--rounds", "2", "rounds"),
+    ("loadrig ab ", "-d", "1s", "each round's runs"),
     // Counts: a few thousand operations, not 100,000s.
     ("loadrig run ", "-n", "2000", "counts"),
     ("loadrig redis-benchmark ", "-n", "2000", "counts"),
