@@ -37,7 +37,12 @@ const EXCLUDED: &[(&str, &str)] = &[
 /// Each keeps the command's shape and makes it take about a second.
 const SCALE: &[(&str, &str, &str, &str)] = &[
     // capacity's probes and ab's rounds: a second each, two rounds.
-    ("loadrig capacity ", "--probe-duration", "1s", "probe length"),
+    (
+        "loadrig capacity ",
+        "--probe-duration",
+        "1s",
+        "probe length",
+    ),
     ("loadrig ab ", "--rounds", "2", "rounds"),
     ("loadrig ab ", "-d", "1s", "each round's runs"),
     // Counts: a few thousand operations, not 100,000s.
