@@ -173,6 +173,17 @@ fn url_for(command: &str, dir: &Path) -> String {
 /// Exit codes other than 0 the README allows (a substring, the codes, why).
 const EXIT_CODES: &[(&str, &[i32], &str)] = &[
     (
+        "loadrig ab ",
+        &[0, 10, 11],
+        "a verdict: PASS, FAIL or INCONCLUSIVE, which two scaled-down rounds may not decide",
+    ),
+    (
+        "loadrig capacity ",
+        &[0, 1],
+        "exit 1 when even the first rate fails, as a probe judged INVALID (punctuality) \
+         on a machine busy with the suite does",
+    ),
+    (
         "--threshold 'p99<5ms'",
         &[0, 1],
         "a CI gate: exit 1 when p99 is over 5 ms, which a shared machine may be",

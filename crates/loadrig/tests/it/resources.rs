@@ -43,7 +43,12 @@ fn client_resources_are_kept_per_lap() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
-    let lines: Vec<&str> = r.stdout.lines().filter(|l| l.contains(" at ")).collect();
+    // The lap lines (`  at 0.100s lap ...`).
+    let lines: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("at "))
+        .collect();
     assert!(!lines.is_empty(), "{}", r.dump());
     for l in &lines {
         assert!(
