@@ -262,6 +262,19 @@ fn capacity_of_redis_get_is_a_verified_figure_with_its_curve() {
         r.dump()
     );
     check_folder(dir.path(), &r);
+    // The page, in a real headless Chromium: the answer, the curve, no
+    // console error.
+    let (dom, log) = crate::plot::chromium(
+        &dir.path().join("profile"),
+        &["--dump-dom".to_string()],
+        &dir.path().join("capacity.html"),
+    );
+    let shown = line.trim().replace('<', "&lt;");
+    assert!(dom.contains(&shown), "{shown} not in the page:\n{dom}");
+    assert!(dom.contains("<polyline"), "no curve in the page:\n{dom}");
+    for bad in ["Uncaught", "ERROR:CONSOLE", ":CONSOLE("] {
+        assert!(!log.contains(bad), "console error in chromium's log:\n{log}");
+    }
 }
 
 #[test]

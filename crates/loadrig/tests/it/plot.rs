@@ -370,7 +370,7 @@ fn the_interval_log_and_the_reports_histograms_read_in_python() {
 }
 
 /// Chromium, headless, with the flags this machine's closed network needs.
-fn chromium(profile: &Path, extra: &[String], page: &Path) -> (String, String) {
+pub(crate) fn chromium(profile: &Path, extra: &[String], page: &Path) -> (String, String) {
     let out = Command::new("timeout")
         .arg("120")
         .arg("chromium")
