@@ -353,6 +353,9 @@ fn mariadb_series_match_mysql() {
         ],
         2,
     );
+    // A connection's counts join the server's global ones when its thread
+    // has finished closing, a moment after loadrig exits: read after it.
+    std::thread::sleep(std::time::Duration::from_secs(1));
     let after = questions();
     let (laps, _) = series(&rep, "mariadb.questions");
     let ok = rep.measured.ok as f64;
