@@ -244,8 +244,11 @@ fn capacity_of_redis_get_is_a_verified_figure_with_its_curve() {
         db.arg,
         "--tests",
         "get",
+        // 32 connections: at 500/s each sends every 64 ms, so a send 6 ms
+        // late is still punctual (the verdict's 10%) on a machine busy
+        // with the suite; with 8, 1.6 ms was too tight for it.
         "-c",
-        "8",
+        "32",
     ]);
     assert_eq!(r.code, 0, "{}", r.dump());
     let line = r
@@ -273,7 +276,10 @@ fn capacity_of_redis_get_is_a_verified_figure_with_its_curve() {
     assert!(dom.contains(&shown), "{shown} not in the page:\n{dom}");
     assert!(dom.contains("<polyline"), "no curve in the page:\n{dom}");
     for bad in ["Uncaught", "ERROR:CONSOLE", ":CONSOLE("] {
-        assert!(!log.contains(bad), "console error in chromium's log:\n{log}");
+        assert!(
+            !log.contains(bad),
+            "console error in chromium's log:\n{log}"
+        );
     }
 }
 
