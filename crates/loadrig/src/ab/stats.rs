@@ -32,25 +32,8 @@ pub struct Ratio {
     pub high: f64,
 }
 
-/// The two-sided 95% quantile of Student's t with `df` degrees of
-/// freedom: exact to three decimals up to 30, then the Cornish-Fisher
-/// expansion (within 0.001 of the exact value from 30 on).
-pub fn t975(df: usize) -> f64 {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => TABLE[df - 1],
-        _ => {
-            let (z, n) = (1.959_964_f64, df as f64);
-            z + (z.powi(3) + z) / (4.0 * n)
-                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
-        }
-    }
-}
+/// Student's t quantile, the one the run's intervals use.
+pub use loadrig_report::confidence::t975;
 
 /// The ratio B/A from paired figures `(a, b)`; `None` with fewer than two
 /// pairs or a figure not above 0.
