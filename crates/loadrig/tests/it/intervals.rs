@@ -6,17 +6,18 @@
 
 use std::time::Duration;
 
+use loadrig_metrics::Histo;
 use loadrig_report::confidence::{Interval, Intervals};
 use loadrig_report::Report;
 
 use crate::common::delayed::{DelayServer, Delays};
 use crate::common::{loadrig, report, Run};
 
-/// The delays of the coverage runs: 10 ms mean, exponential, so the true
-/// p99 of the delay is 10 ms * ln(100) = 46.05 ms, where the density is
-/// low enough that loopback and the client's own time (a few hundred
-/// microseconds, which the client rightly measures) stay a small part of
-/// the interval's width.
+/// The delays of the coverage runs: 20 ms mean, exponential, so the
+/// true p99 of the delay is 20 ms * ln(100) = 92.10 ms, where the
+/// density is low enough that loopback and the client's own time (a few
+/// hundred microseconds, which the client rightly measures) stay a small
+/// part of the interval's width.
 const MEAN: Duration = Duration::from_millis(20);
 
 /// Runs of the coverage test, and how many go at once (each its own
@@ -56,8 +57,8 @@ fn get_run(port: u16, out: &std::path::Path, conns: &str, extra: &[&str]) -> (Ru
 }
 
 /// One coverage run with the delays drawn from `seed`: the p99
-/// interval, in microseconds.
-fn p99_interval(seed: u64) -> Interval {
+/// interval, in microseconds, and the run's latency histogram.
+fn p99_interval(seed: u64) -> (Interval, Histo) {
     let server = DelayServer::start(Delays::Exponential {
         base: Duration::ZERO,
         mean: MEAN,
@@ -66,13 +67,15 @@ fn p99_interval(seed: u64) -> Interval {
     let dir = tempfile::tempdir().unwrap();
     let (r, rep) = get_run(server.port, &dir.path().join("r.json"), "40", &[]);
     let iv = rep.intervals.expect("a run of 15 laps has intervals");
-    iv.kinds[0]
+    let p99 = iv.kinds[0]
         .p99_us
-        .unwrap_or_else(|| panic!("no p99 interval: {}", r.dump()))
+        .unwrap_or_else(|| panic!("no p99 interval: {}", r.dump()));
+    let histo = rep.measured.kinds[0].latency.histogram().unwrap();
+    (p99, histo)
 }
 
 /// `n` coverage runs from seed `first` on, `AT_ONCE` at a time.
-fn p99_intervals(first: u64, n: u64) -> Vec<Interval> {
+fn p99_intervals(first: u64, n: u64) -> Vec<(Interval, Histo)> {
     let mut got = Vec::new();
     for batch in 0..n / AT_ONCE {
         let runs: Vec<_> = (0..AT_ONCE)
@@ -87,6 +90,14 @@ fn p99_intervals(first: u64, n: u64) -> Vec<Interval> {
 /// of the same delays, the 95% interval of p99 holds the true p99 in at
 /// least 90% of them (36). About 45 s, two runs at a time.
 ///
+/// What the client measures is the server's delay plus loopback and its
+/// own scheduling, which on a machine busy with other tests adds a few
+/// milliseconds in the tail. The truth the intervals are held to is
+/// therefore the p99 of all runs' latencies pooled (forty times the
+/// samples of one run, so its own error is a sixth of one run's), and
+/// that pooled p99 must itself lie within 10% of the delay's true p99
+/// (92.10 ms): the server and the client measure what they should.
+///
 /// An interval that covers exactly 95% misses 5 or more of 40 one time
 /// in twenty (binomial), so a single set of 40 would be a flaky test of a
 /// right method. A set that misses is followed by 40 more, and the 80
@@ -94,31 +105,49 @@ fn p99_intervals(first: u64, n: u64) -> Vec<Interval> {
 /// hundred, one that covers 85% seven times in ten.
 #[test]
 fn the_p99_interval_covers_the_true_p99() {
-    let truth_us = MEAN.as_secs_f64() * 1e6 * 100f64.ln();
+    let delay_p99_us = MEAN.as_secs_f64() * 1e6 * 100f64.ln();
     let mut got = p99_intervals(1_000, RUNS);
-    if coverage(&got, truth_us) * 10 < got.len() * 9 {
+    if coverage(&got) * 10 < got.len() * 9 {
         got.extend(p99_intervals(2_000, RUNS));
     }
-    let covered = coverage(&got, truth_us);
-    let widths: Vec<f64> = got.iter().filter_map(|i| i.relative()).collect();
+    let truth_us = pooled_p99_us(&got);
+    let covered = coverage(&got);
+    let widths: Vec<f64> = got.iter().filter_map(|(i, _)| i.relative()).collect();
     let mean_width = 100.0 * widths.iter().sum::<f64>() / widths.len() as f64;
-    let above = got.iter().filter(|i| i.low > truth_us).count();
+    let above = got.iter().filter(|(i, _)| i.low > truth_us).count();
     println!(
-        "coverage: the p99 interval held the true p99 ({:.2} ms) in {covered} of {} runs \
-         ({:.0}%), mean half-width ±{mean_width:.1}%, {above} missed above",
+        "coverage: the p99 interval held the pooled p99 ({:.2} ms; the delay's own {:.2} ms) \
+         in {covered} of {} runs ({:.0}%), mean half-width ±{mean_width:.1}%, {above} missed above",
         truth_us / 1e3,
+        delay_p99_us / 1e3,
         got.len(),
         100.0 * covered as f64 / got.len() as f64
     );
     assert!(
+        (truth_us - delay_p99_us).abs() <= delay_p99_us / 10.0,
+        "pooled p99 {truth_us:.0} us, the delay's {delay_p99_us:.0} us"
+    );
+    let intervals: Vec<&Interval> = got.iter().map(|(i, _)| i).collect();
+    assert!(
         covered * 10 >= got.len() * 9,
-        "{covered} of {}: {got:#?}",
+        "{covered} of {} held {truth_us:.0} us: {intervals:#?}",
         got.len()
     );
 }
 
-fn coverage(got: &[Interval], truth: f64) -> usize {
-    got.iter().filter(|i| i.contains(truth)).count()
+/// The p99 of every run's latencies together, in microseconds.
+fn pooled_p99_us(got: &[(Interval, Histo)]) -> f64 {
+    let mut all = Histo::new();
+    for (_, h) in got {
+        all.add(h);
+    }
+    all.percentile(99.0).as_secs_f64() * 1e6
+}
+
+/// How many runs' intervals hold the pooled p99.
+fn coverage(got: &[(Interval, Histo)]) -> usize {
+    let truth = pooled_p99_us(got);
+    got.iter().filter(|(i, _)| i.contains(truth)).count()
 }
 
 /// `--processes 3`: the merged report's intervals are those of its
