@@ -28,8 +28,9 @@ impl Report {
     /// whole run when the reports are every shard of it). The baseline is
     /// kept when every report recorded the same one (shards that prepared
     /// before a common start), so `loadrig verify` can check the merged
-    /// counts; the verdict and the results are left to whoever can ask
-    /// the target.
+    /// counts, and so are the parts' shares of the verification (`shares`:
+    /// a kv shard's ledger); the verdict and the results are left to
+    /// whoever can ask the target.
     pub fn merge(reports: &[Report]) -> Result<Report, ReportError> {
         let Some(first) = reports.first() else {
             return Err(ReportError::Merge("no reports".into()));
@@ -117,6 +118,10 @@ impl Report {
             processes,
             server_stats: merge_server_stats(reports),
             share: None,
+            shares: reports
+                .iter()
+                .flat_map(|r| r.share.iter().chain(&r.shares).cloned())
+                .collect(),
             validity: None,
             intervals: Some(intervals),
         };

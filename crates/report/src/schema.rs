@@ -44,12 +44,20 @@ pub struct Report {
     pub server_stats: Option<ServerStatsReport>,
     /// A `--processes` child's part of what verification needs beyond
     /// its counts (chat: its clients' tallies; kv: its ledger), for the
-    /// parent, and a `--keep` run's, for `loadrig verify REPORT`; absent
-    /// elsewhere, and not carried into a merged report. Kept as JSON text,
+    /// parent, and a `--keep` run's, for `loadrig verify REPORT`; a shard's, for the
+    /// merge of its run; absent elsewhere. A merged report carries its
+    /// parts' in `shares`. Kept as JSON text,
     /// not a tree of values: the parent of 100,000 chat clients reads it
     /// straight into the workload's own accounts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share: Option<Box<serde_json::value::RawValue>>,
+    /// The shares of the reports `loadrig merge` joined (each part's
+    /// `share`, and the shares a merged part carried), so that `loadrig
+    /// verify MERGED` checks every acknowledged write of every shard, not a
+    /// sample; empty elsewhere (a `--processes` parent reads its children's
+    /// shares before it merges their reports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<Box<serde_json::value::RawValue>>,
     /// The verdict on the measurement itself (crate::validity), judged
     /// when the run ends and again by `merge`; absent in reports written
     /// before it was kept (`Report::validity_or_judge` judges those).
@@ -539,6 +547,7 @@ impl Report {
             processes: Vec::new(),
             server_stats: None,
             share: None,
+            shares: Vec::new(),
             validity: None,
             intervals,
         }

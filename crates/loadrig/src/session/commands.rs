@@ -95,10 +95,18 @@ pub async fn verify_report<B: Bench>(mut bench: B, report: &Report) -> anyhow::R
             "this run removed its data when it ended (it ran without --keep): nothing is left to verify"
         ));
     }
-    // The run's own accounts of what it wrote, where it kept them.
-    if let Some(share) = &report.share {
+    // The run's own accounts of what it wrote, where it kept them (a
+    // merged report of shards: each shard's).
+    let shares: Vec<_> = report
+        .share
+        .iter()
+        .chain(&report.shares)
+        .cloned()
+        .map(Some)
+        .collect();
+    if !shares.is_empty() {
         bench
-            .gather(vec![Some(share.clone())])
+            .gather(shares)
             .context("reading the report's account of the run's writes")?;
     }
     let mut counted = report.warmup.snapshot().map_err(anyhow::Error::msg)?;

@@ -233,6 +233,70 @@ fn verify_of_a_kept_report_knows_the_runs_writes() {
     );
 }
 
+/// Shards of one kv run (`loadrig prepare`, two `--no-prepare` shards,
+/// `merge --prepared`): the merged report carries each shard's ledger,
+/// so `loadrig verify MERGED` checks every acknowledged write of both,
+/// and catches them all undone, where a sample could not.
+#[test]
+fn verify_of_merged_shards_knows_every_shards_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let common = [
+        "kv", "--target", &target, "--rows", "5000", "-n", "600", "--test", "write1",
+    ];
+    let sql = |batch: &str| {
+        let db = rusqlite::Connection::open(dir.path().join("kv.db")).unwrap();
+        db.execute_batch(batch).unwrap();
+    };
+    let prep = path("prep.json");
+    let mut args = vec!["prepare"];
+    args.extend(common);
+    args.extend(["--out", &prep]);
+    let p = loadrig(&args);
+    assert_eq!(p.code, 0, "{}", p.dump());
+    sql("CREATE TABLE before_run AS SELECT * FROM kv_kv");
+    let mut shards = Vec::new();
+    for i in 0..2 {
+        let (shard, out) = (format!("{i}/2"), path(&format!("s{i}.json")));
+        let mut args = vec!["run"];
+        args.extend(common);
+        args.extend(["--no-prepare", "--shard", &shard, "--out", &out, "-q"]);
+        let r = loadrig(&args);
+        assert_eq!(r.code, 0, "{}", r.dump());
+        shards.push(out);
+    }
+    let merged = path("merged.json");
+    let m = loadrig(&[
+        "merge",
+        &shards[0],
+        &shards[1],
+        "--prepared",
+        &prep,
+        "-o",
+        &merged,
+    ]);
+    assert_eq!(m.code, 0, "{}", m.dump());
+    let verify = || loadrig(&["verify", &merged]);
+    let v = verify();
+    assert_eq!(v.code, 0, "{}", v.dump());
+    assert!(
+        v.stdout
+            .contains(" 600 acknowledged, 0 in-doubt and 0 failed write transactions"),
+        "{}",
+        v.dump()
+    );
+    // Every write of both shards undone: only their ledgers can tell.
+    sql("DELETE FROM kv_kv; INSERT INTO kv_kv SELECT * FROM before_run");
+    let v = verify();
+    assert_eq!(v.code, 1, "{}", v.dump());
+    assert!(
+        v.stdout.contains("acknowledged writes missing"),
+        "{}",
+        v.dump()
+    );
+}
+
 #[test]
 fn bad_shapes_exit_2_with_one_line() {
     for (args, flag) in [
