@@ -110,16 +110,24 @@ mod tests {
 
     #[test]
     fn this_process_has_memory_and_its_cpu_moves_forward() {
+        // Spin until 20 ms of CPU are counted, or 10 s of wall clock (a
+        // busy machine gives this thread less than its wall clock).
         let a = ProcSample::own().expect("Linux has /proc/self/stat");
         let t = std::time::Instant::now();
         let mut x = 0u64;
-        while t.elapsed() < Duration::from_millis(60) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let mut b = ProcSample::of(std::process::id()).expect("own pid");
+        let spent = |b: &ProcSample| {
+            let (user, system) = b.cpu_since(&a);
+            user + system
+        };
+        while spent(&b) < Duration::from_millis(20) && t.elapsed() < Duration::from_secs(10) {
+            for _ in 0..100_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            b = ProcSample::of(std::process::id()).expect("own pid");
         }
         std::hint::black_box(x);
-        let b = ProcSample::of(std::process::id()).expect("own pid");
-        let (user, system) = b.cpu_since(&a);
-        assert!(user + system >= Duration::from_millis(20), "{a:?} {b:?}");
+        assert!(spent(&b) >= Duration::from_millis(20), "{a:?} {b:?}");
         assert!(b.rss_bytes > 1 << 20, "{b:?}");
     }
 }
