@@ -118,6 +118,115 @@ mod tests {
         assert_eq!(latency(&s, Metric::Max), s.max_us / 1e6);
     }
 
+    use std::time::Duration;
+
+    use loadrig_metrics::{OpError, Snapshot};
+
+    use crate::merge::tests::report;
+
+    /// A report of 1,000 operations over 2 s: `vote` 600 at 1 ms (10 of
+    /// them failed), `other` 400 at 10 ms.
+    fn judged_report() -> Report {
+        let mut s = Snapshot::new(2, 3);
+        let ms = Duration::from_millis;
+        for i in 0..600 {
+            match i % 60 {
+                0 => s.failed(0, OpError::server("40001"), Some((ms(1), ms(1)))),
+                _ => s.ok(0, ms(1), ms(1), None),
+            }
+        }
+        for _ in 0..400 {
+            s.ok(1, ms(10), ms(5), None);
+        }
+        report(0, s, 1_000, Duration::from_secs(2), Vec::new())
+    }
+
+    fn judge(r: &Report, t: &str) -> Judged {
+        r.judge(&Threshold::parse(t).unwrap())
+    }
+
+    fn near(got: Option<f64>, want: f64) -> bool {
+        got.is_some_and(|g| (g - want).abs() <= want * 0.02)
+    }
+
+    #[test]
+    fn a_latency_threshold_over_the_run_holds_for_the_worst_kind() {
+        let r = judged_report();
+        let all = judge(&r, "p99<5ms");
+        assert!(!all.passed && near(all.actual, 0.010), "{all:?}");
+        assert!(all.line.ends_with("FAILED"), "{}", all.line);
+        assert!(
+            all.line.contains("ms"),
+            "a time is shown as one: {}",
+            all.line
+        );
+        let vote = judge(&r, "vote:p99<5ms");
+        assert!(vote.passed && near(vote.actual, 0.001), "{vote:?}");
+        assert!(vote.line.ends_with(" ok"), "{}", vote.line);
+        assert!(
+            !judge(&r, "OTHER:p99<5ms").passed,
+            "kinds match in any case"
+        );
+    }
+
+    #[test]
+    fn deliveries_are_judged_only_by_name() {
+        let mut r = judged_report();
+        // `other` delivered what it sent: deliveries, not operations.
+        r.measured.kinds[1].delivered = r.measured.kinds[1].ok;
+        let all = judge(&r, "p99<5ms");
+        assert!(all.passed && near(all.actual, 0.001), "{all:?}");
+        assert!(!judge(&r, "other:p99<5ms").passed);
+        // A kind that completed nothing is an operation kind still.
+        r.measured.kinds[1].ok = 0;
+        r.measured.kinds[1].delivered = 0;
+        assert!(!judge(&r, "p99<5ms").passed);
+    }
+
+    #[test]
+    fn the_mean_and_the_max_are_each_their_own() {
+        let r = judged_report();
+        let k = &r.measured.kinds[0].latency;
+        assert!(k.mean_us < k.max_us, "{k:?}");
+        assert_eq!(judge(&r, "vote:avg<1s").actual, Some(k.mean_us / 1e6));
+        assert_eq!(judge(&r, "vote:max<1s").actual, Some(k.max_us / 1e6));
+    }
+
+    #[test]
+    fn error_rates_of_the_run_and_of_a_kind() {
+        let r = judged_report();
+        let all = judge(&r, "error_rate<0.005");
+        assert!(!all.passed && near(all.actual, 0.01), "{all:?}");
+        assert!(all.line.contains(": 1.00% FAILED"), "{}", all.line);
+        let vote = judge(&r, "vote:error_rate<0.02");
+        assert!(vote.passed && near(vote.actual, 10.0 / 600.0), "{vote:?}");
+        let other = judge(&r, "other:error_rate<0.001");
+        assert!(other.passed && other.actual == Some(0.0), "{other:?}");
+    }
+
+    #[test]
+    fn throughputs_of_the_run_and_of_a_kind() {
+        let r = judged_report();
+        let all = judge(&r, "throughput>400");
+        assert!(all.passed && near(all.actual, 990.0 / 2.0), "{all:?}");
+        assert!(all.line.contains("/s"), "{}", all.line);
+        let other = judge(&r, "other:throughput>250");
+        assert!(!other.passed && near(other.actual, 200.0), "{other:?}");
+        let mut r = r;
+        r.measured.kinds[1].elapsed_secs = Some(1.0);
+        assert!(near(judge(&r, "other:throughput>250").actual, 400.0));
+        r.measured.kinds[1].elapsed_secs = Some(0.0);
+        assert_eq!(judge(&r, "other:throughput>250").actual, Some(0.0));
+    }
+
+    #[test]
+    fn a_kind_the_report_lacks_fails_and_says_so() {
+        let j = judge(&judged_report(), "nope:p99<5ms");
+        assert_eq!(j.actual, None);
+        assert!(!j.passed);
+        assert!(j.line.contains("no kind named 'nope'"), "{}", j.line);
+    }
+
     #[test]
     fn ratios_of_nothing_are_zero() {
         assert_eq!(ratio(0, 0), 0.0);

@@ -672,7 +672,9 @@ pub(crate) mod tests {
 
     #[test]
     fn laps_align_by_wall_clock() {
-        let t0 = 1_795_000_000_000;
+        // Not a whole second: slots count from the earliest start, not
+        // from the epoch.
+        let t0 = 1_795_000_000_400;
         // Each closes a little after its boundary; b ends with a short lap.
         let la = vec![
             lap(t0 + 1_021, 1_000, 10, 100),
@@ -864,6 +866,125 @@ pub(crate) mod tests {
         more.spec.load.clients = 9;
         let e = Report::check_one_run(&[a, more]).unwrap_err();
         assert!(e.to_string().contains("(load.clients)"), "{e}");
+    }
+
+    /// Laps of 100 ms (`--interval 0.1`): one lap of a process's is
+    /// late by most of its length and another, long, is early; each goes to
+    /// the interval that holds its middle. A warm-up lap merged with a
+    /// measured one is measured; kinds one process lacks are added.
+    #[test]
+    fn short_laps_go_where_their_middles_are() {
+        let t0 = 1_795_000_000_000;
+        let mut with_kinds = lap(t0 + 190, 100, 4, 100);
+        let one = b64(&Histo::new().encode());
+        let mut second = Histo::new();
+        second.record(Duration::from_micros(100));
+        with_kinds.kinds = vec![Histo::new().encode(), second.encode()];
+        let la = vec![lap(t0 + 105, 100, 1, 100), with_kinds];
+        let mut early = lap(t0 + 160, 190, 2, 100);
+        early.warmup = true;
+        let lb = vec![early, lap(t0 + 280, 100, 8, 100)];
+        let mut ra = report(0, Snapshot::new(2, 3), t0, Duration::from_millis(200), la);
+        ra.spec.interval_secs = 0.1;
+        let rb = report(1, Snapshot::new(2, 3), t0, Duration::from_millis(300), lb);
+        let m = Report::merge(&[ra, rb]).unwrap();
+        // a: middles 55 and 140; b: middles 65 and 230.
+        let oks: Vec<u64> = m.laps.iter().map(|l| l.ok).collect();
+        assert_eq!(oks, vec![3, 4, 8]);
+        assert!(!m.laps[0].warmup, "a measured lap in it: measured");
+        assert_eq!(m.laps[1].kinds_hdr.len(), 2);
+        assert_ne!(m.laps[1].kinds_hdr[1], one);
+        let mut into = vec![one.clone()];
+        add_kinds(&mut into, &m.laps[1].kinds_hdr).unwrap();
+        assert_eq!(into.len(), 2, "the kinds the first lacked are added");
+        assert_eq!(decode_hdr(&into[1]).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_merged_client_is_the_sum_of_the_processes() {
+        let mut s = Snapshot::new(2, 3);
+        for _ in 0..600 {
+            s.ok(0, Duration::from_millis(1), Duration::from_millis(1), None);
+        }
+        let two = Duration::from_secs(2);
+        let t0 = 1_795_000_000_000;
+        let mut ra = report(0, s.clone(), t0, two, Vec::new());
+        ra.environment.host = "a".into();
+        let mut rb = report(1, s, t0, two, Vec::new());
+        rb.environment.host = "b".into();
+        let rc = report(1, Snapshot::new(2, 3), t0, two, Vec::new());
+        let m = Report::merge(&[ra.clone(), rb.clone(), ra.clone()]).unwrap();
+        assert_eq!(m.environment.host, "a,b");
+        let c = &m.client;
+        assert!((c.cpu_secs - 0.9).abs() < 1e-9, "{c:?}");
+        assert!((c.cpu_percent - 45.0).abs() < 1e-6, "0.9 s over 2 s: {c:?}");
+        assert!(
+            (c.cpu_us_per_op - 500.0).abs() < 1e-6,
+            "0.9 s over 1,800: {c:?}"
+        );
+        assert_eq!(c.max_rss_bytes, 30 << 20);
+        // Nothing measured: no rate per operation, not a division by 0.
+        let none = report(0, Snapshot::new(2, 3), t0, Duration::ZERO, Vec::new());
+        let m = Report::merge(&[none, rc]).unwrap();
+        assert_eq!(m.client.cpu_us_per_op, 0.0);
+        assert!(m.client.cpu_percent > 0.0, "{:?}", m.client);
+        let mut at_once = report(0, Snapshot::new(2, 3), t0, Duration::ZERO, Vec::new());
+        at_once.measured.elapsed_secs = 0.0;
+        let m = Report::merge(&[at_once]).unwrap();
+        assert_eq!(m.client.cpu_percent, 0.0);
+    }
+
+    #[test]
+    fn every_shard_once_is_the_whole_run() {
+        let t0 = 1_795_000_000_000;
+        let two = Duration::from_secs(2);
+        let shard = |i| report(i, Snapshot::new(2, 3), t0, two, Vec::new());
+        let whole = |rs: &[Report]| Report::merge(rs).unwrap().spec.load.shard == Shard::WHOLE;
+        assert!(whole(&[shard(1), shard(0)]));
+        assert!(!whole(&[shard(0), shard(0)]), "shard 0 twice");
+        assert!(!whole(&[shard(0)]), "one of two");
+        assert!(!whole(&[shard(0), shard(1), shard(1)]), "three of two");
+    }
+
+    #[test]
+    fn server_samples_and_failures_add_and_the_last_error_is_kept() {
+        let t0 = 1_795_000_000_000;
+        let two = Duration::from_secs(2);
+        let stats = |samples, failures, last: Option<&str>| ServerStatsReport {
+            sources: vec!["INFO".into()],
+            samples,
+            failures,
+            last_error: last.map(str::to_string),
+        };
+        let mut a = report(0, Snapshot::new(2, 3), t0, two, Vec::new());
+        let mut b = report(1, Snapshot::new(2, 3), t0, two, Vec::new());
+        assert!(Report::merge(&[a.clone(), b.clone()])
+            .unwrap()
+            .server_stats
+            .is_none());
+        a.server_stats = Some(stats(10, 1, Some("first")));
+        b.server_stats = Some(stats(20, 2, Some("second")));
+        let m = Report::merge(&[a, b]).unwrap().server_stats.unwrap();
+        assert_eq!((m.samples, m.failures), (30, 3));
+        assert_eq!(m.last_error.as_deref(), Some("second"));
+    }
+
+    #[test]
+    fn overlap_is_judged_over_every_report() {
+        let two = Duration::from_secs(2);
+        let at = |start| report(0, Snapshot::new(2, 3), start, two, Vec::new());
+        let t0 = 1_000_000;
+        assert!(Report::overlap_warnings(&[at(t0), at(t0), at(t0)]).is_empty());
+        // The third of three began when the others had ended.
+        let w = Report::overlap_warnings(&[at(t0), at(t0), at(t0 + 2_000)]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        // Ran together for 1.9 s of 2.1: more than nine tenths, no warning;
+        // 1.8 of 2.2: less, warned.
+        assert!(Report::overlap_warnings(&[at(t0), at(t0 + 100)]).is_empty());
+        assert_eq!(Report::overlap_warnings(&[at(t0), at(t0 + 200)]).len(), 1);
+        // Nothing measured, all at one instant: nothing to warn of.
+        let zero = |start| report(0, Snapshot::new(2, 3), start, Duration::ZERO, Vec::new());
+        assert!(Report::overlap_warnings(&[zero(t0), zero(t0)]).is_empty());
     }
 
     #[test]
