@@ -344,6 +344,55 @@ mod tests {
         assert_eq!((all.deliveries(), all.kinds[0].send_lag.len()), (0, 0));
     }
 
+    /// The counts themselves, not only their agreement between one
+    /// snapshot and several merged: successes, failures by kind and
+    /// server class, operations dropped unsent, and their totals.
+    #[test]
+    fn counts_are_what_was_recorded() {
+        let us = Duration::from_micros;
+        let mut s = Snapshot::new(2, 3);
+        for _ in 0..3 {
+            s.ok(0, us(10), us(5), Some(2));
+        }
+        for _ in 0..2 {
+            s.ok_same(1, us(20), None);
+        }
+        s.failed(0, OpError::server("40001"), Some((us(30), us(30))));
+        s.failed(0, OpError::server("40001"), None);
+        s.failed(1, OpError::new(ErrorKind::Timeout), None);
+        s.dropped(1, 5);
+        s.dropped(1, 2);
+        s.dropped(9, 1);
+        assert_eq!((s.kinds[0].ok, s.kinds[1].ok), (3, 2));
+        assert_eq!(s.domains, vec![0, 0, 3]);
+        let e0 = &s.kinds[0].errors;
+        assert_eq!(e0.total(), 2);
+        assert_eq!(e0.server_classes, vec![("40001", 2)]);
+        let e1 = &s.kinds[1].errors;
+        assert_eq!(e1.get(ErrorKind::Dropped), 7);
+        assert_eq!(e1.get(ErrorKind::Timeout), 1);
+        assert!(e1.server_classes.is_empty(), "a timeout has no class");
+        assert_eq!((s.ops(), s.ok_ops(), s.errors()), (15, 5, 10));
+        assert_eq!(s.kinds[0].latency.len(), 4, "a failure sent is timed");
+    }
+
+    /// A snapshot merged into a smaller one (another source's shape)
+    /// grows to hold it, nothing dropped.
+    #[test]
+    fn a_merge_grows_to_fit() {
+        let us = Duration::from_micros;
+        let mut small = Snapshot::new(1, 1);
+        let mut big = Snapshot::new(3, 4);
+        big.ok(2, us(10), us(5), Some(3));
+        small.merge(&big);
+        assert_eq!(small.kinds.len(), 3);
+        assert_eq!(small.kinds[2].ok, 1);
+        assert_eq!(small.domains, vec![0, 0, 0, 1]);
+        // And a smaller one into a bigger keeps the bigger shape.
+        big.merge(&Snapshot::new(1, 1));
+        assert_eq!((big.kinds.len(), big.domains.len()), (3, 4));
+    }
+
     #[test]
     fn merging_workers_equals_recording_everything_in_one() {
         let mut one = Snapshot::new(2, 3);
