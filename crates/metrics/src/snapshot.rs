@@ -355,7 +355,7 @@ mod tests {
             s.ok(0, us(10), us(5), Some(2));
         }
         for _ in 0..2 {
-            s.ok_same(1, us(20), None);
+            s.ok_same(1, us(20), Some(1));
         }
         s.failed(0, OpError::server("40001"), Some((us(30), us(30))));
         s.failed(0, OpError::server("40001"), None);
@@ -364,7 +364,7 @@ mod tests {
         s.dropped(1, 2);
         s.dropped(9, 1);
         assert_eq!((s.kinds[0].ok, s.kinds[1].ok), (3, 2));
-        assert_eq!(s.domains, vec![0, 0, 3]);
+        assert_eq!(s.domains, vec![0, 2, 3]);
         let e0 = &s.kinds[0].errors;
         assert_eq!(e0.total(), 2);
         assert_eq!(e0.server_classes, vec![("40001", 2)]);
