@@ -241,3 +241,69 @@ pub(super) fn tests_are_not_a_target(run: &RunArgs) -> Result<(), SpecError> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command, WorkloadArgs};
+    use clap::Parser;
+    use loadrig_spec::{KeyPattern, MemtierSpec, SpecError, WorkloadSpec};
+
+    /// `loadrig run redis ARGS`' memtier spec; `Err(None)`: clap refused.
+    fn mix(args: &[&str]) -> Result<MemtierSpec, Option<SpecError>> {
+        let mut all = vec!["loadrig", "run", "redis"];
+        all.extend(args);
+        let cli = Cli::try_parse_from(all).map_err(|_| None)?;
+        let Command::Run {
+            workload: WorkloadArgs::Redis { redis, .. },
+        } = cli.command
+        else {
+            panic!("redis")
+        };
+        match redis.spec().map_err(Some)? {
+            WorkloadSpec::Redis(s) => Ok(s.mix.expect("a memtier load")),
+            _ => panic!("redis spec"),
+        }
+    }
+
+    #[test]
+    fn commands_take_their_ratios_and_patterns_in_order() {
+        let m = mix(&[
+            "--command",
+            "SET __key__ __data__",
+            "--command",
+            "GET __key__",
+            "--command-ratio",
+            "3",
+            "--command-key-pattern",
+            "S",
+            "--key-prefix",
+            "k:",
+        ])
+        .unwrap();
+        let c: Vec<(u32, KeyPattern)> = m.commands.iter().map(|c| (c.ratio, c.pattern)).collect();
+        assert_eq!(c, [(3, KeyPattern::Sequential), (1, KeyPattern::Random)]);
+        assert_eq!(
+            (m.commands[1].title(), m.key_prefix.as_str()),
+            ("GET __key__".into(), "k:")
+        );
+        let e = mix(&[
+            "--command",
+            "GET __key__",
+            "--command-ratio",
+            "1",
+            "--command-ratio",
+            "2",
+        ]);
+        assert_eq!(e.unwrap_err().unwrap().flag, "--command-ratio");
+        let e = mix(&["--command", "GET __key__", "--command-key-pattern", "S:G"]);
+        assert_eq!(e.unwrap_err().unwrap().flag, "--command-key-pattern");
+        // Not with the tests, the mix or a trailing command; no ratio alone.
+        assert!(mix(&["--command", "PING", "--ratio", "1:1"])
+            .unwrap_err()
+            .is_none());
+        assert!(mix(&["--command", "PING", "--tests", "get"])
+            .unwrap_err()
+            .is_none());
+        assert!(mix(&["--command-ratio", "2"]).unwrap_err().is_none());
+    }
+}
