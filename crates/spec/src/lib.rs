@@ -29,7 +29,9 @@ pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};
 pub use preset::{Preset, PresetDefaults};
 pub use pubsub::{ChatMode, ChatSpec, PubSubSpec, MAX_MESSAGE_SIZE, MIN_MESSAGE_SIZE};
-pub use redis::{KeyPattern, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE};
+pub use redis::{
+    KeyPattern, MemtierCommand, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE,
+};
 pub use threshold::{Cmp, Metric, Threshold};
 pub use until::{Until, FIGURES};
 pub use workload::{

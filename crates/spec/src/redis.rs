@@ -239,7 +239,7 @@ pub struct RedisSpec {
 }
 
 /// How a key number is drawn from `[key_min, key_max]` (memtier's
-/// `--key-pattern` letters R, S, G, Z).
+/// `--key-pattern` and `--command-key-pattern` letters R, S, G, Z, P).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KeyPattern {
@@ -252,6 +252,9 @@ pub enum KeyPattern {
     Gaussian,
     /// Zipf with exponent `zipf_exp`: `key_min` the hottest.
     Zipf,
+    /// memtier's "parallel": each connection walks its own equal share of
+    /// the range in turn.
+    Parallel,
 }
 
 impl KeyPattern {
@@ -261,6 +264,7 @@ impl KeyPattern {
             "S" => Some(KeyPattern::Sequential),
             "G" => Some(KeyPattern::Gaussian),
             "Z" => Some(KeyPattern::Zipf),
+            "P" => Some(KeyPattern::Parallel),
             _ => None,
         }
     }
@@ -270,7 +274,7 @@ impl KeyPattern {
         let bad = || {
             SpecError::new(
                 "--key-pattern",
-                format!("expected P or SET:GET with P one of R S G Z, got '{s}'"),
+                format!("expected P or SET:GET with P one of R S G Z P, got '{s}'"),
             )
         };
         let (a, b) = s.split_once(':').unwrap_or((s, s));
@@ -389,6 +393,64 @@ pub struct MemtierSpec {
     /// The exponent of the Zipf pattern.
     pub zipf_exp: f64,
     pub sizes: ValueSizes,
+    /// memtier's `--command`s: when given, these run (each in its ratio)
+    /// instead of the SET:GET mix, `sets`, `gets` and the patterns unused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<MemtierCommand>,
+}
+
+/// One memtier `--command`: its words, `__key__` standing for a key
+/// (`key_prefix` and a number drawn by `pattern`) and `__data__` for a
+/// value, anywhere in a word; of each cycle of the commands' ratios added
+/// up, `ratio` consecutive operations are this one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemtierCommand {
+    pub args: Vec<String>,
+    pub ratio: u32,
+    pub pattern: KeyPattern,
+}
+
+impl MemtierCommand {
+    /// memtier's `--command` text split into words: spaces separate,
+    /// double quotes keep spaces in a word.
+    pub fn words(line: &str) -> Result<Vec<String>, SpecError> {
+        let mut words = Vec::new();
+        let mut word = String::new();
+        let (mut quoted, mut started) = (false, false);
+        for c in line.chars() {
+            match c {
+                '"' => (quoted, started) = (!quoted, true),
+                c if c.is_whitespace() && !quoted => {
+                    if started {
+                        words.push(std::mem::take(&mut word));
+                    }
+                    started = false;
+                }
+                c => {
+                    word.push(c);
+                    started = true;
+                }
+            }
+        }
+        if quoted {
+            return Err(SpecError::new(
+                "--command",
+                format!("an unclosed quote in '{line}'"),
+            ));
+        }
+        if started {
+            words.push(word);
+        }
+        if words.is_empty() {
+            return Err(SpecError::new("--command", "an empty command"));
+        }
+        Ok(words)
+    }
+
+    /// The title the command's operations are reported under: its words.
+    pub fn title(&self) -> String {
+        self.args.join(" ")
+    }
 }
 
 impl MemtierSpec {
@@ -418,6 +480,18 @@ impl MemtierSpec {
         }
         if !(self.zipf_exp > 0.0 && self.zipf_exp.is_finite()) {
             return Err(SpecError::new("--key-zipf-exp", "must be greater than 0"));
+        }
+        if !self.commands.is_empty() {
+            let total: u64 = self.commands.iter().map(|c| u64::from(c.ratio)).sum();
+            if total == 0 || total > u64::from(u32::MAX) {
+                return Err(SpecError::new(
+                    "--command-ratio",
+                    "the ratios must add up to more than 0",
+                ));
+            }
+            if self.commands.iter().any(|c| c.args.is_empty()) {
+                return Err(SpecError::new("--command", "an empty command"));
+            }
         }
         self.sizes.validate()
     }
@@ -511,7 +585,17 @@ mod tests {
             KeyPattern::parse("G").unwrap(),
             (KeyPattern::Gaussian, KeyPattern::Gaussian)
         );
-        assert_eq!(KeyPattern::parse("P").unwrap_err().flag, "--key-pattern");
+        assert_eq!(KeyPattern::parse("X").unwrap_err().flag, "--key-pattern");
+        assert_eq!(
+            KeyPattern::parse("P").unwrap(),
+            (KeyPattern::Parallel, KeyPattern::Parallel)
+        );
+        assert_eq!(
+            MemtierCommand::words(" SET  __key__ \"a b\" ").unwrap(),
+            ["SET", "__key__", "a b"]
+        );
+        assert!(MemtierCommand::words("SET \"x").is_err());
+        assert!(MemtierCommand::words("  ").is_err());
         assert_eq!(ValueSizes::range("32-128").unwrap().bounds(), (32, 128));
         assert_eq!(
             ValueSizes::list("32:1,1024:3").unwrap(),

@@ -942,6 +942,143 @@ fn memtier_mix() {
     assert_eq!(r.code, 2, "{}", r.dump());
 }
 
+/// memtier's `--command`s (its own command line): each in its ratio and
+/// key pattern, titled by its words; the SETs' keys all found afterwards
+/// holding the run's values, GETs checked; a command of another shape
+/// (INCR) counted, its total on the server; an error reply counted by
+/// class; and a value changed behind the client's back caught.
+#[test]
+fn memtier_commands() {
+    let db = crate::common::redis_db();
+    let dbnum = db.n.to_string();
+    let memtier = |extra: &[&str]| {
+        let mut all = vec![
+            "memtier_benchmark",
+            "-s",
+            "127.0.0.1",
+            "-p",
+            "6379",
+            "--select-db",
+            dbnum.as_str(),
+            "-t",
+            "1",
+            "-c",
+            "4",
+            "--key-prefix=mc:",
+            "--key-minimum=1",
+            "--key-maximum=100",
+        ];
+        all.extend_from_slice(extra);
+        loadrig(&all)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("commands.json");
+    let out_arg = format!("--out={}", out.display());
+    // 100 SETs walk the 100 keys (S); 300 GETs, 100 INCRs by connection (P).
+    let r = run_redis(
+        db.arg,
+        &[
+            "--clients",
+            "4",
+            "--requests",
+            "500",
+            "--key-prefix",
+            "mc:",
+            "--key-minimum",
+            "1",
+            "--key-maximum",
+            "100",
+            "--value-size",
+            "20",
+            "--command",
+            "SET __key__ __data__",
+            "--command",
+            "GET __key__",
+            "--command",
+            "INCR n:__key__",
+            "--command-ratio",
+            "1",
+            "--command-ratio",
+            "3",
+            "--command-ratio",
+            "1",
+            "--command-key-pattern",
+            "S",
+            "--command-key-pattern",
+            "R",
+            "--command-key-pattern",
+            "P",
+            "--keep",
+            &out_arg,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(r.stdout.contains("100 keys SET, all there"), "{}", r.dump());
+    let report = json(&out);
+    let kinds: Vec<(String, u64)> = report["measured"]["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["name"].as_str().unwrap().to_string(),
+                k["ok"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("SET __key__ __data__".to_string(), 100),
+            ("GET __key__".to_string(), 300),
+            ("INCR n:__key__".to_string(), 100)
+        ]
+    );
+    assert_eq!(redis(db.n, &[&["DBSIZE"]]), [":200"], "{}", r.dump());
+    assert_eq!(redis(db.n, &[&["STRLEN", "mc:57"]]), [":20"]);
+    // The INCRs: each connection walks its own 25 keys, once each.
+    let counts: Vec<String> = (1..=100)
+        .map(|k| redis(db.n, &[&["GET", &format!("n:mc:{k}")]]).remove(0))
+        .collect();
+    assert!(counts.iter().all(|c| c == "1"), "{counts:?}");
+
+    // memtier's own line, on the keys kept: a value changed behind the
+    // client's back is caught by GETs walking every key in turn (each
+    // key read 4 times by 400 GETs).
+    redis(db.n, &[&["SET", "mc:7", "changed"]]);
+    let r = memtier(&[
+        "-n",
+        "100",
+        "--command=GET __key__",
+        "--command-key-pattern=S",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert!(
+        r.stdout.contains("errors: GET __key__: verification 4"),
+        "{}",
+        r.dump()
+    );
+    // A command the server refuses (LPUSH on a string) is counted by its
+    // class, and memtier's table has its row.
+    let names: Vec<String> = (1..=100).map(|k| format!("mc:{k}")).collect();
+    let sets: Vec<[&str; 3]> = names.iter().map(|k| ["SET", k.as_str(), "s"]).collect();
+    let sets: Vec<&[&str]> = sets.iter().map(|c| &c[..]).collect();
+    redis(db.n, &sets);
+    let r = memtier(&["-n", "10", "--command=LPUSH __key__ __data__"]);
+    assert!(
+        r.stdout
+            .contains("errors: LPUSH __key__ __data__: server WRONGTYPE"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stdout.lines().any(|l| l.starts_with("LPUSH ")),
+        "{}",
+        r.dump()
+    );
+    flush(db.n);
+}
+
 /// A server that acknowledges every SET and keeps none of the keys (a
 /// proxy that stores each under another name). In a run by time with
 /// random keys too, the keys written are known from the indices the run

@@ -1,6 +1,7 @@
 //! memtier_benchmark's closing table (`ALL STATS`) for the redis workload's
 //! memtier load (`--ratio`), in memtier's layout: a row for SETs, GETs
-//! (with hits and misses per second), WAITs (never issued here) and the
+//! (with hits and misses per second; with `--command`, a row per command
+//! named by its first word), WAITs (never issued here) and the
 //! totals; latencies in milliseconds from loadrig's histograms. Bytes are
 //! counted per run, not per command, so only the totals row has KB/sec.
 
@@ -53,8 +54,12 @@ impl Run<'_> {
             Some(k) => (k.ok, Some(&k.latency)),
             None => (0, None),
         };
-        let (hit, miss) = match kind {
-            "GET" => (
+        let get = kind == "GET"
+            || kind
+                .get(..4)
+                .is_some_and(|w| w.eq_ignore_ascii_case("GET "));
+        let (hit, miss) = match get {
+            true => (
                 format!("{:13.2}", self.per_sec(self.hits)),
                 format!("{:13.2}", self.per_sec(self.misses)),
             ),
@@ -150,8 +155,19 @@ pub fn all_stats(r: &Report) -> anyhow::Result<Vec<String>> {
         .snapshot()
         .map_err(|e| anyhow::anyhow!("the report's histograms: {e}"))?;
     let mut lines = heads();
-    for (row, kind) in [("Sets", "SET"), ("Gets", "GET")] {
-        lines.push(run.kind_row(row, kind));
+    match spec.mix.as_ref().map(|m| &m.commands[..]) {
+        // memtier's --command rows: each named by the command's first word.
+        Some(commands) if !commands.is_empty() => {
+            for c in commands {
+                let name = c.args.first().map_or("", String::as_str);
+                lines.push(run.kind_row(name, &c.title()));
+            }
+        }
+        _ => {
+            for (row, kind) in [("Sets", "SET"), ("Gets", "GET")] {
+                lines.push(run.kind_row(row, kind));
+            }
+        }
     }
     lines.push(format!(
         "{:<6}{:14.2}{}{}{}",

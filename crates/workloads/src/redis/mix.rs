@@ -21,6 +21,7 @@ use loadrig_spec::{KeyPattern, MemtierSpec, ValueSizes};
 use loadrig_wire::kv::resp::{self, Reply};
 
 use super::command::{self, error_class, GET_HITS, GET_MISSES};
+use super::commands::{Compiled, Shape};
 use super::read::{scan, Reader};
 use super::RedisBackend;
 use crate::{Check, Results, TargetError, Verdict};
@@ -45,6 +46,17 @@ pub struct Mix {
     /// Cumulative weights of a size list.
     weights: Vec<(usize, u64)>,
     seed: u64,
+    /// Cumulative ratios of the kinds (SET, GET; or the commands).
+    cycle: Vec<u64>,
+    /// Each kind's key pattern.
+    patterns: Vec<KeyPattern>,
+    /// memtier's `--command`s, compiled; empty for the SET:GET mix.
+    commands: Vec<Compiled>,
+    /// Whether a GET's value is checked: every command writes values as
+    /// the mix knows them (`SET __key__ __data__`) or only reads.
+    checked_gets: bool,
+    /// The engine's connections, for the parallel pattern.
+    clients: u64,
 }
 
 impl Mix {
@@ -62,6 +74,23 @@ impl Mix {
                 .collect(),
             _ => Vec::new(),
         };
+        let commands: Vec<Compiled> = spec.commands.iter().map(Compiled::new).collect();
+        let (ratios, patterns): (Vec<u32>, Vec<KeyPattern>) = if spec.commands.is_empty() {
+            (
+                vec![spec.sets, spec.gets],
+                vec![spec.set_pattern, spec.get_pattern],
+            )
+        } else {
+            spec.commands.iter().map(|c| (c.ratio, c.pattern)).unzip()
+        };
+        let cycle = ratios
+            .iter()
+            .scan(0u64, |acc, &r| {
+                *acc += u64::from(r);
+                Some(*acc)
+            })
+            .collect();
+        let checked_gets = commands.iter().all(|c| c.shape != Shape::Other);
         Mix {
             zipf: Zipf::new(range as f64, spec.zipf_exp),
             range,
@@ -69,43 +98,94 @@ impl Mix {
             weights,
             spec,
             seed,
+            cycle,
+            patterns,
+            commands,
+            checked_gets,
+            clients: 1,
         }
     }
 
-    /// SET or GET, by memtier's interleaving.
+    /// The same mix on `clients` engine connections (operation `i` is
+    /// connection `i mod clients`'s), which the parallel pattern splits
+    /// the keys among.
+    pub fn on_clients(mut self, clients: u64) -> Mix {
+        self.clients = clients.max(1);
+        self
+    }
+
+    /// The names of the kinds: SET and GET, or the commands' words.
+    pub fn titles(&self) -> Vec<String> {
+        if self.spec.commands.is_empty() {
+            KINDS.iter().map(|k| k.to_string()).collect()
+        } else {
+            self.spec.commands.iter().map(|c| c.title()).collect()
+        }
+    }
+
+    /// The kind of operation `index`, by memtier's interleaving: of each
+    /// cycle of the ratios added up, the first `ratio[0]` are kind 0, ...
     #[inline]
     pub fn kind(&self, index: u64) -> usize {
-        let cycle = u64::from(self.spec.sets) + u64::from(self.spec.gets);
-        if index % cycle < u64::from(self.spec.sets) {
-            SET
-        } else {
-            GET
+        let at = index % self.cycle.last().copied().unwrap_or(1).max(1);
+        self.cycle.iter().position(|&c| at < c).unwrap_or(0)
+    }
+
+    /// Whether kind `kind` writes values the mix knows (a SET).
+    pub fn writes(&self, kind: usize) -> bool {
+        match self.commands.get(kind) {
+            Some(c) => c.shape == Shape::Set,
+            None => self.commands.is_empty() && kind == SET,
+        }
+    }
+
+    /// Whether kind `kind` reads a key's value (a GET).
+    fn reads(&self, kind: usize) -> bool {
+        match self.commands.get(kind) {
+            Some(c) => c.shape == Shape::Get,
+            None => self.commands.is_empty() && kind == GET,
+        }
+    }
+
+    /// Whether kind `kind` draws a value size.
+    fn sized(&self, kind: usize) -> bool {
+        match self.commands.get(kind) {
+            Some(c) => c.uses_data,
+            None => kind == SET,
         }
     }
 
     /// How many operations of `index`'s kind come before it.
     fn ordinal(&self, index: u64) -> u64 {
-        let (sets, gets) = (u64::from(self.spec.sets), u64::from(self.spec.gets));
-        let (round, at) = (index / (sets + gets), index % (sets + gets));
-        if at < sets {
-            round * sets + at
-        } else {
-            round * gets + (at - sets)
-        }
+        let total = self.cycle.last().copied().unwrap_or(1).max(1);
+        let (round, at) = (index / total, index % total);
+        let kind = self.kind(index);
+        let start = kind
+            .checked_sub(1)
+            .and_then(|k| self.cycle.get(k))
+            .copied()
+            .unwrap_or(0);
+        let width = self.cycle.get(kind).copied().unwrap_or(total) - start;
+        round * width + (at - start)
     }
 
-    /// Operation `index`: its kind, key number and (for a SET) value size.
+    /// Operation `index`: its kind, key number and (for a kind that sends
+    /// a value) value size.
     #[inline]
     pub fn draw(&self, index: u64) -> (usize, u64, usize) {
         let mut rng = Rng::for_op(self.seed, index);
         let kind = self.kind(index);
-        let pattern = if kind == SET {
-            self.spec.set_pattern
-        } else {
-            self.spec.get_pattern
-        };
+        let pattern = self
+            .patterns
+            .get(kind)
+            .copied()
+            .unwrap_or(KeyPattern::Random);
         let key = self.key(pattern, index, &mut rng);
-        let size = if kind == SET { self.size(&mut rng) } else { 0 };
+        let size = if self.sized(kind) {
+            self.size(&mut rng)
+        } else {
+            0
+        };
         (kind, key, size)
     }
 
@@ -123,6 +203,14 @@ impl Mix {
                 x.round().clamp(0.0, n as f64 - 1.0) as u64
             }
             KeyPattern::Zipf => self.zipf.sample(rng).saturating_sub(1).min(n - 1),
+            // The connection's share of the range, walked in turn: the
+            // op's place among its kind's, shared by the connections.
+            KeyPattern::Parallel => {
+                let c = self.clients.min(n);
+                let worker = index % self.clients % c;
+                let (from, to) = (n * worker / c, n * (worker + 1) / c);
+                from + (self.ordinal(index) / self.clients) % (to - from)
+            }
         };
         self.spec.key_min + offset
     }
@@ -152,7 +240,9 @@ impl Mix {
     pub fn write(&self, index: u64, out: &mut BytesMut, key: &mut Vec<u8>) -> usize {
         let (kind, n, size) = self.draw(index);
         self.key_name(n, key);
-        if kind == SET {
+        if let Some(c) = self.commands.get(kind) {
+            c.write(out, key, self.data.get(..size).unwrap_or(&self.data));
+        } else if kind == SET {
             let value = self.data.get(..size).unwrap_or(&self.data);
             resp::encode_cmd3(out, b"SET", key.as_slice(), value);
         } else {
@@ -173,14 +263,20 @@ impl Mix {
 
     /// What a reply means: a SET's OK; a GET's hit (a value this run
     /// writes, else a verification error) or miss; an error by class.
+    /// A command of the user's own that is neither SET nor GET: any reply
+    /// but an error.
     #[inline]
     pub fn classify(&self, kind: usize, reply: Reply<'_>) -> Result<Option<u16>, OpError> {
-        match (kind, reply) {
-            (_, Reply::Error(msg)) => Err(OpError::server(error_class(msg))),
-            (SET, Reply::Simple(b"OK")) => Ok(None),
-            (GET, Reply::Bulk(Some(v))) if self.valid(v) => Ok(Some(GET_HITS)),
-            (GET, Reply::Bulk(Some(_))) => Err(OpError::new(ErrorKind::Verification)),
-            (GET, Reply::Bulk(None)) => Ok(Some(GET_MISSES)),
+        let (set, get) = (self.writes(kind), self.reads(kind));
+        match reply {
+            Reply::Error(msg) => Err(OpError::server(error_class(msg))),
+            Reply::Simple(b"OK") if set => Ok(None),
+            Reply::Bulk(Some(v)) if get && (self.valid(v) || !self.checked_gets) => {
+                Ok(Some(GET_HITS))
+            }
+            Reply::Bulk(Some(_)) if get => Err(OpError::new(ErrorKind::Verification)),
+            Reply::Bulk(None) if get => Ok(Some(GET_MISSES)),
+            _ if !set && !get && !self.commands.is_empty() => Ok(None),
             _ => Err(OpError::new(ErrorKind::Protocol)),
         }
     }
@@ -198,7 +294,7 @@ impl Mix {
         let numbers: HashSet<u64> = spans
             .iter()
             .flat_map(|s| (0..s.count).step_by(step).map(|k| s.index(k)))
-            .filter(|&i| self.kind(i) == SET)
+            .filter(|&i| self.writes(self.kind(i)))
             .map(|i| self.draw(i).1)
             .collect();
         Some(
@@ -309,15 +405,25 @@ pub(super) async fn verify<B: RedisBackend>(
     db: u32,
     counted: &Snapshot,
 ) -> Result<Verdict, TargetError> {
-    let kind = |k: usize| counted.kinds.get(k);
-    let wrong = kind(GET).map_or(0, |k| k.errors.get(ErrorKind::Verification)) as i64;
+    let kinds = || counted.kinds.iter().enumerate();
+    let wrong = kinds()
+        .map(|(_, k)| k.errors.get(ErrorKind::Verification))
+        .sum::<u64>() as i64;
     let mut checks = vec![Check::new(
         "GETs that read a value this run does not write",
         0,
         wrong,
     )];
-    let mut said = vec!["every value read was one this run writes".to_string()];
-    let sets_failed = kind(SET).map_or(0, |k| k.count() - k.ok) as i64;
+    let mut said = vec![if mix.checked_gets {
+        "every value read was one this run writes"
+    } else {
+        "the values read not checked (a command writes values of its own)"
+    }
+    .to_string()];
+    let sets_failed = kinds()
+        .filter(|(i, _)| mix.writes(*i))
+        .map(|(_, k)| k.count() - k.ok)
+        .sum::<u64>() as i64;
     let written = mix.written(&counted.spans);
     match written {
         Some(keys) if !keys.is_empty() => {
@@ -358,6 +464,9 @@ pub(super) async fn verify<B: RedisBackend>(
                     ),
                 });
             }
+        }
+        Some(_) if !(0..mix.cycle.len()).any(|k| mix.writes(k)) => {
+            said.push("no SET __key__ __data__ among the commands: the writes not checked".into())
         }
         Some(_) => {}
         None => said.push("the keys SET not checked (a report without the indices issued)".into()),
@@ -416,6 +525,7 @@ mod tests {
             key_max: 1099,
             zipf_exp: 1.0,
             sizes,
+            commands: Vec::new(),
         }
     }
 
@@ -434,15 +544,16 @@ mod tests {
             KeyPattern::Sequential,
             KeyPattern::Gaussian,
             KeyPattern::Zipf,
+            KeyPattern::Parallel,
         ] {
-            let m = Mix::new(spec(p, ValueSizes::Fixed { size: 3 }), 7);
+            let m = Mix::new(spec(p, ValueSizes::Fixed { size: 3 }), 7).on_clients(10);
             let keys: Vec<u64> = (0..50_000).map(|i| m.draw(i).1).collect();
             assert!(keys.iter().all(|k| (100..=1099).contains(k)), "{p:?}");
             let low = keys.iter().filter(|&&k| k < 200).count() as f64 / keys.len() as f64;
             let mid = keys.iter().filter(|&&k| (550..650).contains(&k)).count() as f64
                 / keys.len() as f64;
             match p {
-                KeyPattern::Random | KeyPattern::Sequential => {
+                KeyPattern::Random | KeyPattern::Sequential | KeyPattern::Parallel => {
                     assert!((0.08..0.12).contains(&low), "{p:?} {low}");
                     assert!((0.08..0.12).contains(&mid), "{p:?} {mid}");
                 }
@@ -511,6 +622,41 @@ mod tests {
             m.classify(SET, Reply::Error(b"OOM no")),
             Err(OpError::server("OOM"))
         );
+    }
+
+    #[test]
+    fn commands_take_turns_by_ratio_with_their_own_patterns() {
+        let mut s = spec(KeyPattern::Random, ValueSizes::Fixed { size: 3 });
+        let command = |line: &str, ratio, pattern| loadrig_spec::MemtierCommand {
+            args: loadrig_spec::MemtierCommand::words(line).unwrap(),
+            ratio,
+            pattern,
+        };
+        s.commands = vec![
+            command("SET __key__ __data__", 2, KeyPattern::Sequential),
+            command("GET __key__", 1, KeyPattern::Parallel),
+            command("INCR n:__key__", 1, KeyPattern::Random),
+        ];
+        let m = Mix::new(s, 5).on_clients(4);
+        let kinds: Vec<usize> = (0..8).map(|i| m.kind(i)).collect();
+        assert_eq!(kinds, [0, 0, 1, 2, 0, 0, 1, 2]);
+        // The SETs walk the keys in turn, whichever indices they have.
+        assert_eq!((m.draw(0).1, m.draw(1).1, m.draw(4).1), (100, 101, 102));
+        // Parallel: connection i mod 4 walks its quarter in turn.
+        let gets: Vec<u64> = (0..4000)
+            .filter(|i| i % 4 == 2 && m.kind(*i) == 1)
+            .collect();
+        let keys: Vec<u64> = gets.iter().map(|&i| m.draw(i).1).collect();
+        assert!(keys.iter().all(|k| (600..850).contains(k)), "{keys:?}");
+        assert_eq!(keys.iter().collect::<HashSet<_>>().len(), 250);
+        assert!(m.writes(0) && !m.writes(1) && !m.writes(2) && !m.checked_gets);
+        assert_eq!(m.titles()[2], "INCR n:__key__");
+        let mut out = BytesMut::new();
+        let mut key = Vec::new();
+        assert_eq!(m.write(3, &mut out, &mut key), 2);
+        assert!(out.starts_with(b"*2\r\n$4\r\nINCR\r\n$"));
+        assert_eq!(m.classify(2, Reply::Integer(3)), Ok(None));
+        assert_eq!(m.classify(1, Reply::Bulk(Some(b"x"))), Ok(Some(GET_HITS)));
     }
 
     #[test]

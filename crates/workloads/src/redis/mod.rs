@@ -16,6 +16,7 @@
 
 mod check;
 pub mod command;
+pub mod commands;
 mod driver;
 pub mod mix;
 mod read;
@@ -289,21 +290,26 @@ impl<B: RedisBackend> RedisBench<B> {
                 t => t.title(),
             })
             .collect();
+        let connections = u64::from(run.load.connections);
         let mix = spec
             .mix
             .clone()
-            .map(|m| Arc::new(Mix::new(m, mix64(seed ^ 0x006d_6978))));
-        let titles = if mix.is_some() {
-            mix::KINDS.to_vec()
-        } else {
-            titles
+            .map(|m| Arc::new(Mix::new(m, mix64(seed ^ 0x006d_6978)).on_clients(connections)));
+        // memtier's commands are titled by their words, leaked as above.
+        let titles = match &mix {
+            Some(m) => m
+                .titles()
+                .into_iter()
+                .map(|t| &*Box::leak(t.into_boxed_str()))
+                .collect(),
+            None => titles,
         };
         RedisBench {
             mix,
             backend,
             spec,
             seed,
-            connections: u64::from(run.load.connections),
+            connections,
             data,
             current: 0,
             template,
