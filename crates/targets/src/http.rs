@@ -210,6 +210,10 @@ impl Conn for HttpConn {
     fn server(&self) -> usize {
         Stream::server(self)
     }
+
+    fn resumed(&self) -> bool {
+        Stream::resumed(self)
+    }
 }
 
 #[cfg(test)]

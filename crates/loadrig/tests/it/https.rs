@@ -4,7 +4,8 @@
 //! certificate no trusted root signed refused in one line naming
 //! `--cacert` and `--insecure`, `--insecure` accepting it, the TLS
 //! handshake kept out of request latency (a relay holds every server
-//! hello), and `loadrig wrk https://...`.
+//! hello), connections the server closes reopened with their TLS session
+//! resumed, and `loadrig wrk https://...`.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -12,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::common::{
-    assert_all_ok, assert_verified, loadrig, need_server, own_server, run_reported,
+    assert_all_ok, assert_verified, domain, loadrig, need_server, own_server, run_reported,
 };
 
 const BOTH: &str = "https://127.0.0.1:8443,8444/";
@@ -155,6 +156,43 @@ fn the_handshake_is_connect_time_not_request_latency() {
     assert!(
         max_us < hold.as_micros() as f64 / 2.0,
         "a request waited for a handshake: max latency {max_us} us\n{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn connections_the_server_closes_resume_their_tls_session() {
+    nginx_tls();
+    // nginx-tls's /close/ answers every request with `Connection: close`.
+    let (r, report) = run_reported(&[
+        "run",
+        "http",
+        "-q",
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "--cacert",
+        &cert("ca.pem"),
+        "https://127.0.0.1:8443/close/",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_all_ok(&r, &report, 300);
+    let (reopened, resumed) = (domain(&report, "reopened"), domain(&report, "resumed"));
+    assert!(reopened >= 290, "reopened {reopened}\n{}", r.dump());
+    // A reconnect resumes when a ticket is in the cache: nginx sends
+    // them after each handshake, and a connection may close before its
+    // ticket is read (2 of 298 in a run).
+    assert!(
+        resumed * 100 >= reopened * 95,
+        "resumed {resumed} of {reopened}\n{}",
+        r.dump()
+    );
+    assert!(
+        r.stdout.contains(&format!(
+            "loadrig reopened: {reopened} ({resumed} resumed their TLS session)"
+        )),
+        "{}",
         r.dump()
     );
 }

@@ -44,6 +44,12 @@ impl<D: Dial> Stream<D> {
     pub(crate) fn server(&self) -> usize {
         self.server
     }
+
+    /// Whether the socket's TLS handshake resumed a session.
+    #[cfg(feature = "tls")]
+    pub(crate) fn resumed(&self) -> bool {
+        self.sock.resumed()
+    }
 }
 
 impl<D: Dial> ByteStream for Stream<D> {

@@ -71,6 +71,14 @@ impl Socket {
         self.handshake(via.tls_offering(protocols), host).await
     }
 
+    /// Whether the handshake resumed an earlier session (no certificate
+    /// sent, checked or signed again).
+    pub(crate) fn resumed(&self) -> bool {
+        self.tls
+            .as_deref()
+            .is_some_and(|c| c.handshake_kind() == Some(rustls::HandshakeKind::Resumed))
+    }
+
     /// Shake hands as `config` says, the certificate checked against
     /// `host` (also sent as SNI when it is a name).
     async fn handshake(
