@@ -1,6 +1,8 @@
 //! HTTP/1.1 servers, hand written on tokio sockets: one byte stream per
 //! engine connection, dealt over the servers of the URL round robin
-//! (`http://h:8088,8089,h2:80/path`). The workload encodes requests and
+//! (`http://h:8088,8089,h2:80/path`), over TLS for `https://` (rustls,
+//! offering `http/1.1` by ALPN, the host as SNI and as the name checked;
+//! the handshake is part of opening the connection, never of a request). The workload encodes requests and
 //! parses responses; this module connects, moves bytes (the shared
 //! [`Stream`], so a dropped `fill` loses nothing), says which server a
 //! stream is on (its `Host`), and asks the first server its name.
@@ -17,6 +19,11 @@ use crate::socket::{PlainDial, Stream};
 use crate::url::{hostport, TargetUrl};
 
 const DEFAULT_PORT: u16 = 80;
+const DEFAULT_TLS_PORT: u16 = 443;
+
+/// What an HTTPS connection offers by ALPN: HTTP/1.1 alone, the protocol
+/// the workload speaks on a byte stream.
+const HTTP1: crate::tls::Alpn = &[b"http/1.1"];
 
 /// The most requests one connection keeps in flight: a bound on memory.
 const MAX_DEPTH: usize = 65_536;
@@ -24,7 +31,7 @@ const MAX_DEPTH: usize = 65_536;
 /// Read buffer growth step.
 const READ_CHUNK: usize = 16 * 1024;
 
-const EXPECTED: &str = "http://HOST[:PORT][,PORT|,HOST[:PORT]...][/PATH][?QUERY]";
+const EXPECTED: &str = "http[s]://HOST[:PORT][,PORT|,HOST[:PORT]...][/PATH][?QUERY]";
 
 /// A parsed `http://` URL: the servers, and the request target sent to
 /// each (the path and query as written, not decoded: they go on the
@@ -35,13 +42,21 @@ pub(crate) struct HttpUrl {
     path: String,
 }
 
-/// Parse what follows `http://`. No login (give `-H 'Authorization: ...'`).
-pub(crate) fn parse_url(rest: &str) -> Result<HttpUrl, SpecError> {
+/// Parse what follows `http://` or (`scheme` is `https`) `https://`. No
+/// login (give `-H 'Authorization: ...'`).
+pub(crate) fn parse_url(scheme: &str, rest: &str) -> Result<HttpUrl, SpecError> {
     let (before_query, query) = match rest.split_once('?') {
         Some((r, q)) => (r, Some(q)),
         None => (rest, None),
     };
-    let (at, _) = TargetUrl::parse("http", before_query, DEFAULT_PORT, EXPECTED)?;
+    let tls = scheme == "https";
+    let (name, port) = if tls {
+        ("https", DEFAULT_TLS_PORT)
+    } else {
+        ("http", DEFAULT_PORT)
+    };
+    let (at, _) = TargetUrl::parse(name, before_query, port, EXPECTED)?;
+    let at = at.tls_if(scheme, "https");
     if at.user.is_some() || at.password.is_some() {
         return Err(at.bad("no login is taken (send an Authorization header with -H)"));
     }
@@ -73,8 +88,13 @@ pub struct HttpTarget {
 impl HttpTarget {
     pub(crate) fn new(url: HttpUrl, via: Arc<crate::settings::Connector>) -> HttpTarget {
         let at = Arc::new(url.at.clone());
+        let tls = at.tls;
+        let mut dial = PlainDial::new(at, via, READ_CHUNK, "HTTP");
+        if tls {
+            dial = dial.over_tls(HTTP1);
+        }
         HttpTarget {
-            dial: Arc::new(PlainDial::new(at, via, READ_CHUNK, "HTTP")),
+            dial: Arc::new(dial),
             url: Arc::new(url),
             next: AtomicUsize::new(0),
             version: OnceLock::new(),
@@ -177,7 +197,8 @@ impl HttpBackend for HttpTarget {
             .iter()
             .map(|(h, p)| hostport(h, *p))
             .collect();
-        format!("http://{}{}", servers.join(","), self.url.path)
+        let scheme = self.url.at.scheme;
+        format!("{scheme}://{}{}", servers.join(","), self.url.path)
     }
 }
 
@@ -189,6 +210,10 @@ impl Conn for HttpConn {
     fn server(&self) -> usize {
         Stream::server(self)
     }
+
+    fn resumed(&self) -> bool {
+        Stream::resumed(self)
+    }
 }
 
 #[cfg(test)]
@@ -198,10 +223,10 @@ mod tests {
 
     #[test]
     fn parses_http_urls() {
-        let u = parse_url("127.0.0.1:8088").unwrap();
+        let u = parse_url("http", "127.0.0.1:8088").unwrap();
         assert_eq!(u.at.servers, vec![("127.0.0.1".to_string(), 8088)]);
         assert_eq!(u.path, "/");
-        let u = parse_url("h:1,2,[::1]/a%20b/c?x=1&y=/z").unwrap();
+        let u = parse_url("http", "h:1,2,[::1]/a%20b/c?x=1&y=/z").unwrap();
         assert_eq!(u.at.servers.len(), 3);
         assert_eq!(u.path, "/a%20b/c?x=1&y=/z");
         let t = HttpTarget::new(
@@ -211,8 +236,20 @@ mod tests {
         assert_eq!(t.label(), "http://h:1,h:2,[::1]:80/a%20b/c?x=1&y=/z");
         assert_eq!((t.authority(1), t.servers()), ("h:2".to_string(), 3));
         for bad in ["", "/x", "h,,h2", "h:0", "7", "u:p@h", "h:99999", "h/a b"] {
-            assert_eq!(parse_url(bad).unwrap_err().flag, "--target", "{bad}");
+            assert_eq!(
+                parse_url("http", bad).unwrap_err().flag,
+                "--target",
+                "{bad}"
+            );
         }
+        let u = parse_url("https", "localhost,127.0.0.1:8443/dav/").unwrap();
+        assert!(u.at.tls);
+        assert_eq!(u.at.servers[0], ("localhost".to_string(), 443));
+        let t = HttpTarget::new(
+            u,
+            crate::settings::Connector::new(&crate::ClientSettings::default()),
+        );
+        assert_eq!(t.label(), "https://localhost:443,127.0.0.1:8443/dav/");
     }
 
     #[tokio::test]
@@ -230,7 +267,7 @@ mod tests {
             }
         });
         let t = HttpTarget::new(
-            parse_url(&format!("127.0.0.1:{port}/")).unwrap(),
+            parse_url("http", &format!("127.0.0.1:{port}/")).unwrap(),
             crate::settings::Connector::new(&crate::ClientSettings::default()),
         );
         assert_eq!(t.server_version().await.as_deref(), Some("test/1"));

@@ -344,11 +344,11 @@ registry! {
     #[cfg(feature = "http")]
     Http(HttpTarget) {
         name: "http",
-        schemes: ["http"],
+        schemes: ["http", "https"],
         capabilities: [http],
-        open: |_, rest, via| Ok(HttpTarget::new(http::parse_url(rest)?, via.clone())),
-        example: "http://127.0.0.1:8088/  (several ports or servers: http://127.0.0.1:8088,8089,h2:80/index.html)",
-        about: "HTTP/1.1 servers (no TLS): keep-alive connections dealt over the servers round robin, pipelined",
+        open: |scheme, rest, via| Ok(HttpTarget::new(http::parse_url(scheme, rest)?, via.clone())),
+        example: "http://127.0.0.1:8088/  (several ports or servers: http://127.0.0.1:8088,8089,h2:80/index.html; TLS: https://)",
+        about: "HTTP/1.1 servers, HTTPS on rustls: keep-alive connections dealt over the servers round robin, pipelined",
     },
     #[cfg(feature = "etcd")]
     Etcd(EtcdTarget) {

@@ -168,6 +168,13 @@ impl Connector {
     pub(crate) fn tls_config(&self, check: crate::tls::Check) -> Arc<rustls::ClientConfig> {
         self.tls.get(check)
     }
+
+    /// The client configuration offering `protocols` by ALPN, built at
+    /// the first use.
+    #[cfg(feature = "tls")]
+    pub(crate) fn tls_offering(&self, protocols: crate::tls::Alpn) -> Arc<rustls::ClientConfig> {
+        self.tls.offering(protocols)
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! TLS for the targets that speak it (PostgreSQL's `sslmode`, `rediss://`,
-//! NATS's `tls://` and `tls_required`, `mqtts://`): the rustls client
+//! NATS's `tls://` and `tls_required`, `mqtts://`, `https://`): the rustls client
 //! configurations (ring, TLS 1.2 and 1.3) of one opened target, built from
 //! what its settings trust ([`crate::TlsTrust`]) at their first use, one
 //! per check, shared by its connections ([`Configs`]). Certificates are
@@ -8,7 +8,7 @@
 //! handshake's signatures (docs/guides/tls.md).
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use loadrig_spec::SpecError;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -20,13 +20,21 @@ use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStor
 
 use crate::TlsTrust;
 
-/// A target's client configurations, one per [`Check`], each built once.
+/// A target's client configurations, one per [`Check`], each built once,
+/// and one per list of ALPN protocols a target offers (HTTPS).
 #[derive(Debug)]
 pub(crate) struct Configs {
     trust: TlsTrust,
     full: OnceLock<Arc<ClientConfig>>,
     chain_only: OnceLock<Arc<ClientConfig>>,
+    /// The full check's configuration offering each list of protocols:
+    /// a target asks for one or two lists, at connect (a cold path).
+    alpn: Mutex<Vec<(Alpn, Arc<ClientConfig>)>>,
 }
+
+/// The application protocols a client offers in its handshake, in order
+/// of preference (`h2`, then `http/1.1`).
+pub(crate) type Alpn = &'static [&'static [u8]];
 
 impl Configs {
     pub(crate) fn new(trust: TlsTrust) -> Configs {
@@ -34,7 +42,23 @@ impl Configs {
             trust,
             full: OnceLock::new(),
             chain_only: OnceLock::new(),
+            alpn: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The full check's configuration offering `protocols` by ALPN (its
+    /// session cache is the one of every connection that offers them, so a
+    /// reconnect resumes).
+    pub(crate) fn offering(&self, protocols: Alpn) -> Arc<ClientConfig> {
+        let mut built = self.alpn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, c)) = built.iter().find(|(p, _)| *p == protocols) {
+            return c.clone();
+        }
+        let mut config = (*self.get(Check::Full)).clone();
+        config.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
+        let config = Arc::new(config);
+        built.push((protocols, config.clone()));
+        config
     }
 
     /// The client configuration for `check`, built at the first use.
@@ -239,6 +263,18 @@ mod tests {
         assert!(server_name("127.0.0.1").is_ok());
         assert!(server_name("localhost").is_ok());
         assert!(server_name("bad host").is_err());
+    }
+
+    #[test]
+    fn each_alpn_list_has_its_configuration() {
+        let configs = Configs::new(TlsTrust::default());
+        const H1: Alpn = &[b"http/1.1"];
+        const H2: Alpn = &[b"h2", b"http/1.1"];
+        let h1 = configs.offering(H1);
+        assert_eq!(h1.alpn_protocols, vec![b"http/1.1".to_vec()]);
+        assert!(Arc::ptr_eq(&h1, &configs.offering(H1)));
+        assert_eq!(configs.offering(H2).alpn_protocols.len(), 2);
+        assert!(configs.get(Check::Full).alpn_protocols.is_empty());
     }
 
     fn tempfile_dir() -> std::path::PathBuf {

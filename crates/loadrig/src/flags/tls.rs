@@ -1,13 +1,13 @@
 //! The TLS flags of every command that connects (docs/guides/tls.md): what the
 //! server's certificate is checked against. The URL says whether TLS is
-//! used (`rediss://`, `tls://`, `mqtts://`, `?sslmode=`).
+//! used (`rediss://`, `tls://`, `mqtts://`, `https://`, `?sslmode=`).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 #[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "TLS (rediss://, tls://, mqtts://, ?sslmode=)")]
+#[command(next_help_heading = "TLS (rediss://, tls://, mqtts://, https://, ?sslmode=)")]
 pub struct TlsArgs {
     /// Trust the CA certificates in this PEM file instead of the web PKI roots
     #[arg(long, value_name = "FILE")]

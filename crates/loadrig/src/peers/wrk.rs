@@ -1,4 +1,6 @@
-//! wrk's flags (and wrk2's `-R`) as a `loadrig run http` line.
+//! wrk's flags (and wrk2's `-R`) as a `loadrig run http` line. wrk
+//! checks no certificate of an `https://` server; loadrig does, so the
+//! line also takes loadrig's own `--cacert` and `--insecure`.
 
 use super::{help, refused, takes, Bad, Given, Opt, Run};
 
@@ -14,6 +16,8 @@ pub(super) const OPTS: &[Opt] = &[
     refused(&["-U", "--u_latency"], None, "wrk2's uncorrected latency is loadrig's service time, printed beside latency"),
     refused(&["-B", "--batch_latency"], None, "latency is measured per request"),
     refused(&["-v", "--version"], None, "this is loadrig: `loadrig --version`"),
+    takes(&["--cacert"], Some("FILE"), "loadrig's --cacert: https:// certificates are checked (wrk checks none)"),
+    takes(&["--insecure"], None, "loadrig's --insecure: no certificate check, as wrk"),
     help(&["--help"]),
 ];
 
@@ -24,8 +28,12 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
         ("-d", "--duration"),
         ("-T", "--timeout"),
         ("-R", "--rate"),
+        ("--cacert", "--cacert"),
     ] {
         run.pass(g, peer, flag);
+    }
+    if g.has("--insecure") {
+        run.switch("--insecure");
     }
     for h in g.all("-H") {
         run.set("--header", h);
@@ -39,4 +47,23 @@ pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
         [_, second, ..] => return Err(("URL", format!("one URL only ('{second}' is a second)"))),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::run;
+    use super::super::Peer;
+
+    #[test]
+    fn https_takes_loadrigs_tls_flags() {
+        let w = run(
+            Peer::Wrk,
+            &["-c4", "--cacert", "ca.pem", "--insecure", "https://h:8443/"],
+        )
+        .unwrap();
+        let line = w.join(" ");
+        assert!(line.contains("--cacert ca.pem"), "{line}");
+        assert!(line.contains("--insecure"), "{line}");
+        assert_eq!(w.last().map(String::as_str), Some("https://h:8443/"));
+    }
 }

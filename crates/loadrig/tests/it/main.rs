@@ -16,6 +16,7 @@ mod golden;
 mod habits;
 mod hostile;
 mod http;
+mod https;
 mod intervals;
 mod json;
 mod kube;

@@ -44,6 +44,12 @@ impl<D: Dial> Stream<D> {
     pub(crate) fn server(&self) -> usize {
         self.server
     }
+
+    /// Whether the socket's TLS handshake resumed a session.
+    #[cfg(feature = "tls")]
+    pub(crate) fn resumed(&self) -> bool {
+        self.sock.resumed()
+    }
 }
 
 impl<D: Dial> ByteStream for Stream<D> {
@@ -123,8 +129,9 @@ pub(crate) fn op_error(e: io::Error) -> OpError {
     }
 }
 
-/// A server reached by TCP alone, with no login (memcached, HTTP): the
-/// [`Dial`] of those targets, and how they connect outside a stream.
+/// A server reached by TCP, or TLS over it, with no login (memcached,
+/// HTTP, HTTPS): the [`Dial`] of those targets, and how they connect
+/// outside a stream.
 pub struct PlainDial {
     at: Arc<crate::url::TargetUrl>,
     via: Arc<crate::settings::Connector>,
@@ -132,6 +139,9 @@ pub struct PlainDial {
     chunk: usize,
     /// The product named in a connect error ("memcached", "HTTP").
     product: &'static str,
+    /// TLS, offering these protocols by ALPN (`https://`); none: TCP.
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::Alpn>,
 }
 
 impl PlainDial {
@@ -146,21 +156,46 @@ impl PlainDial {
             via,
             chunk,
             product,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
+    }
+
+    /// The same dial over TLS, offering `protocols` by ALPN.
+    #[cfg(feature = "tls")]
+    pub(crate) fn over_tls(mut self, protocols: crate::tls::Alpn) -> PlainDial {
+        self.tls = Some(protocols);
+        self
     }
 
     /// Connect to server `i`, or say why not in plain words.
     pub(crate) async fn open(&self, i: usize) -> Result<Socket, String> {
         let (host, port) = self.at.servers.get(i).cloned().unwrap_or_default();
-        Socket::connect(&self.via, &host, port, self.chunk)
-            .await
-            .map_err(|e: io::Error| {
-                format!(
-                    "{}: {}",
-                    crate::url::hostport(&host, port),
-                    super::said(&e, self.product)
-                )
-            })
+        self.connect(&host, port).await.map_err(|e: io::Error| {
+            format!(
+                "{}: {}",
+                crate::url::hostport(&host, port),
+                super::said(&e, self.product)
+            )
+        })
+    }
+
+    /// TCP to `host:port`, then the TLS handshake if the dial is over TLS:
+    /// both are the connection's opening, timed as connect time, each
+    /// within the handshake limit.
+    async fn connect(&self, host: &str, port: u16) -> io::Result<Socket> {
+        #[allow(unused_mut)]
+        let mut sock = Socket::connect(&self.via, host, port, self.chunk).await?;
+        #[cfg(feature = "tls")]
+        if let Some(protocols) = self.tls {
+            let limit = self.via.handshake_limit();
+            tokio::time::timeout(limit, sock.start_tls_offering(&self.via, host, protocols))
+                .await
+                .map_err(|_| {
+                    io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out")
+                })??;
+        }
+        Ok(sock)
     }
 
     /// Server `i`'s stream.

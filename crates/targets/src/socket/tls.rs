@@ -58,8 +58,36 @@ impl Socket {
         host: &str,
         check: Check,
     ) -> io::Result<()> {
+        self.handshake(via.tls_config(check), host).await
+    }
+
+    /// [`Socket::start_tls`] offering `protocols` by ALPN.
+    pub(crate) async fn start_tls_offering(
+        &mut self,
+        via: &Connector,
+        host: &str,
+        protocols: tls::Alpn,
+    ) -> io::Result<()> {
+        self.handshake(via.tls_offering(protocols), host).await
+    }
+
+    /// Whether the handshake resumed an earlier session (no certificate
+    /// sent, checked or signed again).
+    pub(crate) fn resumed(&self) -> bool {
+        self.tls
+            .as_deref()
+            .is_some_and(|c| c.handshake_kind() == Some(rustls::HandshakeKind::Resumed))
+    }
+
+    /// Shake hands as `config` says, the certificate checked against
+    /// `host` (also sent as SNI when it is a name).
+    async fn handshake(
+        &mut self,
+        config: std::sync::Arc<rustls::ClientConfig>,
+        host: &str,
+    ) -> io::Result<()> {
         let name = tls::server_name(host)?;
-        let conn = ClientConnection::new(via.tls_config(check), name).map_err(tls::io_error)?;
+        let conn = ClientConnection::new(config, name).map_err(tls::io_error)?;
         self.tls = Some(Box::new(conn));
         while let Some(conn) = self.tls.as_deref_mut() {
             write_tls(tcp(&self.io)?, conn)?;

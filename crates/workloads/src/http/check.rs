@@ -18,7 +18,7 @@ use std::time::Duration;
 use loadrig_metrics::{Check, ErrorKind, Snapshot};
 use loadrig_report::fmt::group;
 
-use super::load::{Load, DOMAINS, REOPENED};
+use super::load::{Load, DOMAINS, REOPENED, RESUMED};
 use super::response::{Reader, Response};
 use super::HttpBackend;
 use crate::stream::ByteStream;
@@ -339,8 +339,12 @@ pub(super) fn results(counted: &Snapshot) -> Results {
         .collect();
     let mut lines = vec![format!("responses: {}", classes.join(", "))];
     if d(REOPENED) > 0 {
+        let resumed = match d(RESUMED) {
+            0 => String::new(),
+            n => format!(" ({} resumed their TLS session)", group(n)),
+        };
         lines.push(format!(
-            "connections the server closed and loadrig reopened: {}",
+            "connections the server closed and loadrig reopened: {}{resumed}",
             group(d(REOPENED))
         ));
     }

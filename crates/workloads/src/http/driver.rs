@@ -26,7 +26,7 @@ use std::sync::Arc;
 use loadrig_engine::{Driver, Event, Tag};
 use loadrig_metrics::{ErrorKind, OpError};
 
-use super::load::{Load, DOMAINS, OTHER, REOPENED, S2XX};
+use super::load::{Load, DOMAINS, OTHER, REOPENED, RESUMED, S2XX};
 use super::response::Reader;
 use super::HttpConn;
 use crate::stream::{InFlight, StreamDriver};
@@ -107,6 +107,7 @@ impl<C: HttpConn> HttpDriver<C> {
         self.closing = false;
         self.reader.reset();
         self.counts[REOPENED] += 1;
+        self.counts[RESUMED] += u64::from(self.conn.resumed());
         let server = self.conn.server();
         // Nothing of the old socket's buffers came along.
         let (load, out) = (&*self.load, self.conn.out());

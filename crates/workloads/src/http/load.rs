@@ -12,13 +12,23 @@ use loadrig_spec::HttpSpec;
 use super::response::Hasher;
 
 /// Status classes counted per response, then the connections reopened
-/// because the server said it closes them.
-pub const DOMAINS: [&str; 6] = ["2xx", "3xx", "4xx", "5xx", "other status", "reopened"];
+/// because the server said it closes them, and of those the ones whose
+/// TLS handshake resumed a session (`https://`).
+pub const DOMAINS: [&str; 7] = [
+    "2xx",
+    "3xx",
+    "4xx",
+    "5xx",
+    "other status",
+    "reopened",
+    "resumed",
+];
 /// Index of the first status class in [`DOMAINS`] (`2xx`).
 pub const S2XX: usize = 0;
 /// Statuses outside 200..=599.
 pub const OTHER: usize = 4;
 pub const REOPENED: usize = 5;
+pub const RESUMED: usize = 6;
 
 /// The one operation kind: a request, named by its method.
 pub fn kind_name(method: &str) -> &'static str {

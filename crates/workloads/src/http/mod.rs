@@ -42,6 +42,11 @@ pub trait Visit {
 /// `Host` header names it).
 pub trait HttpConn: ByteStream {
     fn server(&self) -> usize;
+    /// Whether this connection's TLS handshake resumed an earlier session
+    /// (false over plain TCP).
+    fn resumed(&self) -> bool {
+        false
+    }
 }
 
 /// The http capability: HTTP/1.1 servers serving one request target.
