@@ -68,6 +68,8 @@ impl Launch<'_> {
             cpu,
             sources: self.settings.bound_sources(),
             strict: args.strict,
+            dashboard: args.dashboard.dashboard,
+            lap_feed: args.dashboard.lap_feed,
         };
         runtime(hooks)?.block_on(plan::run(&self.spec, self.target, &opts))
     }

@@ -91,7 +91,9 @@ pub fn watch() -> Watch {
         let second = signals.next().await;
         watch.tell_children(libc::SIGKILL);
         // The one exit outside main's: asked twice, the user wants out
-        // now, not after whatever the run is waiting for.
+        // now, not after whatever the run is waiting for (a dashboard
+        // gives the terminal back first).
+        loadrig_dashboard::restore_terminal();
         std::process::exit(128 + second);
     });
     w
@@ -117,4 +119,11 @@ fn kill(pid: i32, sig: i32) {
     unsafe {
         libc::kill(pid, sig);
     }
+}
+
+/// Raise SIGINT in this process: what `q` or Ctrl-C at the dashboard
+/// do (the terminal in raw mode sends no signal of its own), so the run
+/// stops exactly as after one from outside.
+pub fn interrupt_self() {
+    kill(std::process::id() as i32, libc::SIGINT);
 }

@@ -4,6 +4,7 @@
 
 mod capacity;
 mod chat;
+mod dashboard;
 pub mod files;
 mod hello;
 mod http;
@@ -18,6 +19,7 @@ mod voter;
 
 pub use capacity::*;
 pub use chat::*;
+pub use dashboard::*;
 pub use hello::*;
 pub use http::*;
 pub use kv::*;
@@ -429,8 +431,10 @@ pub struct MergeArgs {
 }
 
 /// Flags that the parent of `--processes` sets for each child itself.
-const PARENT_ONLY: [&str; 13] = [
+const PARENT_ONLY: [&str; 15] = [
     "processes",
+    "dashboard",
+    "lap_feed",
     "hdr_log",
     "html",
     "start_at",

@@ -189,9 +189,11 @@ impl<B: Bench> Session<'_, B> {
         drivers: &mut [B::Driver],
         interval: Duration,
     ) -> Started {
+        let mut live = None;
         if self.opts.server_stats {
             let sources = self.bench.target().server_stats();
             if let Some(s) = Sampler::start(sources, interval).await {
+                live = Some(s.live());
                 self.sinks.push(Box::new(s));
             }
         }
@@ -218,6 +220,7 @@ impl<B: Bench> Session<'_, B> {
         }
         self.console.phase("run");
         self.console.end_phases();
+        self.watch_live(live);
         let db_cpu = self.bench.target().embedded_cpu().await;
         let usage = ProcessUsage::now();
         for s in &mut self.sinks {

@@ -76,6 +76,8 @@ impl<B: Bench> Session<'_, B> {
         for s in &mut self.sinks {
             after_summary.extend(s.end(&mut report));
         }
+        // The dashboard, if any, has given the terminal back.
+        self.console.release();
         let mut counted = outcome.warmup;
         counted.merge(&outcome.measured);
         End {

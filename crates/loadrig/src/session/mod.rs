@@ -23,12 +23,14 @@
 //! What watches the load is a [`Sink`] registered on the session: the
 //! console first (the lap lines), then the server's statistics
 //! (`--server-stats`), then `--until`'s watch of the intervals
-//! (`until.rs`); a live dashboard or a metrics exporter would be one
-//! more. The validity verdict is one step of `judge` (`judge_validity`);
+//! (`until.rs`), then the live dashboard (`dashboard.rs`, which the
+//! parent of `--processes` feeds with its children's laps instead); a
+//! metrics exporter would be one more. The validity verdict is one step of `judge` (`judge_validity`);
 //! a schedule of load stages would be one more loop in `load` (as the
 //! sequential tests are).
 
 mod commands;
+mod dashboard;
 mod deadline;
 mod emit;
 mod judge;
@@ -89,6 +91,11 @@ pub struct Options {
     pub sources: Vec<String>,
     /// `--strict`: a measurement judged INVALID fails the run (exit 4).
     pub strict: bool,
+    /// `--dashboard`: the live terminal dashboard instead of lap lines.
+    pub dashboard: bool,
+    /// `--lap-feed`: each lap as a line on standard output, for the
+    /// parent's dashboard.
+    pub lap_feed: bool,
 }
 
 impl Options {

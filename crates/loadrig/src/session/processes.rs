@@ -6,20 +6,24 @@
 //! writes its report. The parent gathers their shares of the
 //! verification and merges their reports (`Report::merge`: histograms
 //! add, counts sum, laps align by wall clock); the session goes on from
-//! verify with the merged report.
+//! verify with the merged report. With `--dashboard` each child also
+//! sends its laps on its standard output, summed into the parent's.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
+use loadrig_dashboard::{Dashboard, Sum};
 use loadrig_present::print::{overall, Printer};
 use loadrig_report::Report;
 use loadrig_workloads::Bench;
 
+use super::dashboard;
 use super::measure::{environment, End};
 use super::prepare::Before;
 use super::Session;
@@ -50,10 +54,12 @@ pub struct Finished {
     missing: Option<String>,
 }
 
-/// The children, ended, and the start they were given (unix ms).
+/// The children, ended, the start they were given (unix ms), and the
+/// dashboard their laps were summed on, still showing.
 pub struct Children {
     finished: Vec<Finished>,
     at: u64,
+    board: Option<Arc<Dashboard>>,
 }
 
 /// What the parent gathered from its children.
@@ -77,11 +83,34 @@ impl<B: Bench> Session<'_, B> {
         self.console.end_phases();
         self.console.line(&start_line(at, now));
         let dir = ReportDir::new(self.opts.out.as_deref())?;
+        // Said before the dashboard takes the terminal.
+        self.console.phase(&format!("run {k} processes"));
+        self.console.end_phases();
+        let board = dashboard::open(self.spec, self.opts, k);
+        if board.is_some() {
+            self.console.hold();
+        }
+        let sum = Arc::new(Mutex::new(Sum::new(k)));
         let mut running = Vec::with_capacity(k as usize);
+        let mut followers = Vec::new();
         for i in 0..k {
             let path = dir.child(i);
             let cpu = cpus.and_then(|c| c.get(i as usize)).copied();
-            let process = spawn(child, i, k, at, cpu, &path)?;
+            let mut process = match spawn(child, i, k, at, cpu, &path, board.is_some()) {
+                Ok(p) => p,
+                Err(e) => {
+                    board.inspect(|d| d.finish(None));
+                    self.console.release();
+                    return Err(e);
+                }
+            };
+            // Its laps onto the dashboard, read off the runtime.
+            if let (Some(d), Some(out)) = (&board, process.stdout.take()) {
+                let (d, sum) = (d.clone(), sum.clone());
+                followers.push(std::thread::spawn(move || {
+                    dashboard::follow(out, &sum, &d);
+                }));
+            }
             let pid = process.id();
             // Every signal stops the children too (they are also told by
             // the kernel if this process dies: signals::die_with_parent).
@@ -99,8 +128,6 @@ impl<B: Bench> Session<'_, B> {
                 }),
             ));
         }
-        self.console.phase(&format!("run {k} processes"));
-        self.console.end_phases();
         let mut finished = Vec::with_capacity(running.len());
         for (path, handle) in running {
             let output = match handle.await {
@@ -110,8 +137,15 @@ impl<B: Bench> Session<'_, B> {
             };
             finished.push(finish(output, &path));
         }
+        for f in followers {
+            let _ = f.join();
+        }
         dir.clean();
-        Ok(Children { finished, at })
+        Ok(Children {
+            finished,
+            at,
+            board,
+        })
     }
 
     /// The children's shares of the verification, and their reports
@@ -121,7 +155,15 @@ impl<B: Bench> Session<'_, B> {
         children: Children,
         before: Before,
     ) -> anyhow::Result<Gathered> {
-        let Children { mut finished, at } = children;
+        let Children {
+            mut finished,
+            at,
+            board,
+        } = children;
+        if let Some(d) = board {
+            d.finish(verdict(&finished));
+            self.console.release();
+        }
         let (failed, children_code) = report_children(&mut self.console, &finished, at);
         // Taken by process, before the reports are: a child without one
         // leaves a gap, so the others keep their numbers.
@@ -187,8 +229,17 @@ impl<B: Bench> Session<'_, B> {
     }
 }
 
+/// The validity verdict of the children's reports merged, for the
+/// dashboard's last frame (the run's own is judged after verification).
+fn verdict(finished: &[Finished]) -> Option<String> {
+    let reports: Vec<Report> = finished.iter().filter_map(|f| f.report.clone()).collect();
+    let merged = (!reports.is_empty()).then(|| Report::merge(&reports).ok())??;
+    Some(merged.validity().line())
+}
+
 /// Start child `i` of `k`: the user's flags as given, then its shard,
-/// the start, its report file and its CPU.
+/// the start, its report file and its CPU; with `feed`, its laps on its
+/// standard output for the dashboard.
 fn spawn(
     child: &ChildLine,
     i: u32,
@@ -196,6 +247,7 @@ fn spawn(
     at: u64,
     cpu: Option<usize>,
     path: &Path,
+    feed: bool,
 ) -> anyhow::Result<std::process::Child> {
     let mut cmd = Command::new(std::env::current_exe().context("finding this executable")?);
     cmd.args(&child.args)
@@ -206,6 +258,7 @@ fn spawn(
         .arg("--child")
         .arg(with_value("--out=", path))
         .args(cpu.map(|c| format!("--cpus={c}")))
+        .args(feed.then_some("--lap-feed"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

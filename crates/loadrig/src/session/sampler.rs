@@ -15,6 +15,7 @@ use loadrig_report::{Report, ServerStatsReport};
 use loadrig_workloads::stats::{Reading, StatsSource};
 use tokio::sync::oneshot;
 
+use super::dashboard::Live;
 use super::Sink;
 
 /// The longest one sample may take, whatever the lap.
@@ -28,6 +29,8 @@ pub struct Sampler {
     grid: Option<oneshot::Sender<Instant>>,
     /// Taken when the sampler ends.
     stop: Option<(oneshot::Sender<()>, std::thread::JoinHandle<Samples>)>,
+    /// The latest sample, for the dashboard.
+    live: Live,
 }
 
 /// What a sampler gathered.
@@ -77,6 +80,8 @@ impl Sampler {
         let (stop, stopped) = oneshot::channel();
         let (grid, first) = oneshot::channel();
         let (based, base) = oneshot::channel();
+        let live = Live::default();
+        let latest = live.clone();
         let thread = std::thread::Builder::new()
             .name("loadrig-stats".into())
             .spawn(move || {
@@ -84,7 +89,10 @@ impl Sampler {
                     .enable_all()
                     .build();
                 match rt {
-                    Ok(rt) => rt.block_on(sample_until(sources, interval, based, first, stopped)),
+                    Ok(rt) => {
+                        let until = sample_until(sources, interval, based, first, stopped, latest);
+                        rt.block_on(until)
+                    }
                     Err(e) => Samples {
                         failures: 1,
                         last_error: Some(format!("no runtime for sampling: {e}")),
@@ -99,7 +107,14 @@ impl Sampler {
         Some(Sampler {
             grid: Some(grid),
             stop: Some((stop, thread)),
+            live,
         })
+    }
+
+    /// The latest sample as it is taken: levels as read, counters as
+    /// their change over the last lap.
+    pub fn live(&self) -> Live {
+        self.live.clone()
     }
 
     /// Take a last sample (the run's last lap) and stop.
@@ -138,6 +153,7 @@ async fn sample_until(
     based: oneshot::Sender<()>,
     first: oneshot::Receiver<Instant>,
     mut stopped: oneshot::Receiver<()>,
+    live: Live,
 ) -> Samples {
     let mut out = Samples {
         kept: vec![false; sources.len()],
@@ -159,6 +175,7 @@ async fn sample_until(
         };
         let mut point = sample(&mut sources, &mut last, &mut out).await;
         point.unix_ms = unix_ms();
+        publish(&point, &live);
         out.points.push(point);
         if ending {
             break;
@@ -221,6 +238,15 @@ async fn sample(
         }
     }
     point
+}
+
+/// The latest sample, for whoever watches live.
+fn publish(point: &Point, live: &Live) {
+    if let Ok(mut l) = live.lock() {
+        l.clear();
+        let all = point.levels.iter().chain(&point.counts);
+        l.extend(all.map(|(k, v)| ((*k).to_string(), *v)));
+    }
 }
 
 /// One sample of one source, within [`SAMPLE_LIMIT`].

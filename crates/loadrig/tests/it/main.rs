@@ -9,6 +9,7 @@ mod cli;
 mod cluster;
 mod common;
 mod crafted;
+mod dashboard;
 mod etcd;
 mod expect;
 mod fuzz;

@@ -43,6 +43,43 @@ pub struct Printer {
     preset: Option<loadrig_spec::Preset>,
     /// `--max-error-rate`: a test failing more than this gets no rate line.
     gate: Option<f64>,
+    /// While a dashboard has the terminal: the real writers, the lines
+    /// held back instead ([`Printer::hold`]).
+    held: Option<Held>,
+}
+
+/// The writers set aside while output is held, and what was held.
+struct Held {
+    out: Box<dyn Write>,
+    tests_out: Option<Box<dyn Write>>,
+    lines: Buffer,
+    tests: Buffer,
+}
+
+/// Lines held back, at most [`Buffer::MAX`] bytes (beyond, dropped: a
+/// run's console writes a few lines while its laps go to a dashboard).
+#[derive(Clone, Default)]
+struct Buffer(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+impl Buffer {
+    const MAX: usize = 1 << 20;
+
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.borrow_mut())
+    }
+}
+
+impl Write for Buffer {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let mut v = self.0.borrow_mut();
+        let room = Self::MAX.saturating_sub(v.len()).min(b.len());
+        v.extend_from_slice(&b[..room]);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Printer {
@@ -73,6 +110,41 @@ impl Printer {
             resources: false,
             preset: spec.preset,
             gate: spec.max_error_rate,
+            held: None,
+        }
+    }
+
+    /// Hold every line back until [`Printer::release`]: a dashboard has
+    /// the terminal, and a line written under it would stay on its screen.
+    pub fn hold(&mut self) {
+        if self.held.is_some() {
+            return;
+        }
+        let (lines, tests) = (Buffer::default(), Buffer::default());
+        let out = std::mem::replace(&mut self.out, Box::new(lines.clone()));
+        let tests_out = self
+            .tests_out
+            .as_mut()
+            .map(|t| std::mem::replace(t, Box::new(tests.clone())));
+        self.held = Some(Held {
+            out,
+            tests_out,
+            lines,
+            tests,
+        });
+    }
+
+    /// Write what was held, and write straight on from now.
+    pub fn release(&mut self) {
+        let Some(h) = self.held.take() else {
+            return;
+        };
+        self.out = h.out;
+        let _ = self.out.write_all(&h.lines.take());
+        let _ = self.out.flush();
+        if let Some(mut t) = h.tests_out {
+            crate::out::stdout_written(t.write_all(&h.tests.take()).and_then(|()| t.flush()));
+            self.tests_out = Some(t);
         }
     }
 
@@ -115,6 +187,9 @@ impl Printer {
     }
 
     pub fn lap(&mut self, l: &LapView<'_>) {
+        if self.held.is_some() {
+            return;
+        }
         if self.bar {
             self.progress(l);
         } else if !self.quiet {
@@ -182,7 +257,7 @@ impl Printer {
     }
 
     pub fn end_laps(&mut self) {
-        if self.bar {
+        if self.bar && self.held.is_none() {
             let _ = writeln!(std::io::stderr());
         }
     }
