@@ -14,6 +14,7 @@ mod judge;
 mod merge;
 mod prepared;
 mod schema;
+pub mod stages;
 pub mod validity;
 
 use std::io::{Read, Write};

@@ -500,6 +500,7 @@ pub(crate) mod tests {
                     index: shard,
                     count: of,
                 },
+                stages: None,
             },
             seed: 42,
             warmup_secs: 0.0,

@@ -13,6 +13,7 @@ mod preset;
 mod pubsub;
 mod redis;
 pub mod secret;
+mod stages;
 mod threshold;
 mod until;
 mod workload;
@@ -30,6 +31,7 @@ pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KE
 pub use preset::{Preset, PresetDefaults};
 pub use pubsub::{ChatMode, ChatSpec, PubSubSpec, MAX_MESSAGE_SIZE, MIN_MESSAGE_SIZE};
 pub use redis::{KeyPattern, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE};
+pub use stages::{Stage, Stages};
 pub use threshold::{Cmp, Metric, Threshold};
 pub use until::{Until, FIGURES};
 pub use workload::{

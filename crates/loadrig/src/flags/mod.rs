@@ -13,6 +13,7 @@ mod output;
 mod pubsub;
 mod redis;
 mod run;
+mod stages;
 mod tls;
 mod voter;
 
@@ -26,6 +27,7 @@ pub use output::*;
 pub use pubsub::*;
 pub use redis::*;
 pub use run::*;
+pub use stages::*;
 pub use tls::*;
 pub use voter::*;
 

@@ -43,6 +43,7 @@ mod secrets;
 mod servers;
 mod services;
 mod sqlite;
+mod stages;
 mod stopping;
 mod subset;
 mod tls;
