@@ -119,6 +119,8 @@ impl Report {
             share: None,
             validity: None,
             intervals: Some(intervals),
+            // The first process that stopped early says why.
+            stopped_early: reports.iter().find_map(|r| r.stopped_early.clone()),
         };
         // Judged anew from the merged laps and histograms: the parts'
         // verdicts are not combined.
@@ -519,6 +521,7 @@ pub(crate) mod tests {
             awake: false,
             io_uring: false,
             until: None,
+            abort_after_secs: None,
         }
     }
 

@@ -348,6 +348,7 @@ impl RunArgs {
             awake: self.awake,
             io_uring: self.io == "uring",
             until: self.until.as_deref().map(Until::parse).transpose()?,
+            abort_after_secs: self.stages.abort_after,
         };
         spec.apply_workload_rules()?;
         spec.validate()?;

@@ -1,11 +1,12 @@
-//! The flags of load that changes over time (docs/guides/stages.md):
-//! `--stages`, the open loop's rate as a schedule.
+//! The flags of load over time (docs/guides/stages.md): `--stages`, the
+//! open loop's rate as a schedule, and `--abort-after`, the early stop on
+//! a threshold broken for a sustained window.
 
 use clap::Args;
 use loadrig_spec::{Pacing, SpecError, Stages, Stop};
 
 #[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "Stages (load that changes over time)")]
+#[command(next_help_heading = "Load over time: stages, early stop")]
 #[command(group(clap::ArgGroup::new("open").multiple(true)))]
 pub struct StagesArgs {
     /// Open loop: the rate as stages TIME:RATE,...: each ramps linearly from the previous rate (the first from --rate, or 0) to RATE over TIME; TIME:=RATE holds RATE (e.g. 30s:1000,2m:5000,30s:0); the run lasts their sum
@@ -17,6 +18,9 @@ pub struct StagesArgs {
         conflicts_with_all = ["requests", "duration", "burst"]
     )]
     pub stages: Option<String>,
+    /// Stop the run once a --threshold has been broken in every lap for this long (judged on each lap's own figures; exit 1, the report says when and why)
+    #[arg(long, value_name = "TIME", value_parser = super::seconds)]
+    pub abort_after: Option<f64>,
 }
 
 impl StagesArgs {
@@ -53,6 +57,7 @@ mod tests {
     fn stages_start_from_the_rate() {
         let a = StagesArgs {
             stages: Some("4s:5000".into()),
+            ..StagesArgs::default()
         };
         let st = a.stages(Some(1000.0)).unwrap().unwrap();
         assert_eq!(st.mean_rate(), 3000.0);

@@ -1,12 +1,14 @@
 //! Load that changes over time (docs/guides/stages.md), from the real
 //! binary: a ramp's laps each carry the ramp's mean over the lap, its send
 //! lag stays at a steady run's level, its writes verify; bad stages are one
-//! line and exit 2.
+//! line and exit 2; a threshold broken for `--abort-after` stops the run.
 
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use loadrig_report::Report;
 
+use crate::common::delayed::{DelayServer, Delays};
 use crate::common::{assert_all_ok, assert_verified, loadrig, redis_db, run_reported, Run};
 
 /// `kv write1` on the shared Redis (its own database), open loop, with `extra`.
@@ -151,4 +153,82 @@ fn bad_stages_are_one_line_and_exit_2() {
         assert_eq!(r.stderr.trim().lines().count(), 1, "{bad:?}: {}", r.dump());
         assert!(r.stderr.contains("--stages"), "{bad:?}: {}", r.dump());
     }
+}
+
+/// The reference server's delay jumps from 1 ms to 50 ms 2 s in; with
+/// `--threshold 'p50<20ms' --abort-after 2s` and 0.5 s laps the run stops
+/// within the window plus one lap of the jump, writes its report saying
+/// why and when, and exits 1 as a broken threshold does.
+#[test]
+fn a_sustained_breach_stops_the_run_early() {
+    let _alone = one_at_a_time();
+    let server = DelayServer::start(Delays::Jump {
+        base: Duration::from_millis(1),
+        after: Duration::from_secs(2),
+        to: Duration::from_millis(50),
+    });
+    let target = format!("redis://127.0.0.1:{}", server.port);
+    let (r, report) = run_reported(&[
+        "run",
+        "redis",
+        "--target",
+        &target,
+        "--tests",
+        "get",
+        "-c",
+        "8",
+        "--rate",
+        "400",
+        "--duration",
+        "20s",
+        "--interval",
+        "0.5s",
+        "--threshold",
+        "p50<20ms",
+        "--abort-after",
+        "2s",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.dump());
+    let stopped = report
+        .stopped_early
+        .as_ref()
+        .unwrap_or_else(|| panic!("no stop recorded\n{}", r.dump()));
+    assert_eq!(stopped.threshold, "p50<20ms");
+    // The jump is 2 s after the first command, a hair after the load's start.
+    let (jump, window, lap) = (2.0, 2.0, 0.5);
+    assert!(
+        stopped.broken_since_secs >= jump - lap && stopped.broken_since_secs <= jump + lap,
+        "{stopped:?}\n{}",
+        r.dump()
+    );
+    assert!(
+        stopped.stopped_at_secs <= jump + window + lap + 0.05,
+        "{stopped:?}\n{}",
+        r.dump()
+    );
+    assert!(
+        report.measured.elapsed_secs <= jump + window + lap + 0.5,
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains("stopped early at "), "{}", r.dump());
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        all.contains("check failed: stopped early at ")
+            && all.contains("threshold p50<20ms broken in every lap since"),
+        "{}",
+        r.dump()
+    );
+}
+
+/// Without a threshold to watch, `--abort-after` is one line, exit 2.
+#[test]
+fn abort_after_needs_a_threshold() {
+    let r = loadrig(&["run", "hello", "--abort-after", "2s"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert!(
+        r.stderr.contains("--abort-after: needs a --threshold"),
+        "{}",
+        r.dump()
+    );
 }
