@@ -13,6 +13,7 @@
 //! [`serve_until`] keeps the connections served ([`idle`]).
 
 mod collect;
+mod curve;
 mod driver;
 mod idle;
 mod lanes;

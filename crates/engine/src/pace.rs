@@ -9,6 +9,7 @@ use std::time::Duration;
 use loadrig_spec::{Arrival, Pacing};
 use tokio::time::Instant;
 
+use crate::curve::Curve;
 use crate::rng::Rng;
 
 /// An operation allowed to start.
@@ -104,10 +105,17 @@ enum Pace {
         max_outstanding: usize,
     },
     Rate {
-        /// Mean seconds between this worker's operations.
-        period: f64,
-        poisson: Option<Rng>,
-        next: Instant,
+        /// When the count of operations due reaches a value.
+        curve: Curve,
+        /// Where this worker is on the count axis: its next operation is
+        /// due when the count reaches `u`.
+        u: f64,
+        /// This worker's mean step along the count axis: the workers.
+        step: f64,
+        gaps: Gaps,
+        origin: Instant,
+        /// When `u` is due; `None` once the schedule has ended.
+        next: Option<Instant>,
     },
     Burst {
         size: u32,
@@ -150,6 +158,7 @@ pub(crate) struct Share {
 impl Source {
     pub fn new(
         pacing: &Pacing,
+        curve: Option<Curve>,
         share: &Share,
         indices: Indices,
         origin: Instant,
@@ -163,16 +172,21 @@ impl Source {
                 max_outstanding: callers * share.pipeline.max(1) as usize,
             },
             Pacing::Rate { rate, arrival } => {
-                // The total rate is split evenly; worker g starts g/rate
-                // after the origin so the merged schedule interleaves.
-                let period = share.total as f64 / rate;
-                let offset = Duration::from_secs_f64(share.global as f64 / rate);
-                let poisson = (arrival == Arrival::Poisson)
-                    .then(|| Rng::stream(seed, 0x5041_4345 ^ share.global));
+                // The operations are dealt evenly; worker g's first is
+                // operation g, due when the count reaches g, so the
+                // merged schedule interleaves.
+                let step = share.total as f64;
+                let mut gaps = Gaps::new(arrival, seed, share.global);
+                let u = share.global as f64 + gaps.draw(step).unwrap_or(0.0);
+                let mut curve = curve.unwrap_or_else(|| Curve::constant(rate));
+                let next = at(origin, curve.time_of(u));
                 Pace::Rate {
-                    period,
-                    poisson,
-                    next: origin + offset,
+                    curve,
+                    u,
+                    step,
+                    gaps,
+                    origin,
+                    next,
                 }
             }
             Pacing::Burst {
@@ -188,22 +202,13 @@ impl Source {
                 sleeping_until: None,
             },
         };
-        let mut s = Source {
+        Source {
             pace,
             indices,
             deadline,
             max_lag,
             finished: false,
-        };
-        if let Pace::Rate {
-            poisson: Some(rng),
-            next,
-            period,
-        } = &mut s.pace
-        {
-            *next += exp_gap(rng, *period);
         }
-        s
     }
 
     /// The next step, given the time and the operations this worker has
@@ -226,11 +231,16 @@ impl Source {
                 now
             }
             Pace::Rate {
-                period,
-                poisson,
+                curve,
+                u,
+                step,
+                gaps,
+                origin,
                 next,
             } => {
-                let due = *next;
+                let Some(due) = *next else {
+                    return self.finish();
+                };
                 if self.deadline.is_some_and(|d| due >= d) {
                     return self.finish();
                 }
@@ -241,10 +251,8 @@ impl Source {
                 if behind > self.max_lag {
                     return self.pass_over(index, now);
                 }
-                *next = match poisson {
-                    Some(rng) => due + exp_gap(rng, *period),
-                    None => due + Duration::from_secs_f64(*period),
-                };
+                *u += gaps.draw(*step).unwrap_or(*step);
+                *next = at(*origin, curve.time_of(*u));
                 due
             }
             Pace::Burst {
@@ -286,24 +294,30 @@ impl Source {
     /// start due before `now - max_lag` would be dropped when it arrived,
     /// so they are counted in one step instead of one by one. A rate far
     /// above what the client can send then costs time in proportion to
-    /// the run's length, not to its rate. Poisson arrivals pass over the
+    /// the run's length, not to its rate. Random gaps pass over the
     /// expected number of starts in the gap.
     fn pass_over(&mut self, first: u64, now: Instant) -> Next {
-        let Pace::Rate { period, next, .. } = &mut self.pace else {
+        let Pace::Rate {
+            curve,
+            u,
+            step,
+            origin,
+            next,
+            ..
+        } = &mut self.pace
+        else {
             return Next::Completion;
         };
-        let due = *next;
-        let gap = now
-            .saturating_duration_since(due)
-            .saturating_sub(self.max_lag);
-        let starts_in = |span: Duration| (span.as_secs_f64() / *period).ceil().max(1.0);
-        let mut count = starts_in(gap);
+        let since = |t: Instant| t.saturating_duration_since(*origin).as_secs_f64();
+        let starts_by = |t: f64| ((curve.count_at(t) - *u) / *step).ceil().max(1.0);
+        let mut count = starts_by(since(now.checked_sub(self.max_lag).unwrap_or(now)));
         if let Some(d) = self.deadline {
-            count = count.min(starts_in(d.saturating_duration_since(due)));
+            count = count.min(starts_by(since(d)));
         }
         // f64 to u64 saturates; the remaining indices bound it again.
         let count = (count as u64).min(self.indices.remaining()).max(1);
-        *next = due + Duration::from_secs_f64(count as f64 * *period);
+        *u += count as f64 * *step;
+        *next = at(*origin, curve.time_of(*u));
         let stride = self.indices.stride;
         self.indices.skip(count);
         Next::Dropped {
@@ -338,10 +352,40 @@ impl Source {
     }
 }
 
-/// An exponential gap with the given mean, for Poisson arrivals.
-fn exp_gap(rng: &mut Rng, mean: f64) -> Duration {
-    // 1 - unit() is in (0, 1], so the logarithm is finite.
-    Duration::from_secs_f64(-(1.0 - rng.unit()).ln() * mean)
+/// `origin` plus `secs`, if the schedule reaches that far.
+fn at(origin: Instant, secs: Option<f64>) -> Option<Instant> {
+    let secs = secs?;
+    // A time past what a Duration holds is never reached.
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .and_then(|d| origin.checked_add(d))
+}
+
+/// Steps along the count axis between one worker's operations: regular
+/// (no draw) or random with the given mean.
+#[derive(Debug, Clone)]
+enum Gaps {
+    Regular,
+    Poisson(Rng),
+}
+
+impl Gaps {
+    fn new(arrival: Arrival, seed: u64, worker: u64) -> Gaps {
+        let rng = || Rng::stream(seed, 0x5041_4345 ^ worker);
+        match arrival {
+            Arrival::Regular => Gaps::Regular,
+            Arrival::Poisson => Gaps::Poisson(rng()),
+        }
+    }
+
+    /// A random step of mean `mean`; `None` for regular arrivals.
+    fn draw(&mut self, mean: f64) -> Option<f64> {
+        match self {
+            Gaps::Regular => None,
+            // 1 - unit() is in (0, 1], so the logarithm is finite.
+            Gaps::Poisson(rng) => Some(-(1.0 - rng.unit()).ln() * mean),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -364,6 +408,7 @@ mod tests {
         let now = Instant::now();
         let mut s = Source::new(
             &Pacing::Steady,
+            None,
             &share(),
             Indices::new(0, 1, 3),
             now,
@@ -396,6 +441,7 @@ mod tests {
         let end = t0 + Duration::from_secs(1);
         let mut s = Source::new(
             &pacing,
+            None,
             &share(),
             Indices::new(0, 1, u64::MAX),
             t0,
@@ -435,6 +481,7 @@ mod tests {
         let end = t0 + Duration::from_secs(10);
         let mut s = Source::new(
             &pacing,
+            None,
             &share(),
             Indices::new(0, 1, u64::MAX),
             t0,
@@ -481,6 +528,7 @@ mod tests {
         };
         let mut s = Source::new(
             &pacing,
+            None,
             &share(),
             Indices::new(0, 1, 100),
             t0,

@@ -18,6 +18,7 @@ use loadrig_metrics::{ErrorKind, OpError};
 use loadrig_spec::{Dispatch, Stop};
 use tokio::time::Instant;
 
+use crate::curve::Curve;
 use crate::pace::{Indices, Next, Share, Source, Token};
 use crate::record::Shared;
 use crate::slots::Slots;
@@ -260,6 +261,7 @@ impl<D: Driver> Worker<D> {
         let max_lag = Duration::from_secs_f64(load.max_lag_secs);
         let main = Source::new(
             &load.pacing,
+            load.stages.as_ref().map(Curve::stages),
             &share,
             Indices::new(share.global, total, end),
             measure_start,
@@ -269,8 +271,14 @@ impl<D: Driver> Worker<D> {
         let (source, phase, main) = if cfg.warmup.is_zero() || ends.listener {
             (main, MEASURED, None)
         } else {
+            // A warm-up holds the rate the first stage starts from.
+            let warm = load
+                .stages
+                .as_ref()
+                .map(|st| Curve::constant(st.segments().next().map_or(0.0, |(_, _, r0, _)| r0)));
             let warm = Source::new(
                 &load.pacing,
+                warm,
                 &share,
                 Indices::new(WARMUP_INDEX_BASE + share.global, total, u64::MAX),
                 start,
@@ -834,6 +842,7 @@ mod tests {
                 stop: Stop::Count(1),
                 max_lag_secs: 60.0,
                 shard: Shard::WHOLE,
+                stages: None,
             },
             seed: 1,
             warmup: Duration::ZERO,

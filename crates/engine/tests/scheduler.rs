@@ -104,6 +104,7 @@ fn load(pacing: Pacing, connections: u32, stop: Stop) -> LoadSpec {
         stop,
         max_lag_secs: 60.0,
         shard: Shard::WHOLE,
+        stages: None,
     }
 }
 
@@ -160,6 +161,36 @@ async fn open_loop_issues_the_scheduled_count_at_the_scheduled_times() {
     }
     let lat = &out.measured.kinds[0].latency;
     assert!(lat.max() <= Duration::from_micros(1_200), "{:?}", lat.max());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ramp_issues_each_operation_when_the_count_reaches_its_index() {
+    // 1,000/s to 5,000/s over 4 s: 12,000 operations, op i due at the t
+    // where 1000 t + 500 t^2 = i.
+    let rate = Pacing::Rate {
+        rate: 3_000.0,
+        arrival: Arrival::Regular,
+    };
+    // 16 connections: each a few ms between sends, past the mock's 1 ms ticks.
+    let mut l = load(rate, 16, Stop::Seconds(4.0));
+    l.stages = Some(loadrig_spec::Stages::parse("4s:5000", 1_000.0).unwrap());
+    let t0 = Instant::now() + Duration::from_millis(10);
+    let (out, log) = drive(config(l), Duration::from_micros(100), None).await;
+    assert_eq!(out.measured.ops(), 12_000);
+    let mut per_second = [0u32; 4];
+    for &(index, sent, _) in log.lock().unwrap().iter() {
+        let i = index as f64;
+        let t = (-1_000.0 + (1e6 + 2_000.0 * i).sqrt()) / 1_000.0;
+        let due = t0 + Duration::from_secs_f64(t);
+        let late = sent.saturating_duration_since(due);
+        assert!(
+            // The timer wheel ticks in milliseconds; due times fall between.
+            sent + Duration::from_micros(1) >= due && late <= Duration::from_micros(1_500),
+            "op {index} sent {late:?} late"
+        );
+        per_second[t as usize] += 1;
+    }
+    assert_eq!(per_second, [1_500, 2_500, 3_500, 4_500]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -57,6 +57,53 @@ impl Report {
     }
 }
 
+/// Whether `t` holds on one lap's own figures (`--abort-after`): `lap`
+/// what completed in it over `secs`, `kinds` the kinds' names, `pending`
+/// what was still in flight at its end. A lap in which nothing completed
+/// while operations were pending breaks a latency threshold (the target
+/// stalled); one with nothing at all holds it. A kind not in the run
+/// holds (the judge at the end says so).
+pub fn holds_in_lap(
+    t: &Threshold,
+    lap: &loadrig_metrics::Snapshot,
+    kinds: &[&str],
+    secs: f64,
+    pending: u64,
+) -> bool {
+    let chosen: Vec<&loadrig_metrics::KindStats> = match &t.kind {
+        Some(name) => match kinds.iter().position(|k| k.eq_ignore_ascii_case(name)) {
+            Some(i) => lap.kinds.get(i).into_iter().collect(),
+            None => return true,
+        },
+        None => lap.kinds.iter().collect(),
+    };
+    let ops: u64 = chosen.iter().map(|k| k.count() - k.delivered).sum();
+    let ok: u64 = chosen.iter().map(|k| k.ok_ops()).sum();
+    let actual = match t.metric {
+        Metric::Throughput if secs > 0.0 => ok as f64 / secs,
+        Metric::Throughput => return true,
+        Metric::ErrorRate => ratio(ops - ok.min(ops), ops),
+        metric => {
+            let timed = chosen
+                .iter()
+                .filter(|k| !k.latency.is_empty() && (k.delivered < k.ok || k.ok == 0));
+            let worst = timed
+                .map(|k| match metric.percentile() {
+                    Some(p) => k.latency.percentile(p),
+                    None if metric == Metric::Max => k.latency.max(),
+                    None => k.latency.mean(),
+                })
+                .max();
+            match worst {
+                Some(d) => d.as_secs_f64(),
+                None if pending > 0 => f64::INFINITY,
+                None => return true,
+            }
+        }
+    };
+    t.cmp.holds(actual, t.value)
+}
+
 fn of_kind(k: &KindReport, metric: Metric, elapsed: f64) -> f64 {
     match metric {
         Metric::Throughput => {

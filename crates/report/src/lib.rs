@@ -14,18 +14,19 @@ mod judge;
 mod merge;
 mod prepared;
 mod schema;
+pub mod stages;
 pub mod validity;
 
 use std::io::{Read, Write};
 use std::path::Path;
 
 pub use hlog::interval_log;
-pub use judge::Judged;
+pub use judge::{holds_in_lap, Judged};
 pub use prepared::{Prepared, PREPARED_SCHEMA};
 pub use schema::decode_hdr;
 pub use schema::{
     ClientLapReport, ClientUsage, Environment, HistSummary, KindReport, LapReport, Measured,
-    ProcessRecord, Report, RunRecord, ServerStatsReport, Verification, SCHEMA,
+    ProcessRecord, Report, RunRecord, ServerStatsReport, StoppedEarly, Verification, SCHEMA,
 };
 pub use validity::{Validity, ValidityCheck};
 

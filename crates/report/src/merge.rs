@@ -124,6 +124,8 @@ impl Report {
                 .collect(),
             validity: None,
             intervals: Some(intervals),
+            // The first process that stopped early says why.
+            stopped_early: reports.iter().find_map(|r| r.stopped_early.clone()),
         };
         // Judged anew from the merged laps and histograms: the parts'
         // verdicts are not combined.
@@ -505,6 +507,7 @@ pub(crate) mod tests {
                     index: shard,
                     count: of,
                 },
+                stages: None,
             },
             seed: 42,
             warmup_secs: 0.0,
@@ -523,6 +526,7 @@ pub(crate) mod tests {
             awake: false,
             io_uring: false,
             until: None,
+            abort_after_secs: None,
         }
     }
 

@@ -68,6 +68,39 @@ pub struct Report {
     /// again from the merged laps by `merge`. Absent in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<Intervals>,
+    /// `--abort-after`: the run stopped early, a threshold broken in every
+    /// lap for the window. Absent when it ran to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<StoppedEarly>,
+}
+
+/// Why and when a run stopped before its end (`--abort-after`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoppedEarly {
+    /// The threshold as written (`p99<5ms`).
+    pub threshold: String,
+    /// Measured seconds at the start of the first lap of the unbroken
+    /// run of breaches, and at the end of the lap that completed the window.
+    pub broken_since_secs: f64,
+    pub stopped_at_secs: f64,
+    pub window_secs: f64,
+}
+
+impl StoppedEarly {
+    /// `stopped early at 6s: threshold p99<5ms broken in every lap since 3s (--abort-after 3s)`
+    pub fn line(&self) -> String {
+        format!(
+            "stopped early at {}s: threshold {} broken in every lap since {}s (--abort-after {}s)",
+            round3(self.stopped_at_secs),
+            self.threshold,
+            round3(self.broken_since_secs),
+            round3(self.window_secs)
+        )
+    }
+}
+
+fn round3(s: f64) -> f64 {
+    (s * 1e3).round() / 1e3
 }
 
 /// One process of a merged run.
@@ -550,6 +583,7 @@ impl Report {
             shares: Vec::new(),
             validity: None,
             intervals,
+            stopped_early: None,
         }
     }
 

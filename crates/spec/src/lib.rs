@@ -13,6 +13,7 @@ mod preset;
 mod pubsub;
 mod redis;
 pub mod secret;
+mod stages;
 mod threshold;
 mod until;
 mod workload;
@@ -32,6 +33,7 @@ pub use pubsub::{ChatMode, ChatSpec, PubSubSpec, MAX_MESSAGE_SIZE, MIN_MESSAGE_S
 pub use redis::{
     KeyPattern, MemtierCommand, MemtierSpec, RedisSpec, RedisTest, ValueSizes, MAX_DATA_SIZE,
 };
+pub use stages::{Stage, Stages};
 pub use threshold::{Cmp, Metric, Threshold};
 pub use until::{Until, FIGURES};
 pub use workload::{
@@ -119,6 +121,11 @@ pub struct RunSpec {
     /// enough. Absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<Until>,
+    /// `--abort-after`: the run stops once a threshold has been broken in
+    /// every lap for this many seconds (k6's abortOnFail with
+    /// delayAbortEval). Absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_after_secs: Option<f64>,
 }
 
 /// `--spin`'s ceiling: past a millisecond, tokio's own timer is as good.
@@ -186,6 +193,15 @@ impl RunSpec {
         self.load.validate()?;
         self.workload.validate()?;
         bounds::seconds("--interval", self.interval_secs, false)?;
+        if let Some(w) = self.abort_after_secs {
+            bounds::seconds("--abort-after", w, false)?;
+            if self.thresholds.is_empty() {
+                return Err(SpecError::new(
+                    "--abort-after",
+                    "needs a --threshold to watch (e.g. --threshold 'p99<5ms' --abort-after 10s)",
+                ));
+            }
+        }
         if self.interval_secs < bounds::MIN_INTERVAL_SECS {
             return Err(SpecError::new("--interval", "must be at least 1ms"));
         }

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bounds::{self, MAX_BURST, MAX_CLIENTS, MAX_DEPTH, MAX_QUEUE, MAX_RATE, MIN_RATE};
+use crate::stages::Stages;
 use crate::SpecError;
 
 /// How operations get their start times.
@@ -101,6 +102,10 @@ pub struct LoadSpec {
     /// of its intended start is counted as `dropped` instead.
     pub max_lag_secs: f64,
     pub shard: Shard,
+    /// Open loop: the rate as a schedule of stages (`--stages`); `pacing`'s
+    /// rate is then the schedule's mean and `stop` its length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Stages>,
 }
 
 impl LoadSpec {
@@ -171,6 +176,15 @@ impl LoadSpec {
             Stop::Seconds(s) => bounds::seconds("--duration", s, false)?,
         }
         bounds::seconds("--max-lag", self.max_lag_secs, false)?;
+        if let Some(st) = &self.stages {
+            st.validate()?;
+            if !matches!(self.pacing, Pacing::Rate { .. }) {
+                return Err(SpecError::new(
+                    "--stages",
+                    "is for the open loop (not --burst)",
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -208,6 +222,7 @@ mod tests {
             stop: Stop::Count(10),
             max_lag_secs: 10.0,
             shard: Shard::WHOLE,
+            stages: None,
         }
     }
 

@@ -14,6 +14,7 @@ mod output;
 mod pubsub;
 mod redis;
 mod run;
+mod stages;
 mod tls;
 mod voter;
 
@@ -28,6 +29,7 @@ pub use output::*;
 pub use pubsub::*;
 pub use redis::*;
 pub use run::*;
+pub use stages::*;
 pub use tls::*;
 pub use voter::*;
 

@@ -66,10 +66,10 @@ pub struct RunArgs {
     #[arg(long, short = 'P', value_parser = count::<u32>, default_value = "1")]
     pub pipeline: u32,
     /// Open loop: operations per second in total, whatever the target does
-    #[arg(long, short = 'R', value_name = "OPS", value_parser = amount, conflicts_with = "burst")]
+    #[arg(long, short = 'R', value_name = "OPS", value_parser = amount, conflicts_with = "burst", group = "open")]
     pub rate: Option<f64>,
     /// Open-loop inter-arrival times
-    #[arg(long, value_enum, default_value_t = ArrivalArg::Regular, requires = "rate")]
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Regular, requires = "open")]
     pub arrival: ArrivalArg,
     /// Bursts: this many operations at once per client
     #[arg(long, value_name = "B", value_parser = count::<u32>)]
@@ -197,6 +197,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub keep: bool,
     #[command(flatten)]
+    pub stages: super::StagesArgs,
+    #[command(flatten)]
     pub tls: super::TlsArgs,
     #[command(flatten)]
     pub dashboard: super::DashboardArgs,
@@ -284,14 +286,18 @@ impl RunArgs {
             .clients
             .or(defaults.map(|d| d.clients))
             .unwrap_or(workload_defaults.clients);
-        let pacing = self.pacing(defaults.map(|d| d.pacing))?;
+        let mut pacing = self.pacing(defaults.map(|d| d.pacing))?;
         let dispatch = self.dispatch(defaults.map(|d| d.dispatch))?;
-        let stop = match (self.requests, self.duration, workload_defaults.duration) {
+        let mut stop = match (self.requests, self.duration, workload_defaults.duration) {
             (_, Some(d), _) => Stop::Seconds(d),
             (Some(n), None, _) => Stop::Count(n),
             (None, None, Some(d)) => Stop::Seconds(d),
             (None, None, None) => Stop::Count(defaults.map_or(DEFAULT_REQUESTS, |d| d.requests)),
         };
+        let stages = self.stages.stages(self.rate)?;
+        if let Some(st) = &stages {
+            pacing = super::StagesArgs::apply(st, pacing, &mut stop);
+        }
         let shard = self.shard_of(std::env::var(INDEX_ENV).ok().as_deref())?;
         let processes = self.processes.unwrap_or(1);
         if processes > 1 && !facts.shared {
@@ -317,6 +323,7 @@ impl RunArgs {
                 stop,
                 max_lag_secs: self.max_lag,
                 shard,
+                stages,
             },
             seed: self.seed,
             warmup_secs: self.warmup,
@@ -343,6 +350,7 @@ impl RunArgs {
             awake: self.awake,
             io_uring: self.io == "uring",
             until: self.until.as_deref().map(Until::parse).transpose()?,
+            abort_after_secs: self.stages.abort_after,
         };
         spec.apply_workload_rules()?;
         spec.validate()?;

@@ -34,6 +34,9 @@ impl<B: Bench> Session<'_, B> {
                 reasons.push(format!("threshold {t} not met"));
             }
         }
+        if let Some(stopped) = &report.stopped_early {
+            reasons.push(stopped.line());
+        }
         if report.interrupted {
             reasons.push("interrupted".to_string());
         }

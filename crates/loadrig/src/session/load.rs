@@ -10,6 +10,7 @@ use loadrig_engine::{EngineConfig, Outcome, Threads, Waited};
 use loadrig_metrics::{LapView, ProcessUsage};
 use loadrig_workloads::{Bench, TargetInfo};
 
+use super::abort::AbortSink;
 use super::sampler::Sampler;
 use super::until::UntilSink;
 use super::Session;
@@ -212,10 +213,20 @@ impl<B: Bench> Session<'_, B> {
             }
             None => (start::now(), Waited::default()),
         };
-        if let Some(until) = &self.spec.until {
+        if self.spec.until.is_some() || self.spec.abort_after_secs.is_some() {
             let enough = Arc::new(AtomicBool::new(false));
-            self.sinks
-                .push(Box::new(UntilSink::new(until.clone(), enough.clone())));
+            if let Some(until) = &self.spec.until {
+                self.sinks
+                    .push(Box::new(UntilSink::new(until.clone(), enough.clone())));
+            }
+            if let Some(window) = self.spec.abort_after_secs {
+                self.sinks.push(Box::new(AbortSink::new(
+                    self.spec.thresholds.clone(),
+                    self.bench.kinds(),
+                    window,
+                    enough.clone(),
+                )));
+            }
             self.enough = Some(enough);
         }
         self.console.phase("run");

@@ -23,12 +23,14 @@
 //! What watches the load is a [`Sink`] registered on the session: the
 //! console first (the lap lines), then the server's statistics
 //! (`--server-stats`), then `--until`'s watch of the intervals
-//! (`until.rs`), then the live dashboard (`dashboard.rs`, which the
+//! (`until.rs`), `--abort-after`'s watch of the thresholds lap by lap
+//! (`abort.rs`), then the live dashboard (`dashboard.rs`, which the
 //! parent of `--processes` feeds with its children's laps instead); a
-//! metrics exporter would be one more. The validity verdict is one step of `judge` (`judge_validity`);
-//! a schedule of load stages would be one more loop in `load` (as the
-//! sequential tests are).
+//! metrics exporter would be one more. The validity verdict is one step
+//! of `judge` (`judge_validity`). Stages (`--stages`) are the engine's
+//! schedule of intended starts (`loadrig_engine::curve`), not a loop here.
 
+mod abort;
 mod commands;
 mod dashboard;
 mod deadline;
@@ -159,8 +161,9 @@ pub struct Session<'a, B: Bench> {
     signals: Watch,
     /// After the console, which is told first.
     sinks: Vec<Box<dyn Sink>>,
-    /// With `--until`: the engine's stop flag, set by a signal (passed
-    /// on) or by the `--until` sink once its interval is narrow enough.
+    /// With `--until` or `--abort-after`: the engine's stop flag, set by a
+    /// signal (passed on), by the `--until` sink once its interval is
+    /// narrow enough, or by the `--abort-after` sink.
     enough: Option<Arc<AtomicBool>>,
 }
 

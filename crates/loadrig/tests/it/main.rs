@@ -45,6 +45,7 @@ mod secrets;
 mod servers;
 mod services;
 mod sqlite;
+mod stages;
 mod stopping;
 mod subset;
 mod tls;

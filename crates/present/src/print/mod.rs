@@ -10,6 +10,7 @@ pub mod intervals;
 pub mod json;
 pub mod memtier;
 pub mod redis;
+mod stages;
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -328,6 +329,7 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
     let mut lines = table(&measured, &kinds, &report.measured);
     lines.extend(error_lines(&report.measured));
     lines.extend(intervals::lines(report));
+    lines.extend(stages::lines(report));
     lines.push(overall(report));
     lines.push(report.validity_or_judge().line());
     let style = report.spec.workload.output();
@@ -384,6 +386,14 @@ fn percent(n: u64, all: u64) -> String {
 fn load_model(spec: &RunSpec) -> String {
     let model = match spec.load.pacing {
         Pacing::Steady => "steady".to_string(),
+        Pacing::Rate { arrival, .. } if spec.load.stages.is_some() => {
+            let n = spec.load.stages.as_ref().map_or(0, |s| s.stages.len());
+            format!(
+                "open loop in {n} {} {}",
+                if n == 1 { "stage" } else { "stages" },
+                format!("{arrival:?}").to_lowercase()
+            )
+        }
         Pacing::Rate { rate, arrival } => {
             format!(
                 "open loop {}/s {}",

@@ -52,6 +52,13 @@ pub enum Delays {
         base: Duration,
         per_sec: Duration,
     },
+    /// `base` each, and `to` each for data commands arriving `after` the
+    /// first one: a server whose delay jumps mid-run and stays up.
+    Jump {
+        base: Duration,
+        after: Duration,
+        to: Duration,
+    },
     /// One worker serving every connection's data commands in the order
     /// they arrived, each in exactly this long: a command arriving at `t`
     /// is answered at `max(t, previous answer) + service`. The queue is
@@ -109,6 +116,14 @@ impl Shared {
             Delays::Growing { base, per_sec } => {
                 let first = *self.first.lock().unwrap().get_or_insert(at);
                 base + per_sec.mul_f64(at.duration_since(first).as_secs_f64())
+            }
+            Delays::Jump { base, after, to } => {
+                let first = *self.first.lock().unwrap().get_or_insert(at);
+                if at >= first + after {
+                    to
+                } else {
+                    base
+                }
             }
             Delays::Exponential { base, mean, seed } => {
                 base + mean.mul_f64(-(1.0 - uniform(seed, n)).ln())
