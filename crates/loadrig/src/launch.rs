@@ -14,7 +14,7 @@ use loadrig_spec::{RunSpec, SpecError};
 use loadrig_targets::{ClientSettings, IoMode, Target};
 
 use crate::flags::{self, files, RunArgs, VerifyArgs, WorkloadArgs};
-use crate::{machine, pin, plan, session, signals};
+use crate::{export, machine, pin, plan, session, signals};
 
 /// A workload's command line, taken apart and resolved once.
 pub struct Launch<'a> {
@@ -68,8 +68,35 @@ impl Launch<'_> {
             cpu,
             sources: self.settings.bound_sources(),
             strict: args.strict,
+            metrics: self.metrics()?,
         };
         runtime(hooks)?.block_on(plan::run(&self.spec, self.target, &opts))
+    }
+
+    /// `--metrics-listen`: bound and serving before anything connects
+    /// (an address taken is a usage error: exit 2), one process's
+    /// metrics per address.
+    fn metrics(&self) -> anyhow::Result<Option<export::serve::Server>> {
+        let args = &self.run.export;
+        let Some(addr) = &args.metrics_listen else {
+            return Ok(None);
+        };
+        if self.spec.processes > 1 {
+            anyhow::bail!(SpecError::new(
+                "--metrics-listen",
+                "one process per address: with --processes, run the processes as shards \
+                 (--shards), each with an address of its own"
+            ));
+        }
+        let listener = export::serve::Listener::bind(addr).map_err(|e| {
+            SpecError::new("--metrics-listen", format!("cannot listen on {addr}: {e}"))
+        })?;
+        let run = args.run_id.clone().unwrap_or_else(export::default_run_id);
+        let labels = export::Labels::of(&self.spec, &run);
+        let linger = std::time::Duration::from_secs_f64(args.metrics_linger);
+        Ok(Some(export::serve::Server::start(
+            listener, labels, linger,
+        )?))
     }
 
     /// What this machine and process must allow, checked before anything

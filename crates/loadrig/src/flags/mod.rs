@@ -4,6 +4,7 @@
 
 mod capacity;
 mod chat;
+mod export;
 pub mod files;
 mod hello;
 mod http;
@@ -18,6 +19,7 @@ mod voter;
 
 pub use capacity::*;
 pub use chat::*;
+pub use export::*;
 pub use hello::*;
 pub use http::*;
 pub use kv::*;

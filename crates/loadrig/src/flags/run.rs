@@ -198,6 +198,8 @@ pub struct RunArgs {
     pub keep: bool,
     #[command(flatten)]
     pub tls: super::TlsArgs,
+    #[command(flatten)]
+    pub export: super::ExportArgs,
 }
 
 /// Default managed-mode sizes when only one of --queue/--slots is given.

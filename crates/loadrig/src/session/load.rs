@@ -14,6 +14,7 @@ use super::sampler::Sampler;
 use super::until::UntilSink;
 use super::Session;
 use crate::exit;
+use crate::export::{ExportSink, Exporter};
 use crate::start::{self, start_line, waited_line, Begin};
 
 /// What the load measured, and how it went.
@@ -216,6 +217,9 @@ impl<B: Bench> Session<'_, B> {
                 .push(Box::new(UntilSink::new(until.clone(), enough.clone())));
             self.enough = Some(enough);
         }
+        if let Some(sink) = self.export_sink() {
+            self.sinks.push(Box::new(sink));
+        }
         self.console.phase("run");
         self.console.end_phases();
         let db_cpu = self.bench.target().embedded_cpu().await;
@@ -229,6 +233,19 @@ impl<B: Bench> Session<'_, B> {
             usage,
             db_cpu,
         }
+    }
+
+    /// The exporters' sink, if the run exports.
+    fn export_sink(&self) -> Option<ExportSink> {
+        let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
+        if let Some(server) = &self.opts.metrics {
+            exporters.push(Box::new(server.clone()));
+        }
+        if exporters.is_empty() {
+            return None;
+        }
+        let clients = u64::from(self.spec.load.clients);
+        Some(ExportSink::new(self.bench.kinds(), clients, exporters))
     }
 
     /// One engine phase from `at`, each lap to the console and the sinks.

@@ -11,6 +11,7 @@ mod common;
 mod crafted;
 mod etcd;
 mod expect;
+mod export;
 mod fuzz;
 mod golden;
 mod habits;
