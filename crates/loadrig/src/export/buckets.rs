@@ -80,6 +80,17 @@ impl Buckets {
         Buckets { counts, sum_secs }
     }
 
+    /// `other`'s counts added.
+    pub fn add(&mut self, other: &Buckets) {
+        if self.counts.len() < other.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.sum_secs += other.sum_secs;
+    }
+
     /// Every value counted.
     pub fn total(&self) -> u64 {
         self.counts.iter().sum()

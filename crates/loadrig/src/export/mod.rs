@@ -7,7 +7,10 @@
 //! rendering, sockets and waits are on the exporters' own threads.
 
 pub mod buckets;
+pub mod influx;
 pub mod openmetrics;
+pub mod push;
+pub mod remote_write;
 pub mod serve;
 
 use std::sync::Arc;
@@ -19,6 +22,15 @@ use loadrig_spec::RunSpec;
 
 use crate::session::Sink;
 use buckets::Buckets;
+
+/// What a run exports, made before anything connects.
+pub struct Plan {
+    pub labels: Labels,
+    /// `--metrics-listen`, listening already.
+    pub server: Option<serve::Server>,
+    /// `--out NAME=URL`.
+    pub pushes: Vec<push::Endpoint>,
+}
 
 /// The labels every exported series carries: which run, which
 /// workload, which target (masked: no password leaves the process),
@@ -76,6 +88,9 @@ pub struct KindFrame {
     pub errors: Vec<(&'static str, &'static str, u64)>,
     pub latency: Buckets,
     pub service: Buckets,
+    /// HDR's p50, p90, p99 and p99.9 of the latency so far, in µs: what
+    /// the report will say (InfluxDB has no histograms to take them from).
+    pub percentiles_us: [f64; 4],
 }
 
 /// What one lap tells the exporters: the measured totals so far (so a
@@ -109,6 +124,8 @@ impl Frame {
                 errors: errors_of(&k.errors),
                 latency: Buckets::of(&k.latency),
                 service: Buckets::of(&k.service),
+                percentiles_us: [50.0, 90.0, 99.0, 99.9]
+                    .map(|p| k.latency.percentile(p).as_nanos() as f64 / 1e3),
             })
             .collect();
         Frame {
@@ -122,6 +139,14 @@ impl Frame {
             rss_bytes: lap.client.rss_bytes,
         }
     }
+}
+
+/// `phase`'s kinds added into `before`.
+fn fold(before: &mut Vec<KindFrame>, mut phase: Vec<KindFrame>) {
+    for (k, b) in phase.iter_mut().zip(before.iter()) {
+        k.add(b);
+    }
+    *before = phase;
 }
 
 fn errors_of(e: &loadrig_metrics::ErrorCounts) -> Vec<(&'static str, &'static str, u64)> {
@@ -152,8 +177,34 @@ pub trait Exporter {
     }
 }
 
+impl KindFrame {
+    /// `earlier`'s counts added to this one's: an earlier phase's totals
+    /// (redis-benchmark's tests run one after the other, each phase's
+    /// totals from zero). Percentiles do not add: a kind runs in one
+    /// phase, so those of the side that has counts are kept.
+    fn add(&mut self, earlier: &KindFrame) {
+        if self.latency.total() == 0 {
+            self.percentiles_us = earlier.percentiles_us;
+        }
+        self.ok += earlier.ok;
+        self.delivered += earlier.delivered;
+        for &(e, c, n) in &earlier.errors {
+            match self.errors.iter_mut().find(|x| x.0 == e && x.1 == c) {
+                Some(x) => x.2 += n,
+                None => self.errors.push((e, c, n)),
+            }
+        }
+        self.latency.add(&earlier.latency);
+        self.service.add(&earlier.service);
+    }
+}
+
 /// The sink that feeds the exporters once per lap.
 pub struct ExportSink {
+    /// The totals of the phases before this one, per kind.
+    before: Vec<KindFrame>,
+    /// This phase's last frame's kinds, and its measured time.
+    last: Option<(Vec<KindFrame>, Duration)>,
     names: Vec<&'static str>,
     clients: u64,
     cpu: Duration,
@@ -164,6 +215,8 @@ pub struct ExportSink {
 impl ExportSink {
     pub fn new(names: Vec<&'static str>, clients: u64, exporters: Vec<Box<dyn Exporter>>) -> Self {
         ExportSink {
+            before: Vec::new(),
+            last: None,
             names,
             clients,
             cpu: Duration::ZERO,
@@ -178,7 +231,18 @@ impl Sink for ExportSink {
         self.cpu += lap.client.cpu_user;
         self.cpu_system += lap.client.cpu_system;
         let cpu = (self.cpu.as_secs_f64(), self.cpu_system.as_secs_f64());
-        let frame = Arc::new(Frame::of(lap, &self.names, self.clients, cpu));
+        let mut frame = Frame::of(lap, &self.names, self.clients, cpu);
+        // The measured time going back: a new phase, its totals from zero.
+        if let Some((kinds, measured)) = self.last.take() {
+            if lap.measured < measured {
+                fold(&mut self.before, kinds);
+            }
+        }
+        self.last = Some((frame.kinds.clone(), lap.measured));
+        for (k, b) in frame.kinds.iter_mut().zip(&self.before) {
+            k.add(b);
+        }
+        let frame = Arc::new(frame);
         for e in &mut self.exporters {
             e.publish(frame.clone());
         }

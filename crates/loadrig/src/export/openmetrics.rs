@@ -201,6 +201,7 @@ mod tests {
                 errors: vec![("server", "WRONGTYPE", 2), ("timeout", "", 1)],
                 latency: b.clone(),
                 service: b,
+                percentiles_us: [0.0; 4],
             }],
             in_flight: 4,
             clients: 8,

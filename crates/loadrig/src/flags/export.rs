@@ -1,9 +1,56 @@
 //! The flags of metric export while a run goes (docs/guides/export.md):
 //! the `/metrics` endpoint a Prometheus scrapes, and the run's label.
 
+use std::path::PathBuf;
+
 use clap::Args;
+use loadrig_spec::SpecError;
 
 use super::seconds;
+use crate::export::push::Endpoint;
+
+/// One `--out`: the report file, or an endpoint to push to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutArg {
+    Report(PathBuf),
+    Push(Endpoint),
+}
+
+/// `--out`'s word: `influxdb=URL` and `prometheus=URL` push, anything
+/// else is the report's file.
+pub(super) fn out_arg(s: &str) -> Result<OutArg, String> {
+    match Endpoint::parse(s) {
+        Some(Ok(e)) => Ok(OutArg::Push(e)),
+        Some(Err(e)) => Err(e),
+        None => Ok(OutArg::Report(PathBuf::from(s))),
+    }
+}
+
+impl super::RunArgs {
+    /// The report's file of `--out`, if one; two are a usage error.
+    pub fn report_out(&self) -> Result<Option<&PathBuf>, SpecError> {
+        let mut files = self.out.iter().filter_map(|o| match o {
+            OutArg::Report(p) => Some(p),
+            OutArg::Push(_) => None,
+        });
+        let first = files.next();
+        match files.next() {
+            Some(_) => Err(SpecError::new(
+                "--out",
+                "one report file; the others push (influxdb=URL, prometheus=URL)",
+            )),
+            None => Ok(first),
+        }
+    }
+
+    /// The endpoints `--out` pushes to.
+    pub fn pushes(&self) -> impl Iterator<Item = &Endpoint> {
+        self.out.iter().filter_map(|o| match o {
+            OutArg::Push(e) => Some(e),
+            OutArg::Report(_) => None,
+        })
+    }
+}
 
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Metric export")]
@@ -28,6 +75,16 @@ mod tests {
     struct T {
         #[command(flatten)]
         export: ExportArgs,
+    }
+
+    #[test]
+    fn out_is_a_file_or_an_endpoint() {
+        assert_eq!(out_arg("r.json"), Ok(OutArg::Report("r.json".into())));
+        assert!(matches!(
+            out_arg("influxdb=http://h:8086/write?db=x"),
+            Ok(OutArg::Push(_))
+        ));
+        assert!(out_arg("prometheus=ftp://h").is_err());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use super::sampler::Sampler;
 use super::until::UntilSink;
 use super::Session;
 use crate::exit;
+use crate::export::push::Pusher;
 use crate::export::{ExportSink, Exporter};
 use crate::start::{self, start_line, waited_line, Begin};
 
@@ -236,13 +237,19 @@ impl<B: Bench> Session<'_, B> {
     }
 
     /// The exporters' sink, if the run exports.
-    fn export_sink(&self) -> Option<ExportSink> {
+    fn export_sink(&mut self) -> Option<ExportSink> {
+        let plan = self.opts.export.as_ref()?;
         let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
-        if let Some(server) = &self.opts.metrics {
+        if let Some(server) = &plan.server {
             exporters.push(Box::new(server.clone()));
         }
-        if exporters.is_empty() {
-            return None;
+        for ep in &plan.pushes {
+            match Pusher::start(ep.clone(), plan.labels.clone()) {
+                Ok(p) => exporters.push(Box::new(p)),
+                Err(e) => self
+                    .console
+                    .line(&format!("export {}: no thread ({e})", ep.url)),
+            }
         }
         let clients = u64::from(self.spec.load.clients);
         Some(ExportSink::new(self.bench.kinds(), clients, exporters))

@@ -89,8 +89,8 @@ pub struct Options {
     pub sources: Vec<String>,
     /// `--strict`: a measurement judged INVALID fails the run (exit 4).
     pub strict: bool,
-    /// `--metrics-listen`: the `/metrics` server, already listening.
-    pub metrics: Option<crate::export::serve::Server>,
+    /// `--metrics-listen` (already listening) and `--out NAME=URL`.
+    pub export: Option<crate::export::Plan>,
 }
 
 impl Options {

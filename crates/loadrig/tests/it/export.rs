@@ -185,3 +185,237 @@ pub fn histogram_quantile(q: f64, b: &[(f64, f64)]) -> f64 {
     }
     f64::NAN
 }
+
+/// A run id no other run of any test shares.
+fn run_id(what: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("it-{what}-{}-{nanos}", std::process::id())
+}
+
+/// `curl` of `url` with form fields, its body as JSON.
+fn curl_json(url: &str, fields: &[String]) -> serde_json::Value {
+    let mut c = std::process::Command::new("curl");
+    c.args(["-sS", "--max-time", "10", url]);
+    for f in fields {
+        c.args(["--data-urlencode", f]);
+    }
+    let out = c
+        .output()
+        .expect("curl runs (scripts/services installs it)");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{url}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// A PromQL instant query, as (kind label, value) pairs.
+fn promql(query: &str) -> BTreeMap<String, f64> {
+    let v = curl_json(
+        "http://127.0.0.1:9090/api/v1/query",
+        &[format!("query={query}")],
+    );
+    assert_eq!(v["status"], "success", "{query}: {v}");
+    v["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let kind = r["metric"]["kind"].as_str().unwrap_or("").to_string();
+            (kind, r["value"][1].as_str().unwrap().parse().unwrap())
+        })
+        .collect()
+}
+
+/// The report's kinds against Prometheus's series of run `run` chosen
+/// by `select` (`job="loadrig"`: scraped; `job=""`: pushed): the last
+/// count of each kind equal, the p99 of its buckets within the error.
+fn check_prometheus(run: &str, select: &str, report: &Report) {
+    let sel = format!("run=\"{run}\",{select}");
+    let ok = promql(&format!(
+        "last_over_time(loadrig_operations_total{{{sel}}}[10m])"
+    ));
+    let p99 = promql(&format!(
+        "histogram_quantile(0.99, last_over_time(loadrig_latency_seconds_bucket{{{sel}}}[10m]))"
+    ));
+    for k in &report.measured.kinds {
+        assert_eq!(ok.get(&k.name), Some(&(k.ok as f64)), "{}: {ok:?}", k.name);
+        let got = p99[&k.name] * 1e6;
+        let err = (got - k.latency.p99_us).abs() / k.latency.p99_us;
+        assert!(
+            err <= STATED_ERROR,
+            "{}: p99 {got} µs by PromQL, {} µs in the report",
+            k.name,
+            k.latency.p99_us
+        );
+    }
+}
+
+/// A run of Redis pushed to the real Prometheus (remote write) and
+/// InfluxDB (line protocol): PromQL's counts are the report's and its
+/// p99 within the stated error; InfluxQL's last counts and p99 are the
+/// report's.
+#[test]
+fn pushed_to_prometheus_and_influxdb_the_totals_are_the_reports() {
+    crate::common::need_server("prometheus", 9090);
+    crate::common::need_server("influxdb", 8086);
+    let db = crate::common::redis_db();
+    let run = run_id("push");
+    let idb = run.replace('-', "_");
+    curl_json(
+        "http://127.0.0.1:8086/query",
+        &[format!("q=CREATE DATABASE {idb}")],
+    );
+    let influx = format!("influxdb=http://127.0.0.1:8086/write?db={idb}");
+    let (r, report) = crate::common::run_reported(&[
+        "run",
+        "redis",
+        "-t",
+        "redis://127.0.0.1:6379",
+        "--dbnum",
+        db.arg,
+        "--tests",
+        "set,get",
+        "-d",
+        "2",
+        "--run-id",
+        &run,
+        "--out",
+        "prometheus=http://127.0.0.1:9090/api/v1/write",
+        "--out",
+        &influx,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(
+        !r.stdout.contains("not sent") && !r.stderr.contains("not sent"),
+        "{}",
+        r.dump()
+    );
+    check_prometheus(&run, "job=\"\"", &report);
+    let v = curl_json(
+        "http://127.0.0.1:8086/query",
+        &[
+            format!("db={idb}"),
+            "q=SELECT last(ok), last(p99_us) FROM loadrig GROUP BY kind".into(),
+        ],
+    );
+    let series = v["results"][0]["series"]
+        .as_array()
+        .expect("series in InfluxDB");
+    for k in &report.measured.kinds {
+        let s = series
+            .iter()
+            .find(|s| s["tags"]["kind"] == k.name.as_str())
+            .expect("the kind");
+        assert_eq!(s["values"][0][1], k.ok, "{}: {v}", k.name);
+        let p99 = s["values"][0][2].as_f64().unwrap();
+        assert!(
+            (p99 - k.latency.p99_us).abs() <= 1e-3,
+            "{}: {p99} vs {}",
+            k.name,
+            k.latency.p99_us
+        );
+    }
+    curl_json(
+        "http://127.0.0.1:8086/query",
+        &[format!("q=DROP DATABASE {idb}")],
+    );
+}
+
+/// The same, scraped: the test names its `--metrics-listen` port in
+/// Prometheus's discovery folder (scripts/services), the run lingers
+/// until its last values are scraped.
+#[test]
+fn scraped_by_prometheus_the_totals_are_the_reports() {
+    crate::common::need_server("prometheus", 9090);
+    let db = crate::common::redis_db();
+    let run = run_id("scrape");
+    let port = free_port();
+    let state = std::env::var("LOADRIG_STATE_DIR").unwrap_or_else(|_| "/var/lib/loadrig".into());
+    let targets = std::path::Path::new(&state).join("conf/prometheus/targets");
+    let file = targets.join(format!("{run}.json"));
+    std::fs::write(&file, format!("[{{\"targets\":[\"127.0.0.1:{port}\"]}}]")).unwrap_or_else(
+        |e| {
+            panic!(
+                "{}: {e} (scripts/services up prometheus makes it)",
+                file.display()
+            )
+        },
+    );
+    let addr = format!("127.0.0.1:{port}");
+    let (r, report) = crate::common::run_reported(&[
+        "run",
+        "redis",
+        "-t",
+        "redis://127.0.0.1:6379",
+        "--dbnum",
+        db.arg,
+        "--tests",
+        "get",
+        "-d",
+        "3",
+        "--run-id",
+        &run,
+        "--metrics-listen",
+        &addr,
+        "--metrics-linger",
+        "20s",
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert!(!r.stdout.contains("not scraped"), "{}", r.dump());
+    check_prometheus(&run, "job=\"loadrig\"", &report);
+}
+
+/// Endpoints refusing and never answering: the run goes on and ends as
+/// it would (every operation ok, its time its own plus the bounded wait
+/// for the queue), and says how many samples it could not send.
+#[test]
+fn a_down_or_silent_endpoint_is_counted_and_the_run_unharmed() {
+    let db = crate::common::redis_db();
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let down = format!("prometheus=http://127.0.0.1:{}/api/v1/write", free_port());
+    let slow = format!("influxdb=http://127.0.0.1:{silent_port}/write?db=x");
+    let t = std::time::Instant::now();
+    let (r, report) = crate::common::run_reported(&[
+        "run",
+        "redis",
+        "-t",
+        "redis://127.0.0.1:6379",
+        "--dbnum",
+        db.arg,
+        "--tests",
+        "get",
+        "-d",
+        "3",
+        "--interval",
+        "50ms",
+        "--out",
+        &down,
+        "--out",
+        &slow,
+    ]);
+    let took = t.elapsed();
+    assert_eq!(r.code, 0, "{}", r.dump());
+    assert_eq!(report.measured.errors, 0, "{}", r.dump());
+    let all = format!("{}{}", r.stdout, r.stderr);
+    for what in [&down, &slow] {
+        let url = what.split_once('=').unwrap().1;
+        let line = all
+            .lines()
+            .find(|l| l.contains(url))
+            .unwrap_or_else(|| panic!("no line of {url}: {}", r.dump()));
+        let n: u64 = line
+            .split(" samples not sent")
+            .next()
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        assert!(n > 0, "{line}");
+    }
+    // Its 3 s of load, then at most the 5 s the queue is given to drain.
+    assert!(report.measured.elapsed_secs < 3.5, "{}", r.dump());
+    assert!(took < Duration::from_secs(3 + 5 + 3), "{took:?}");
+    drop(silent);
+}
