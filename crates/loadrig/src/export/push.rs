@@ -135,7 +135,6 @@ pub struct Pusher {
     done: Receiver<Sent>,
     /// Frames the queue had no room for, and their samples.
     dropped: u64,
-    labels: Labels,
 }
 
 impl Pusher {
@@ -143,18 +142,17 @@ impl Pusher {
     pub fn start(endpoint: Endpoint, labels: Labels) -> std::io::Result<Pusher> {
         let (tx, rx) = mpsc::sync_channel::<Arc<Frame>>(QUEUE);
         let (done_tx, done) = mpsc::channel();
-        let (ep, theirs) = (endpoint.clone(), labels.clone());
+        let ep = endpoint.clone();
         std::thread::Builder::new()
             .name(format!("push-{}", endpoint.protocol.name()))
             .spawn(move || {
-                let _ = done_tx.send(send_all(&ep, &theirs, &rx));
+                let _ = done_tx.send(send_all(&ep, &labels, &rx));
             })?;
         Ok(Pusher {
             endpoint,
             tx: Some(tx),
             done,
             dropped: 0,
-            labels,
         })
     }
 }
