@@ -14,7 +14,7 @@ use loadrig_spec::{RunSpec, SpecError};
 use loadrig_targets::{ClientSettings, IoMode, Target};
 
 use crate::flags::{self, files, RunArgs, VerifyArgs, WorkloadArgs};
-use crate::{machine, pin, plan, session, signals};
+use crate::{export, machine, pin, plan, session, signals};
 
 /// A workload's command line, taken apart and resolved once.
 pub struct Launch<'a> {
@@ -59,7 +59,7 @@ impl Launch<'_> {
             server_stats: args.server_stats == flags::OnOff::On,
             csv: args.csv,
             json: args.json,
-            out: args.out.clone(),
+            out: args.report_out()?.cloned(),
             hdr_log: args.hdr_log.clone(),
             html: args.html.clone(),
             start: args.start(),
@@ -70,8 +70,49 @@ impl Launch<'_> {
             strict: args.strict,
             dashboard: args.dashboard.dashboard,
             lap_feed: args.dashboard.lap_feed,
+            export: self.export()?,
         };
         runtime(hooks)?.block_on(plan::run(&self.spec, self.target, &opts))
+    }
+
+    /// What the run exports: `--metrics-listen` bound and serving
+    /// before anything connects (an address taken is a usage error:
+    /// exit 2), and the endpoints `--out` pushes to; one process's
+    /// metrics per address and series.
+    fn export(&self) -> anyhow::Result<Option<export::Plan>> {
+        let args = &self.run.export;
+        let pushes: Vec<_> = self.run.pushes().cloned().collect();
+        if args.metrics_listen.is_none() && pushes.is_empty() {
+            return Ok(None);
+        }
+        if self.spec.processes > 1 {
+            anyhow::bail!(SpecError::new(
+                "--metrics-listen",
+                "metric export is one process's: with --processes, run the processes as \
+                 shards (--shards), each its own exporter"
+            ));
+        }
+        let run = args.run_id.clone().unwrap_or_else(export::default_run_id);
+        let labels = export::Labels::of(&self.spec, &run);
+        let server = match &args.metrics_listen {
+            Some(addr) => {
+                let listener = export::serve::Listener::bind(addr).map_err(|e| {
+                    SpecError::new("--metrics-listen", format!("cannot listen on {addr}: {e}"))
+                })?;
+                let linger = std::time::Duration::from_secs_f64(args.metrics_linger);
+                Some(export::serve::Server::start(
+                    listener,
+                    labels.clone(),
+                    linger,
+                )?)
+            }
+            None => None,
+        };
+        Ok(Some(export::Plan {
+            labels,
+            server,
+            pushes,
+        }))
     }
 
     /// What this machine and process must allow, checked before anything
@@ -81,7 +122,7 @@ impl Launch<'_> {
     fn admit(&self) -> anyhow::Result<()> {
         let (args, spec) = (self.run, &self.spec);
         machine::admit(spec)?;
-        if let Some(out) = &args.out {
+        if let Some(out) = args.report_out()? {
             files::check_out(out, args.csv)?;
         }
         if let Some(start) = args.start() {
@@ -147,10 +188,11 @@ impl Launch<'_> {
 
     /// `loadrig prepare`: prepare once and record the baseline.
     pub fn prepare(self) -> anyhow::Result<i32> {
-        if let Some(out) = &self.run.out {
+        let out = self.run.report_out()?.map(std::path::PathBuf::as_path);
+        if let Some(out) = out {
             files::check_out(out, false)?;
         }
-        let (out, quiet) = (self.run.out.as_deref(), self.run.quiet);
+        let quiet = self.run.quiet;
         runtime(None)?.block_on(plan::prepare(&self.spec, self.target, out, quiet))
     }
 

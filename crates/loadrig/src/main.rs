@@ -8,6 +8,7 @@
 mod ab;
 mod capacity;
 mod exit;
+mod export;
 mod flags;
 mod habits;
 mod launch;

@@ -13,7 +13,7 @@ use super::RunArgs;
 pub fn check_files(run: &RunArgs, target: &str) -> Result<(), SpecError> {
     use std::path::Path;
     let files: Vec<(&str, &Path)> = [
-        ("--out", run.out.as_deref()),
+        ("--out", run.report_out()?.map(|p| p.as_path())),
         ("--html", run.html.as_deref()),
         ("--hdr-log", run.hdr_log.as_deref()),
     ]

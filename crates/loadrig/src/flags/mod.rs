@@ -5,6 +5,7 @@
 mod capacity;
 mod chat;
 mod dashboard;
+mod export;
 pub mod files;
 mod hello;
 mod http;
@@ -21,6 +22,7 @@ mod voter;
 pub use capacity::*;
 pub use chat::*;
 pub use dashboard::*;
+pub use export::*;
 pub use hello::*;
 pub use http::*;
 pub use kv::*;

@@ -175,9 +175,9 @@ pub struct RunArgs {
     /// Go on until the 95% interval of a figure is this narrow, up to --duration: 'p99 ±2%', 'throughput ±1%'
     #[arg(long, value_name = "EXPR")]
     pub until: Option<String>,
-    /// Write the report (JSON, schema loadrig.report/1) to this file
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    /// Write the report (JSON, schema loadrig.report/1) to this file; or, as influxdb=URL or prometheus=URL, push the metrics there while the run goes (docs/guides/export.md); repeatable
+    #[arg(long, short = 'o', value_name = "FILE|NAME=URL", value_parser = super::out_arg)]
+    pub out: Vec<super::OutArg>,
     /// Write the measured laps as an HdrHistogram interval log (.hlog) to this file
     #[arg(long, value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
@@ -202,6 +202,8 @@ pub struct RunArgs {
     pub tls: super::TlsArgs,
     #[command(flatten)]
     pub dashboard: super::DashboardArgs,
+    #[command(flatten)]
+    pub export: super::ExportArgs,
 }
 
 /// Default managed-mode sizes when only one of --queue/--slots is given.

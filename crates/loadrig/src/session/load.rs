@@ -15,6 +15,8 @@ use super::sampler::Sampler;
 use super::until::UntilSink;
 use super::Session;
 use crate::exit;
+use crate::export::push::Pusher;
+use crate::export::{ExportSink, Exporter};
 use crate::start::{self, start_line, waited_line, Begin};
 
 /// What the load measured, and how it went.
@@ -229,6 +231,9 @@ impl<B: Bench> Session<'_, B> {
             }
             self.enough = Some(enough);
         }
+        if let Some(sink) = self.export_sink() {
+            self.sinks.push(Box::new(sink));
+        }
         self.console.phase("run");
         self.console.end_phases();
         self.watch_live(live);
@@ -243,6 +248,25 @@ impl<B: Bench> Session<'_, B> {
             usage,
             db_cpu,
         }
+    }
+
+    /// The exporters' sink, if the run exports.
+    fn export_sink(&mut self) -> Option<ExportSink> {
+        let plan = self.opts.export.as_ref()?;
+        let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
+        if let Some(server) = &plan.server {
+            exporters.push(Box::new(server.clone()));
+        }
+        for ep in &plan.pushes {
+            match Pusher::start(ep.clone(), plan.labels.clone()) {
+                Ok(p) => exporters.push(Box::new(p)),
+                Err(e) => self
+                    .console
+                    .line(&format!("export {}: no thread ({e})", ep.url)),
+            }
+        }
+        let clients = u64::from(self.spec.load.clients);
+        Some(ExportSink::new(self.bench.kinds(), clients, exporters))
     }
 
     /// One engine phase from `at`, each lap to the console and the sinks.

@@ -98,6 +98,8 @@ pub struct Options {
     /// `--lap-feed`: each lap as a line on standard output, for the
     /// parent's dashboard.
     pub lap_feed: bool,
+    /// `--metrics-listen` (already listening) and `--out NAME=URL`.
+    pub export: Option<crate::export::Plan>,
 }
 
 impl Options {

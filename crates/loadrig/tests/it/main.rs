@@ -12,6 +12,7 @@ mod crafted;
 mod dashboard;
 mod etcd;
 mod expect;
+mod export;
 mod fuzz;
 mod golden;
 mod habits;
