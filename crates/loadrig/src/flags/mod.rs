@@ -10,6 +10,7 @@ mod http;
 mod kv;
 mod memcache;
 mod output;
+mod pgbench;
 mod pubsub;
 mod redis;
 mod run;
@@ -23,6 +24,7 @@ pub use http::*;
 pub use kv::*;
 pub use memcache::*;
 pub use output::*;
+pub use pgbench::*;
 pub use pubsub::*;
 pub use redis::*;
 pub use run::*;
@@ -230,6 +232,18 @@ pub enum WorkloadArgs {
         #[command(flatten)]
         kv: KvArgs,
     },
+    /// pgbench: its tables, builtin scripts and script language on PostgreSQL, the TPC-B balances verified
+    #[command(
+        mut_arg("target", |a| a.help(with_default("Target URL", PGBENCH_DEFAULTS.target))),
+        mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and one transaction in flight (pgbench -c)", PGBENCH_DEFAULTS.clients))),
+        mut_arg("requests", |a| a.help("Transactions in total, over all clients (pgbench -t times -c)"))
+    )]
+    Pgbench {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        pgbench: PgbenchArgs,
+    },
     /// memaslap's load on memcached: gets and sets over a window of keys per client
     #[command(
         visible_alias = "memcached",
@@ -394,6 +408,9 @@ impl WorkloadArgs {
                 }
             }
             WorkloadArgs::Kv { run, kv } => Parts::plain(run, kv.spec()?, KV_DEFAULTS),
+            WorkloadArgs::Pgbench { run, pgbench } => {
+                Parts::plain(run, pgbench.spec()?, PGBENCH_DEFAULTS)
+            }
             WorkloadArgs::Memcache { run, memcache } => {
                 Parts::plain(run, memcache.spec()?, MEMCACHE_DEFAULTS)
             }
