@@ -121,6 +121,9 @@ pub enum Command {
     /// wrk's command line (and wrk2's -R), as its manual spells it
     #[command(name = "wrk", disable_help_flag = true)]
     Wrk(PeerArgs),
+    /// pgbench's command line, as its manual spells it (`-i` makes the tables)
+    #[command(name = "pgbench", disable_help_flag = true)]
+    Pgbench(PeerArgs),
 }
 
 /// A peer tool's words, taken apart by `crate::peers`, not by clap.
@@ -140,6 +143,7 @@ impl Command {
             Command::Memaslap(a) => (Peer::Memaslap, a),
             Command::NatsBench(a) => (Peer::NatsBench, a),
             Command::Wrk(a) => (Peer::Wrk, a),
+            Command::Pgbench(a) => (Peer::Pgbench, a),
             _ => return None,
         };
         Some((peer, &args.args))
