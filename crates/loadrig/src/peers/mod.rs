@@ -254,7 +254,8 @@ impl Peer {
                 .map(|n| format!("{}: {n}", self.name())),
         );
         let command = line.command.unwrap_or("run");
-        let mut args: Vec<OsString> = vec!["loadrig".into(), command.into(), self.workload().into()];
+        let mut args: Vec<OsString> =
+            vec!["loadrig".into(), command.into(), self.workload().into()];
         args.extend(line.words.into_iter().map(OsString::from));
         Ok(Line::Run { args, notes })
     }

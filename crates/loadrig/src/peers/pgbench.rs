@@ -13,49 +13,162 @@ const HOST: &str = "127.0.0.1";
 const PORT: &str = "5432";
 
 pub(super) const OPTS: &[Opt] = &[
-    takes(&["-i", "--initialize"], None, "`loadrig prepare pgbench --init`: make the four tables"),
-    takes(&["-I", "--init-steps"], Some("STEPS"), "--init-steps (of dtgGvpf)"),
+    takes(
+        &["-i", "--initialize"],
+        None,
+        "`loadrig prepare pgbench --init`: make the four tables",
+    ),
+    takes(
+        &["-I", "--init-steps"],
+        Some("STEPS"),
+        "--init-steps (of dtgGvpf)",
+    ),
     takes(&["-F", "--fillfactor"], Some("NUM"), "--fillfactor"),
-    takes(&["-s", "--scale"], Some("NUM"), "--scale (with -i; a run reads it from pgbench_branches)"),
+    takes(
+        &["-s", "--scale"],
+        Some("NUM"),
+        "--scale (with -i; a run reads it from pgbench_branches)",
+    ),
     takes(&["--foreign-keys"], None, "--foreign-keys"),
-    notes(&["-q", "--quiet"], None, "loadrig's prepare prints one line"),
-    refused(&["--index-tablespace"], Some("TS"), "tablespaces are not taken"),
+    notes(
+        &["-q", "--quiet"],
+        None,
+        "loadrig's prepare prints one line",
+    ),
+    refused(
+        &["--index-tablespace"],
+        Some("TS"),
+        "tablespaces are not taken",
+    ),
     refused(&["--tablespace"], Some("TS"), "tablespaces are not taken"),
-    refused(&["--partition-method"], Some("M"), "partitions are not taken"),
+    refused(
+        &["--partition-method"],
+        Some("M"),
+        "partitions are not taken",
+    ),
     refused(&["--partitions"], Some("NUM"), "partitions are not taken"),
-    refused(&["--unlogged-tables"], None, "unlogged tables are not taken"),
-    takes(&["-b", "--builtin"], Some("NAME[@W]"), "--builtin (repeatable)"),
+    refused(
+        &["--unlogged-tables"],
+        None,
+        "unlogged tables are not taken",
+    ),
+    takes(
+        &["-b", "--builtin"],
+        Some("NAME[@W]"),
+        "--builtin (repeatable)",
+    ),
     takes(&["-f", "--file"], Some("FILE[@W]"), "--file (repeatable)"),
-    takes(&["-N", "--skip-some-updates"], None, "--builtin simple-update"),
+    takes(
+        &["-N", "--skip-some-updates"],
+        None,
+        "--builtin simple-update",
+    ),
     takes(&["-S", "--select-only"], None, "--builtin select-only"),
     takes(&["-c", "--client"], Some("NUM"), "--clients").or("1"),
     takes(&["-C", "--connect"], None, "--connect-each"),
-    takes(&["-D", "--define"], Some("VAR=VALUE"), "--define (repeatable)"),
+    takes(
+        &["-D", "--define"],
+        Some("VAR=VALUE"),
+        "--define (repeatable)",
+    ),
     takes(&["-j", "--jobs"], Some("NUM"), "--threads").or("1"),
-    refused(&["-l", "--log"], None, "per-transaction logs are not written; --out keeps the histograms"),
-    takes(&["-L", "--latency-limit"], Some("NUM"), "--latency-limit (ms)"),
+    refused(
+        &["-l", "--log"],
+        None,
+        "per-transaction logs are not written; --out keeps the histograms",
+    ),
+    takes(
+        &["-L", "--latency-limit"],
+        Some("NUM"),
+        "--latency-limit (ms)",
+    ),
     takes(&["-M", "--protocol"], Some("MODE"), "--query-mode"),
     takes(&["-n", "--no-vacuum"], None, "--no-vacuum"),
-    takes(&["-P", "--progress"], Some("NUM"), "--interval: a lap line every NUM seconds"),
-    takes(&["-r", "--report-per-command"], None, "--report-per-command"),
+    takes(
+        &["-P", "--progress"],
+        Some("NUM"),
+        "--interval: a lap line every NUM seconds",
+    ),
+    takes(
+        &["-r", "--report-per-command"],
+        None,
+        "--report-per-command",
+    ),
     takes(&["-R", "--rate"], Some("NUM"), "--rate: the open loop"),
-    takes(&["-t", "--transactions"], Some("NUM"), "--requests NUM times -c").or(TRANSACTIONS),
+    takes(
+        &["-t", "--transactions"],
+        Some("NUM"),
+        "--requests NUM times -c",
+    )
+    .or(TRANSACTIONS),
     takes(&["-T", "--time"], Some("NUM"), "--duration"),
-    refused(&["-v", "--vacuum-all"], None, "the four tables are not vacuumed; -n or pgbench's own vacuum"),
-    refused(&["--aggregate-interval"], Some("NUM"), "per-transaction logs are not written"),
-    refused(&["--failures-detailed"], None, "failures are counted by SQLSTATE class in loadrig's table"),
-    notes(&["--log-prefix"], Some("PREFIX"), "no per-transaction log is written"),
-    refused(&["--max-tries"], Some("NUM"), "a failed transaction is not retried"),
-    notes(&["--progress-timestamp"], None, "lap lines count seconds from the start"),
+    refused(
+        &["-v", "--vacuum-all"],
+        None,
+        "the four tables are not vacuumed; -n or pgbench's own vacuum",
+    ),
+    refused(
+        &["--aggregate-interval"],
+        Some("NUM"),
+        "per-transaction logs are not written",
+    ),
+    refused(
+        &["--failures-detailed"],
+        None,
+        "failures are counted by SQLSTATE class in loadrig's table",
+    ),
+    notes(
+        &["--log-prefix"],
+        Some("PREFIX"),
+        "no per-transaction log is written",
+    ),
+    refused(
+        &["--max-tries"],
+        Some("NUM"),
+        "a failed transaction is not retried",
+    ),
+    notes(
+        &["--progress-timestamp"],
+        None,
+        "lap lines count seconds from the start",
+    ),
     takes(&["--random-seed"], Some("SEED"), "--seed (a number)"),
-    refused(&["--sampling-rate"], Some("NUM"), "per-transaction logs are not written"),
-    refused(&["--show-script"], Some("NAME"), "docs/reference/pgbench.md lists the builtins' text"),
-    notes(&["--verbose-errors"], None, "errors are counted by SQLSTATE class"),
+    refused(
+        &["--sampling-rate"],
+        Some("NUM"),
+        "per-transaction logs are not written",
+    ),
+    refused(
+        &["--show-script"],
+        Some("NAME"),
+        "docs/reference/pgbench.md lists the builtins' text",
+    ),
+    notes(
+        &["--verbose-errors"],
+        None,
+        "errors are counted by SQLSTATE class",
+    ),
     notes(&["-d", "--debug"], None, "no debug output"),
-    takes(&["-h", "--host"], Some("HOSTNAME"), "the server's host in --target"),
-    takes(&["-p", "--port"], Some("PORT"), "the server's port in --target"),
-    takes(&["-U", "--username"], Some("USERNAME"), "the user in --target"),
-    refused(&["-V", "--version"], None, "this is loadrig: `loadrig --version`"),
+    takes(
+        &["-h", "--host"],
+        Some("HOSTNAME"),
+        "the server's host in --target",
+    ),
+    takes(
+        &["-p", "--port"],
+        Some("PORT"),
+        "the server's port in --target",
+    ),
+    takes(
+        &["-U", "--username"],
+        Some("USERNAME"),
+        "the user in --target",
+    ),
+    refused(
+        &["-V", "--version"],
+        None,
+        "this is loadrig: `loadrig --version`",
+    ),
     help(&["-?", "--help"]),
 ];
 
@@ -97,7 +210,10 @@ fn target(g: &Given) -> Result<String, Bad> {
             .strip_prefix("-c")
             .map(str::trim)
             .and_then(|o| o.strip_prefix("search_path="))
-            .ok_or(("PGOPTIONS", "only '-c search_path=SCHEMA' is taken".to_string()))?;
+            .ok_or((
+                "PGOPTIONS",
+                "only '-c search_path=SCHEMA' is taken".to_string(),
+            ))?;
         url.push_str(&format!("?search_path={schema}"));
     }
     Ok(url)
@@ -105,13 +221,20 @@ fn target(g: &Given) -> Result<String, Bad> {
 
 pub(super) fn line(g: &Given, run: &mut Run) -> Result<(), Bad> {
     if g.words.len() > 1 {
-        return Err(("DBNAME", format!("one database name, not {}", g.words.join(" "))));
+        return Err((
+            "DBNAME",
+            format!("one database name, not {}", g.words.join(" ")),
+        ));
     }
     run.set("--target", target(g)?);
     if g.has("-i") {
         run.command = Some("prepare");
         run.switch("--init");
-        for (peer, flag) in [("-s", "--scale"), ("-F", "--fillfactor"), ("-I", "--init-steps")] {
+        for (peer, flag) in [
+            ("-s", "--scale"),
+            ("-F", "--fillfactor"),
+            ("-I", "--init-steps"),
+        ] {
             run.pass(g, peer, flag);
         }
         if g.has("--foreign-keys") {
@@ -184,7 +307,10 @@ mod tests {
     fn pgbench_lines_become_run_pgbench() {
         let w = run(
             Peer::Pgbench,
-            &["-h", "db", "-U", "u", "-c", "4", "-j2", "-T", "5", "-S", "-M", "prepared", "-P", "1", "-r", "bench"],
+            &[
+                "-h", "db", "-U", "u", "-c", "4", "-j2", "-T", "5", "-S", "-M", "prepared", "-P",
+                "1", "-r", "bench",
+            ],
         )
         .unwrap();
         let w = w.join(" ");
@@ -194,9 +320,26 @@ mod tests {
             w.ends_with("--builtin select-only --clients 4 --threads 2 --duration 5 --query-mode prepared --interval 1 --report-per-command"),
             "{w}"
         );
-        let w = run(Peer::Pgbench, &["-U", "u", "-c", "3", "-t", "7", "-b", "si@2", "-f", "x.sql", "-D", "a=1"]).unwrap().join(" ");
-        assert!(w.contains("--builtin si@2 --file x.sql --clients 3 --threads 1 --requests 21 --define a=1"), "{w}");
-        let w = run(Peer::Pgbench, &["-U", "u", "-i", "-s", "3", "--foreign-keys"]).unwrap().join(" ");
+        let w = run(
+            Peer::Pgbench,
+            &[
+                "-U", "u", "-c", "3", "-t", "7", "-b", "si@2", "-f", "x.sql", "-D", "a=1",
+            ],
+        )
+        .unwrap()
+        .join(" ");
+        assert!(
+            w.contains(
+                "--builtin si@2 --file x.sql --clients 3 --threads 1 --requests 21 --define a=1"
+            ),
+            "{w}"
+        );
+        let w = run(
+            Peer::Pgbench,
+            &["-U", "u", "-i", "-s", "3", "--foreign-keys"],
+        )
+        .unwrap()
+        .join(" ");
         assert!(w.ends_with("--init --scale 3 --foreign-keys"), "{w}");
     }
 

@@ -9,7 +9,7 @@
 
 use loadrig_metrics::{Histo, KindStats, Snapshot};
 use loadrig_report::Report;
-use loadrig_spec::{PgbenchSpec, Stop, WorkloadSpec};
+use loadrig_spec::{Pacing, PgbenchSpec, Stop, WorkloadSpec};
 
 /// Milliseconds of a histogram's mean and standard deviation.
 fn mean_stddev(h: &Histo) -> (f64, f64) {
@@ -43,9 +43,7 @@ pub fn lines(report: &Report, s: &Snapshot) -> Vec<String> {
         Stop::Count(n) => out.push(format!(
             "number of transactions actually processed: {ok}/{n}"
         )),
-        Stop::Seconds(_) => out.push(format!(
-            "number of transactions actually processed: {ok}"
-        )),
+        Stop::Seconds(_) => out.push(format!("number of transactions actually processed: {ok}")),
     }
     out.push(format!(
         "number of failed transactions: {}",
@@ -57,12 +55,21 @@ pub fn lines(report: &Report, s: &Snapshot) -> Vec<String> {
         out.push(format!(
             "number of transactions above the {limit:.1} ms latency limit: {over}/{} ({:.3}%)",
             ok,
-            if ok == 0 { 0.0 } else { 100.0 * over as f64 / ok as f64 }
+            if ok == 0 {
+                0.0
+            } else {
+                100.0 * over as f64 / ok as f64
+            }
         ));
     }
     let (avg, sd) = mean_stddev(&all);
     out.push(format!("latency average = {avg:.3} ms"));
-    out.push(format!("latency stddev = {sd:.3} ms"));
+    // pgbench gives the spread where it measures each transaction (a
+    // rate, a latency limit); its -P is loadrig's lap line.
+    let open = matches!(report.spec.load.pacing, Pacing::Rate { .. });
+    if open || spec.latency_limit_ms.is_some() {
+        out.push(format!("latency stddev = {sd:.3} ms"));
+    }
     out.push(format!(
         "tps = {:.6} (without initial connection time)",
         ok as f64 / secs
@@ -104,7 +111,13 @@ fn script_section(
     all_ok: u64,
     secs: f64,
 ) -> Vec<String> {
-    let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { 100.0 * n as f64 / of as f64 };
+    let pct = |n: u64, of: u64| {
+        if of == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / of as f64
+        }
+    };
     let (avg, sd) = mean_stddev(&k.latency);
     vec![
         format!("SQL script {}: {}", i + 1, sc.name),
@@ -144,7 +157,11 @@ fn statements(spec: &PgbenchSpec, report: &Report, i: usize) -> Vec<String> {
             continue;
         };
         let n = d.get(k + 1).map_or(0, |(_, c)| *c);
-        let ms = if n == 0 { 0.0 } else { *us as f64 / n as f64 / 1e3 };
+        let ms = if n == 0 {
+            0.0
+        } else {
+            *us as f64 / n as f64 / 1e3
+        };
         let cmd = text.get(line.saturating_sub(1)).map_or("", |l| l.trim());
         out.push(format!("   {ms:11.3}  {:10}  {cmd}", 0));
     }

@@ -96,8 +96,9 @@ pub struct Compiled1 {
     pub builtin: Option<String>,
     pub script: Script,
     pub weight: u32,
-    /// Each SQL command's prepared-statement key.
-    keys: Vec<usize>,
+    /// Its first command's prepared-statement key (command `k`'s is
+    /// `keys + k`).
+    keys: usize,
     /// Where this script's per-command counts begin in the domains.
     timing_at: usize,
     timing_len: usize,
@@ -120,12 +121,12 @@ impl Compiled {
         let (mut key, mut at) = (0, 0);
         for s in &spec.scripts {
             let script = Script::parse(&s.name, &s.text, &defined)?;
-            let n = script.sql_count();
+            let n = script.lines.len();
             let timing_len = 2 * script.lines.len();
             scripts.push(Compiled1 {
                 name: s.name.clone(),
                 builtin: s.builtin.clone(),
-                keys: (key..key + n).collect(),
+                keys: key,
                 script,
                 weight: s.weight,
                 timing_at: at,

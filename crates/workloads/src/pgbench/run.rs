@@ -33,11 +33,13 @@ type Running = Pin<Box<dyn Future<Output = (Txn, Vec<u64>)> + Send>>;
 const SCRIPT: OpError = OpError::server("script");
 
 /// Run `script` once on `conn`: `timing` gets, per command, the
-/// microseconds spent and one count (`2 * k`, `2 * k + 1`).
+/// microseconds spent and one count (`2 * k`, `2 * k + 1`). Command `k`
+/// is prepared under key `keys + k` (a key per command, whichever
+/// branches a transaction takes).
 pub(super) async fn transaction<C: PgbenchConn>(
     conn: &mut C,
     script: &Script,
-    keys: &[usize],
+    keys: usize,
     vars: &mut HashMap<String, Value>,
     rng: &mut Rng,
     default_seed: i64,
@@ -45,7 +47,6 @@ pub(super) async fn transaction<C: PgbenchConn>(
 ) -> Txn {
     let lines = &script.lines;
     let mut pc = 0;
-    let mut sql_k = 0;
     while let Some(line) = lines.get(pc) {
         let started = Instant::now();
         let mut next = pc + 1;
@@ -83,9 +84,7 @@ pub(super) async fn transaction<C: PgbenchConn>(
             Cmd::Else { end_at } => next = end_at + 1,
             Cmd::Endif => {}
             Cmd::Sql(sql) => {
-                let key = keys.get(sql_k).copied().unwrap_or(0);
-                sql_k += 1;
-                run_sql(conn, key, sql, vars).await?;
+                run_sql(conn, keys + pc, sql, vars).await?;
             }
         }
         if let Some(t) = timing.get_mut(2 * pc..2 * pc + 2) {
@@ -235,7 +234,7 @@ impl<C: PgbenchConn> Driver for PgbenchDriver<C> {
                 let r = transaction(
                     &mut *c,
                     &s.script,
-                    &s.keys,
+                    s.keys,
                     &mut vars,
                     &mut rng,
                     default_seed,
