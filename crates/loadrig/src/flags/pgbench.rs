@@ -172,8 +172,23 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("bad.sql");
         std::fs::write(&f, "\\set a 1\nSELECT :b;\n").unwrap();
-        let e = read_script(f.to_str().unwrap()).unwrap();
-        assert!(e.contains(":b"));
+        let args = PgbenchArgs {
+            init: false,
+            scale: 1,
+            fillfactor: 100,
+            foreign_keys: false,
+            init_steps: "dtgvp".into(),
+            builtin: vec![],
+            file: vec![format!("{}@2", f.display())],
+            query_mode: QueryModeArg::Simple,
+            define: vec![],
+            report_per_command: false,
+            no_vacuum: false,
+            latency_limit: None,
+            connect_each: false,
+        };
+        let e = args.spec().unwrap_err().to_string();
+        assert!(e.contains("bad.sql:2: undefined variable \"b\""), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
