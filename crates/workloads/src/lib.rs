@@ -52,7 +52,7 @@ pub const WORKLOADS: &[Workload] = &[
     Workload {
         name: "pgbench",
         capability: "pgbench",
-        about: "pgbench's tables (--init), builtin scripts (--builtin) and script language (--file, with \\set, \\if, \\gset, \\sleep); the TPC-B balances checked afterwards",
+        about: "pgbench's tables, builtin scripts (--builtin) and script language (--file, with \\set, \\if, \\gset, \\sleep); the TPC-B balances checked afterwards",
     },
     Workload {
         name: "redis",
