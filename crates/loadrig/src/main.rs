@@ -174,7 +174,8 @@ fn execute(cli: Cli, matches: &ArgMatches) -> anyhow::Result<i32> {
         | Command::MemtierBenchmark(_)
         | Command::Memaslap(_)
         | Command::NatsBench(_)
-        | Command::Wrk(_) => Ok(exit::USAGE),
+        | Command::Wrk(_)
+        | Command::Pgbench(_) => Ok(exit::USAGE),
         Command::Completions { shell } => manual::completions(shell),
         Command::Man { markdown: true, .. } => manual::markdown(),
         Command::Man { dir, .. } => manual::man(dir.as_deref()),

@@ -13,10 +13,11 @@ use loadrig_workloads::hello::{HelloBackend, HelloBench};
 use loadrig_workloads::http::{HttpBackend, HttpBench};
 use loadrig_workloads::kv::{KvBackend, KvBench};
 use loadrig_workloads::memcache::{MemcacheBackend, MemcacheBench};
+use loadrig_workloads::pgbench::{PgbenchBackend, PgbenchBench};
 use loadrig_workloads::pubsub::{ChatBench, PubSubBackend, PubSubBench};
 use loadrig_workloads::redis::{RedisBackend, RedisBench};
 use loadrig_workloads::voter::{VoterBackend, VoterBench};
-use loadrig_workloads::{hello, http, kv, memcache, pubsub, redis, voter};
+use loadrig_workloads::{hello, http, kv, memcache, pgbench, pubsub, redis, voter};
 use loadrig_workloads::{Bench, Capabilities, TargetError};
 
 /// What to do with the bench once it is built: run it, or verify with it.
@@ -49,6 +50,7 @@ impl<'a, U: UseBench<'a>> Visitor for Plan<'a, U> {
             WorkloadSpec::Chat(own) => t.pubsub(ForChat { own, spec, user }),
             WorkloadSpec::Http(own) => t.http(ForHttp { own, spec, user }),
             WorkloadSpec::Kv(own) => t.kv(ForKv { own, spec, user }),
+            WorkloadSpec::Pgbench(own) => t.pgbench(ForPgbench { own, spec, user }),
         }
     }
 }
@@ -82,6 +84,7 @@ build_with! {
     ForChat: pubsub::Visit, PubSubBackend => ChatBench(loadrig_spec::ChatSpec);
     ForHttp: http::Visit, HttpBackend => HttpBench(loadrig_spec::HttpSpec);
     ForKv: kv::Visit, KvBackend => KvBench(loadrig_spec::KvSpec);
+    ForPgbench: pgbench::Visit, PgbenchBackend => PgbenchBench(loadrig_spec::PgbenchSpec);
 }
 
 /// Build the spec's workload on the target and hand it to `user`.

@@ -9,6 +9,7 @@ mod http;
 mod kv;
 mod load;
 mod memcache;
+mod pgbench;
 mod preset;
 mod pubsub;
 mod redis;
@@ -28,6 +29,7 @@ pub use kv::{
 };
 pub use load::{Arrival, Dispatch, LoadSpec, Pacing, Shard, Stop};
 pub use memcache::{MemcacheSpec, MAX_KEY_SIZE, MAX_MULTIGET, MAX_WINDOWS, MIN_KEY_SIZE};
+pub use pgbench::{PgbenchSpec, QueryMode, ScriptSpec, DEFAULT_INIT_STEPS, MAX_SCALE};
 pub use preset::{Preset, PresetDefaults};
 pub use pubsub::{ChatMode, ChatSpec, PubSubSpec, MAX_MESSAGE_SIZE, MIN_MESSAGE_SIZE};
 pub use redis::{

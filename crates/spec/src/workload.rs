@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ChatSpec, HttpSpec, KvSpec, MemcacheSpec, PubSubSpec, RedisSpec, SpecError};
+use crate::{
+    ChatSpec, HttpSpec, KvSpec, MemcacheSpec, PgbenchSpec, PubSubSpec, RedisSpec, SpecError,
+};
 
 /// The Voter's contestants, numbered 1..=N in this order.
 pub const CONTESTANT_NAMES: [&str; 12] = [
@@ -32,6 +34,7 @@ pub enum WorkloadSpec {
     Memcache(MemcacheSpec),
     Http(HttpSpec),
     Kv(KvSpec),
+    Pgbench(PgbenchSpec),
 }
 
 /// What a workload's output adds to the common table and overall line,
@@ -50,6 +53,9 @@ pub struct OutputStyle {
     /// writes/s, operations/s, keys/s from the domain counters
     /// `keys_read`, `range_keys`, `keys_written`).
     pub guide_units: bool,
+    /// pgbench's closing block (transaction type, scaling factor, ...,
+    /// `tps = ...`) before the common table.
+    pub pgbench: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +74,7 @@ impl WorkloadSpec {
             net_rate: false,
             wrk: false,
             guide_units: false,
+            pgbench: false,
         };
         match self {
             WorkloadSpec::Redis(_) => OutputStyle {
@@ -81,6 +88,10 @@ impl WorkloadSpec {
             WorkloadSpec::Http(_) => OutputStyle { wrk: true, ..plain },
             WorkloadSpec::Kv(_) => OutputStyle {
                 guide_units: true,
+                ..plain
+            },
+            WorkloadSpec::Pgbench(_) => OutputStyle {
+                pgbench: true,
                 ..plain
             },
             WorkloadSpec::Voter(_)
@@ -100,6 +111,7 @@ impl WorkloadSpec {
             WorkloadSpec::Memcache(_) => "memcache",
             WorkloadSpec::Http(_) => "http",
             WorkloadSpec::Kv(_) => "kv",
+            WorkloadSpec::Pgbench(_) => "pgbench",
         }
     }
 
@@ -113,6 +125,7 @@ impl WorkloadSpec {
             WorkloadSpec::Memcache(m) => m.validate(),
             WorkloadSpec::Http(h) => h.validate(),
             WorkloadSpec::Kv(k) => k.validate(),
+            WorkloadSpec::Pgbench(p) => p.validate(),
         }
     }
 }

@@ -257,10 +257,10 @@ registry! {
     Postgres(PostgresTarget) {
         name: "postgres",
         schemes: ["postgres", "postgresql"],
-        capabilities: [voter, hello, kv],
+        capabilities: [voter, hello, kv, pgbench],
         open: |_, rest, via| {
-            let (at, mode) = postgres::parse_url(rest)?;
-            Ok(PostgresTarget::new(at, mode, via.clone()))
+            let (at, mode, path) = postgres::parse_url(rest)?;
+            Ok(PostgresTarget::new(at, mode, path, via.clone()))
         },
         example: "postgres://bench:bench@127.0.0.1:5432/bench  (TLS: ?sslmode=require)",
         about: "PostgreSQL (own protocol v3 client, TLS by rustls); server-side functions, pipelined calls",

@@ -8,6 +8,7 @@ pub mod hello;
 pub mod http;
 pub mod kv;
 pub mod memcache;
+pub mod pgbench;
 pub mod pubsub;
 pub mod redis;
 pub mod stats;
@@ -47,6 +48,11 @@ pub const WORKLOADS: &[Workload] = &[
         name: "kv",
         capability: "kv",
         about: "FoundationDB's key-value tests (write1, write10, read10, mix, range): transactions of reads, writes and range reads over a loaded dataset",
+    },
+    Workload {
+        name: "pgbench",
+        capability: "pgbench",
+        about: "pgbench's tables, builtin scripts (--builtin) and script language (--file, with \\set, \\if, \\gset, \\sleep); the TPC-B balances checked afterwards",
     },
     Workload {
         name: "redis",
@@ -110,6 +116,9 @@ pub trait Capabilities: TargetInfo + Sized + 'static {
         None
     }
     fn http<V: http::Visit>(self, _visit: V) -> Option<V::Output> {
+        None
+    }
+    fn pgbench<V: pgbench::Visit>(self, _visit: V) -> Option<V::Output> {
         None
     }
 }

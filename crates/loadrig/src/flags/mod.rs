@@ -12,6 +12,7 @@ mod http;
 mod kv;
 mod memcache;
 mod output;
+mod pgbench;
 mod pubsub;
 mod redis;
 mod run;
@@ -28,6 +29,7 @@ pub use http::*;
 pub use kv::*;
 pub use memcache::*;
 pub use output::*;
+pub use pgbench::*;
 pub use pubsub::*;
 pub use redis::*;
 pub use run::*;
@@ -125,6 +127,9 @@ pub enum Command {
     /// wrk's command line (and wrk2's -R), as its manual spells it
     #[command(name = "wrk", disable_help_flag = true)]
     Wrk(PeerArgs),
+    /// pgbench's command line, as its manual spells it (`-i` makes the tables)
+    #[command(name = "pgbench", disable_help_flag = true)]
+    Pgbench(PeerArgs),
 }
 
 /// A peer tool's words, taken apart by `crate::peers`, not by clap.
@@ -144,6 +149,7 @@ impl Command {
             Command::Memaslap(a) => (Peer::Memaslap, a),
             Command::NatsBench(a) => (Peer::NatsBench, a),
             Command::Wrk(a) => (Peer::Wrk, a),
+            Command::Pgbench(a) => (Peer::Pgbench, a),
             _ => return None,
         };
         Some((peer, &args.args))
@@ -235,6 +241,18 @@ pub enum WorkloadArgs {
         run: RunArgs,
         #[command(flatten)]
         kv: KvArgs,
+    },
+    /// pgbench: its tables, builtin scripts and script language on PostgreSQL, the TPC-B balances verified
+    #[command(
+        mut_arg("target", |a| a.help(with_default("Target URL", PGBENCH_DEFAULTS.target))),
+        mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and one transaction in flight (pgbench -c)", PGBENCH_DEFAULTS.clients))),
+        mut_arg("requests", |a| a.help("Transactions in total, over all clients (pgbench -t times -c)"))
+    )]
+    Pgbench {
+        #[command(flatten)]
+        run: RunArgs,
+        #[command(flatten)]
+        pgbench: PgbenchArgs,
     },
     /// memaslap's load on memcached: gets and sets over a window of keys per client
     #[command(
@@ -400,6 +418,9 @@ impl WorkloadArgs {
                 }
             }
             WorkloadArgs::Kv { run, kv } => Parts::plain(run, kv.spec()?, KV_DEFAULTS),
+            WorkloadArgs::Pgbench { run, pgbench } => {
+                Parts::plain(run, pgbench.spec()?, PGBENCH_DEFAULTS)
+            }
             WorkloadArgs::Memcache { run, memcache } => {
                 Parts::plain(run, memcache.spec()?, MEMCACHE_DEFAULTS)
             }

@@ -15,6 +15,7 @@
 mod memaslap;
 mod memtier;
 mod nats_bench;
+mod pgbench;
 mod redis_benchmark;
 mod wrk;
 
@@ -28,6 +29,7 @@ pub enum Peer {
     Memaslap,
     NatsBench,
     Wrk,
+    Pgbench,
 }
 
 /// A peer's command line that cannot be run: the flag and why.
@@ -168,6 +170,7 @@ impl Peer {
             Peer::Memaslap => "memaslap",
             Peer::NatsBench => "nats-bench",
             Peer::Wrk => "wrk",
+            Peer::Pgbench => "pgbench",
         }
     }
 
@@ -175,7 +178,7 @@ impl Peer {
         match self {
             Peer::RedisBenchmark => Style::Words,
             Peer::NatsBench => Style::Go,
-            Peer::MemtierBenchmark | Peer::Memaslap | Peer::Wrk => Style::Getopt,
+            Peer::MemtierBenchmark | Peer::Memaslap | Peer::Wrk | Peer::Pgbench => Style::Getopt,
         }
     }
 
@@ -186,6 +189,7 @@ impl Peer {
             Peer::Memaslap => memaslap::OPTS,
             Peer::NatsBench => nats_bench::OPTS,
             Peer::Wrk => wrk::OPTS,
+            Peer::Pgbench => pgbench::OPTS,
         }
     }
 
@@ -196,6 +200,7 @@ impl Peer {
             Peer::Memaslap => "memcache",
             Peer::NatsBench => "pubsub",
             Peer::Wrk => "http",
+            Peer::Pgbench => "pgbench",
         }
     }
 
@@ -236,6 +241,7 @@ impl Peer {
             Peer::Memaslap => memaslap::line(&given, &mut line),
             Peer::NatsBench => nats_bench::line(&given, &mut line),
             Peer::Wrk => wrk::line(&given, &mut line),
+            Peer::Pgbench => pgbench::line(&given, &mut line),
         }
         .map_err(|(flag, why)| PeerError {
             peer: self.name(),
@@ -247,7 +253,9 @@ impl Peer {
                 .into_iter()
                 .map(|n| format!("{}: {n}", self.name())),
         );
-        let mut args: Vec<OsString> = vec!["loadrig".into(), "run".into(), self.workload().into()];
+        let command = line.command.unwrap_or("run");
+        let mut args: Vec<OsString> =
+            vec!["loadrig".into(), command.into(), self.workload().into()];
         args.extend(line.words.into_iter().map(OsString::from));
         Ok(Line::Run { args, notes })
     }
@@ -431,6 +439,8 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 pub(crate) struct Run {
     words: Vec<String>,
     notes: Vec<String>,
+    /// The command, when not `run` (pgbench's `-i` is `prepare`).
+    command: Option<&'static str>,
 }
 
 impl Run {
@@ -544,6 +554,7 @@ mod tests {
             Peer::Memaslap,
             Peer::NatsBench,
             Peer::Wrk,
+            Peer::Pgbench,
         ] {
             let Ok(Line::Help(text)) = peer.line(&["--help".into()]) else {
                 panic!("{} --help", peer.name())
@@ -562,6 +573,7 @@ mod tests {
             Peer::Memaslap,
             Peer::NatsBench,
             Peer::Wrk,
+            Peer::Pgbench,
         ] {
             for line in peer.flag_list().lines() {
                 assert!(line.len() <= COLUMNS, "{}: {line}", peer.name());

@@ -32,6 +32,7 @@ mod netns;
 mod outputs;
 mod peers;
 mod percentiles;
+mod pgbench;
 mod phases;
 mod plot;
 mod pubsub;

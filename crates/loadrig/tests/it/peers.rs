@@ -10,12 +10,13 @@ use crate::common::{hold, loadrig, need_server, Run};
 use crate::golden::golden;
 use loadrig_report::fmt::group;
 
-const PEERS: [&str; 5] = [
+const PEERS: [&str; 6] = [
     "redis-benchmark",
     "memtier_benchmark",
     "memaslap",
     "nats-bench",
     "wrk",
+    "pgbench",
 ];
 
 #[test]

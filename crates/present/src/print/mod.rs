@@ -9,6 +9,7 @@ pub mod http;
 pub mod intervals;
 pub mod json;
 pub mod memtier;
+pub mod pgbench;
 pub mod redis;
 mod stages;
 
@@ -326,13 +327,19 @@ pub fn summary(report: &Report) -> anyhow::Result<Vec<String>> {
         .iter()
         .map(|k| k.name.as_str())
         .collect();
-    let mut lines = table(&measured, &kinds, &report.measured);
+    let style = report.spec.workload.output();
+    // pgbench's numbers first, as pgbench prints them; loadrig's table after.
+    let mut lines = if style.pgbench {
+        pgbench::lines(report, &measured)
+    } else {
+        Vec::new()
+    };
+    lines.extend(table(&measured, &kinds, &report.measured));
     lines.extend(error_lines(&report.measured));
     lines.extend(intervals::lines(report));
     lines.extend(stages::lines(report));
     lines.push(overall(report));
     lines.push(report.validity_or_judge().line());
-    let style = report.spec.workload.output();
     // A run that failed beyond its gate prints no peer's rate line: a
     // script reading `Requests/sec`, `TPS` or `T/sec` must not take a
     // failed run for a result. The overall line above says what did

@@ -47,6 +47,8 @@ pub(crate) struct Login {
     pub(super) user: String,
     pub(super) password: Option<String>,
     pub(super) database: String,
+    /// `options` of the startup message (`-c search_path=...`), if any.
+    pub(super) options: Option<String>,
     pub(super) mode: SslMode,
     /// The target's settings: how long opening a connection may take (TCP,
     /// TLS, login and the statements' Parse together), what TLS trusts.
@@ -277,14 +279,15 @@ async fn handshake(login: &Login, sql: &[String]) -> Result<Socket, String> {
             _ => return Err("not a PostgreSQL server (no answer to the TLS request)".into()),
         }
     }
-    pg::startup(
-        &mut sock.wbuf,
-        &[
-            ("user", &login.user),
-            ("database", &login.database),
-            ("application_name", "loadrig"),
-        ],
-    );
+    let mut params = vec![
+        ("user", login.user.as_str()),
+        ("database", login.database.as_str()),
+        ("application_name", "loadrig"),
+    ];
+    if let Some(o) = &login.options {
+        params.push(("options", o));
+    }
+    pg::startup(&mut sock.wbuf, &params);
     log_in(&mut sock, login).await?;
     if sql.len() > NAMES.len() {
         return Err(format!("{} statements, at most {}", sql.len(), NAMES.len()));

@@ -11,6 +11,7 @@
 mod conn;
 mod hello;
 mod kv;
+mod pgbench;
 pub(crate) mod stats;
 mod voter;
 
@@ -36,15 +37,25 @@ const MAX_DEPTH: usize = 256;
 const EXPECTED: &str = "postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
 
 /// Parse what follows `postgres://`: a user, one server, the database
-/// the run creates its tables in, and `?sslmode=` (docs/guides/tls.md).
-pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, SslMode), SpecError> {
+/// the run creates its tables in, `?sslmode=` (docs/guides/tls.md) and
+/// `?search_path=SCHEMA` (the schema the run's tables are made in and
+/// read from: a database of one's own without the right to create one).
+pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, SslMode, Option<String>), SpecError> {
     let (url, options) = TargetUrl::parse("postgres", rest, 5432, EXPECTED)?;
     url.one_server()?;
     if url.user.is_none() || url.path.is_empty() {
         return Err(url.bad("user, host and database are all needed"));
     }
     let mut mode = SslMode::Disable;
+    let mut path = None;
     for (k, v) in crate::query_pairs(options.unwrap_or_default()) {
+        if k == "search_path" {
+            if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(url.bad("search_path must be one schema's name (letters, digits, _)"));
+            }
+            path = Some(v.to_string());
+            continue;
+        }
         mode = match (k, v) {
             ("sslmode", "disable") => SslMode::Disable,
             ("sslmode", "prefer") => SslMode::Prefer,
@@ -59,7 +70,7 @@ pub(crate) fn parse_url(rest: &str) -> Result<(TargetUrl, SslMode), SpecError> {
             (other, _) => return Err(url.bad(format_args!("unknown option '{other}'"))),
         };
     }
-    Ok((url, mode))
+    Ok((url, mode, path))
 }
 
 /// `?sslmode=`: whether TLS is used. The certificate is checked whatever
@@ -98,7 +109,12 @@ pub struct PostgresTarget {
 }
 
 impl PostgresTarget {
-    pub(crate) fn new(at: TargetUrl, mode: SslMode, via: Arc<Connector>) -> PostgresTarget {
+    pub(crate) fn new(
+        at: TargetUrl,
+        mode: SslMode,
+        search_path: Option<String>,
+        via: Arc<Connector>,
+    ) -> PostgresTarget {
         let limit = via.handshake_limit();
         let (host, port, _) = at.server(0);
         let mut config = Config::new();
@@ -109,6 +125,9 @@ impl PostgresTarget {
             .dbname(&at.path)
             .application_name("loadrig")
             .connect_timeout(limit);
+        if let Some(schema) = &search_path {
+            config.options(format!("-c search_path={schema}"));
+        }
         if let Some(p) = &at.password {
             config.password(p);
         }
@@ -128,6 +147,7 @@ impl PostgresTarget {
             user: at.user.clone().unwrap_or_default(),
             password: at.password.clone(),
             database: at.path.clone(),
+            options: search_path.map(|s| format!("-c search_path={s}")),
             mode,
             via,
         });
@@ -363,7 +383,7 @@ mod tests {
 
     #[test]
     fn parses_database_urls() {
-        let (u, mode) = parse_url("bench:p%40ss@127.0.0.1/bench").unwrap();
+        let (u, mode, _) = parse_url("bench:p%40ss@127.0.0.1/bench").unwrap();
         assert_eq!(mode, SslMode::Disable);
         assert_eq!(u.user.as_deref(), Some("bench"));
         assert_eq!(u.password.as_deref(), Some("p@ss"));
@@ -371,7 +391,10 @@ mod tests {
         assert_eq!(u.path, "bench");
         assert_eq!(u.label(), "postgres://bench:***@127.0.0.1:5432/bench");
         // A '/' in a password does not end the host part.
-        let (u, _) = parse_url("bench:a/b@[::1]:5433/db?sslmode=verify-ca").unwrap();
+        let (u, _, path) =
+            parse_url("bench:a/b@[::1]:5433/db?sslmode=verify-ca&search_path=pgb_1").unwrap();
+        assert_eq!(path.as_deref(), Some("pgb_1"));
+        assert!(parse_url("bench:a@h/db?search_path=a;drop").is_err());
         assert_eq!(u.password.as_deref(), Some("a/b"));
         assert_eq!(u.label(), "postgres://bench:***@[::1]:5433/db");
     }
