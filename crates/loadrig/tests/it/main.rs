@@ -14,6 +14,7 @@ mod expect;
 mod fuzz;
 mod golden;
 mod habits;
+mod help;
 mod hostile;
 mod http;
 mod intervals;
