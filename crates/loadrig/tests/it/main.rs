@@ -22,6 +22,7 @@ mod json;
 mod kube;
 mod kv;
 mod links;
+mod listing;
 mod lossy;
 mod manual;
 mod memcache;
