@@ -33,7 +33,8 @@ pub(crate) struct Handover {
     pub traffic: (u64, u64),
     /// The thread's workers are all done; this is its final hand-over.
     pub last: bool,
-    /// The thread's last completion or delivery.
+    /// The thread's latest completion, delivery or broken connection so
+    /// far (its workers' as of their last fold).
     pub last_event: Option<Instant>,
 }
 
@@ -53,13 +54,12 @@ pub(crate) async fn collect(
     let mut up = vec![0u64; threads.max(1)];
     // Bytes of the lap being collected, as the threads' hand-overs said.
     let mut traffic = (0u64, 0u64);
-    let mut last_event: Option<Instant> = None;
     let mut live = threads;
     let mut laps = Laps {
         start,
         measure_start,
         last: start,
-        active: None,
+        latest: None,
         kept: LapStore::default(),
         proc: ProcSample::own(),
     };
@@ -96,9 +96,9 @@ pub(crate) async fn collect(
                 if let Some(h) = heard.get_mut(r.thread) {
                     *h = true;
                 }
+                laps.latest = laps.latest.max(r.last_event);
                 if r.last {
                     live -= 1;
-                    last_event = last_event.max(r.last_event);
                     if let Some(d) = done.get_mut(r.thread) {
                         *d = true;
                     }
@@ -132,7 +132,7 @@ pub(crate) async fn collect(
     // The run ends at its last completion or delivery, not when the
     // workers noticed (a drain's idle tail is not the run's time).
     let now = Instant::now();
-    let end = last_event.map_or(now, |t| t.min(now));
+    let end = laps.latest.map_or(now, |t| t.min(now));
     if lap.ops() > 0 || lap.deliveries() > 0 || laps.kept.is_empty() {
         laps.close(
             end.max(laps.last),
@@ -157,8 +157,9 @@ struct Laps {
     measure_start: Instant,
     /// End of the previous lap.
     last: Instant,
-    /// End of the last measured lap in which operations completed.
-    active: Option<Instant>,
+    /// The run's latest completion, delivery or broken connection the
+    /// threads have handed over.
+    latest: Option<Instant>,
     /// Coarsened as the run grows, so a run of hours stays bounded.
     kept: LapStore<Lap>,
     /// This process's CPU and memory at the end of the previous lap.
@@ -193,10 +194,11 @@ impl Laps {
             reconnects: lap.reconnects,
         };
         self.proc = now.or(self.proc);
-        if lap.ops() > 0 && end > self.measure_start {
-            self.active = Some(end);
-        }
-        let active = self.active.unwrap_or(end);
+        // A total's rate is over the time up to the latest event, as the
+        // run's overall rate is over the time up to its last: laps in which
+        // nothing arrives (a drain's tail) do not dilute it, and the last
+        // lap's total is the overall one.
+        let active = self.latest.map_or(end, |t| t.min(end));
         let view = LapView {
             elapsed: end.saturating_duration_since(self.start),
             length: end.saturating_duration_since(self.last),

@@ -32,7 +32,8 @@ pub(crate) struct Recorder {
     /// Whether each worker of this thread had its connection up, as each
     /// last said (at its lap fold).
     up: Vec<bool>,
-    /// The latest completion or delivery of the thread's finished workers.
+    /// The latest completion, delivery or broken connection its workers
+    /// have folded (at each lap and at their end).
     last_event: Option<Instant>,
     /// The lap boundary last handed over.
     handed: Option<Instant>,
@@ -82,6 +83,11 @@ impl Recorder {
     /// fold), so the last lap says how many connections the run ended with.
     pub fn finished(&mut self, local: usize, at: Option<Instant>) {
         self.set_pending(local, 0);
+        self.saw(at);
+    }
+
+    /// A worker of this thread folded its latest event, `at`.
+    pub fn saw(&mut self, at: Option<Instant>) {
         self.last_event = self.last_event.max(at);
     }
 

@@ -798,6 +798,7 @@ impl<D: Driver> Worker<D> {
         if last {
             rec.finished(self.local, self.ending.last_event);
         } else {
+            rec.saw(self.ending.last_event);
             rec.set_pending(self.local, outstanding);
         }
     }

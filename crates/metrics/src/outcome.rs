@@ -57,9 +57,10 @@ pub struct LapView<'a> {
     pub total: &'a Snapshot,
     /// Measured time so far.
     pub measured: Duration,
-    /// Measured time up to the end of the last lap in which operations
-    /// completed: a total's rate is over this, so laps in which only
-    /// deliveries arrive (a drain) do not dilute it.
+    /// Measured time up to the latest completion, delivery or broken
+    /// connection so far (at most the lap's end): a total's rate is over
+    /// this, as the run's overall rate is over the time to its last event,
+    /// so laps in which nothing arrives (a drain's tail) do not dilute it.
     pub active: Duration,
     pub pending: u64,
     /// The client's CPU, memory, bytes and connections in this lap.

@@ -283,7 +283,7 @@ registry! {
         capabilities: [voter, hello, kv],
         open: |_, rest, via| Ok(VoltTarget::new(voltdb::parse_url(rest)?, via.clone())),
         example: "voltdb://127.0.0.1:21212  (several hosts: voltdb://h1:21212,h2:21212)",
-        about: "VoltDB, native wire protocol: Java procedures, calls in flight matched by handle",
+        about: "VoltDB (own client of the native wire protocol): Java procedures, calls in flight matched by handle",
         stats: ("@Statistics MEMORY and PROCEDUREPROFILE", voltdb::stats::SERIES),
     },
     #[cfg(feature = "redis")]
@@ -293,7 +293,7 @@ registry! {
         capabilities: [redis, pubsub, kv],
         open: |scheme, rest, via| Ok(RedisTarget::new(redis::parse_url(rest)?.tls_if(scheme, "rediss"), via.clone())),
         example: "redis://127.0.0.1:6379  (several ports or servers: redis://127.0.0.1:6379,6380,h2:6379; TLS: rediss://)",
-        about: "Redis (RESP2): pipelined connections dealt over the servers round robin; pub/sub",
+        about: "Redis (own RESP2 client): pipelined connections dealt over the servers round robin; pub/sub",
         stats: ("INFO", redis::stats::SERIES),
     },
     #[cfg(feature = "redis")]
@@ -315,7 +315,7 @@ registry! {
             Ok(NatsTarget::new(at.tls_if(scheme, "tls"), monitor, via.clone()))
         },
         example: "nats://127.0.0.1:4222  (several servers: nats://h1:4222,h2; a login: nats://USER:PASSWORD@h or nats://TOKEN@h; ?monitor=PORT|off; TLS: tls://)",
-        about: "NATS core (client protocol): publishes pipelined, no acknowledgement; request-reply",
+        about: "NATS core (own client of the text protocol): publishes pipelined, no acknowledgement; request-reply",
         stats: ("the monitoring port's /varz (8222)", nats::stats::SERIES),
     },
     #[cfg(feature = "mqtt")]
@@ -328,7 +328,7 @@ registry! {
             Ok(MqttTarget::new(at.tls_if(scheme, "mqtts"), qos, via.clone()))
         },
         example: "mqtt://127.0.0.1:1883?qos=1  (QoS 0 by default; several servers: mqtt://h1,h2:1884; a login: mqtt://USER:PASSWORD@h; TLS: mqtts://)",
-        about: "MQTT 3.1.1 (Mosquitto, EMQX, ...): QoS 0 or 1, publishes pipelined, PUBACKs matched by packet id",
+        about: "MQTT 3.1.1 (own client; Mosquitto, EMQX, ...): QoS 0 or 1, publishes pipelined, PUBACKs matched by packet id",
         stats: ("Mosquitto's $SYS/broker/ topics (every sys_interval, 10 s by default)", mqtt::stats::SERIES),
     },
     #[cfg(feature = "memcache")]
@@ -338,7 +338,7 @@ registry! {
         capabilities: [memcache],
         open: |_, rest, via| Ok(MemcacheTarget::new(memcache::parse_url(rest)?, via.clone())),
         example: "memcache://127.0.0.1:11211  (several ports or servers: memcache://127.0.0.1:11211,11212,h2)",
-        about: "memcached (text or binary protocol): pipelined connections dealt over the servers round robin",
+        about: "memcached (own client, text or binary protocol): pipelined connections dealt over the servers round robin",
         stats: ("stats", memcache::stats::SERIES),
     },
     #[cfg(feature = "http")]
@@ -348,7 +348,7 @@ registry! {
         capabilities: [http],
         open: |scheme, rest, via| Ok(HttpTarget::new(http::parse_url(scheme, rest)?, via.clone())),
         example: "http://127.0.0.1:8088/  (several ports or servers: http://127.0.0.1:8088,8089,h2:80/index.html; TLS: https://)",
-        about: "HTTP/1.1 servers, HTTPS on rustls: keep-alive connections dealt over the servers round robin, pipelined",
+        about: "HTTP/1.1 servers (own client on httparse, TLS by rustls): keep-alive connections dealt over the servers round robin, pipelined",
     },
     #[cfg(feature = "etcd")]
     Etcd(EtcdTarget) {
@@ -357,7 +357,7 @@ registry! {
         capabilities: [kv],
         open: |_, rest, via| Ok(EtcdTarget::new(etcd::parse_url(rest)?, via.clone())),
         example: "etcd://127.0.0.1:2379  (a cluster's members: etcd://127.0.0.1:23791,23792,23793)",
-        about: "etcd v3 (gRPC over HTTP/2): a transaction is one Txn, many in flight per connection; members round robin",
+        about: "etcd v3 (own gRPC client over HTTP/2): a transaction is one Txn, many in flight per connection; members round robin",
         stats: ("the first member's /metrics", etcd::stats::SERIES),
     },
     Null(NullTarget) {

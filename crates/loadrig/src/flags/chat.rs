@@ -21,6 +21,7 @@ pub enum ChatModeArg {
 }
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Chat workload")]
 pub struct ChatArgs {
     /// Groups (Chut's G)
     #[arg(long, short = 'G', value_name = "G", default_value_t = 10)]

@@ -11,6 +11,7 @@ pub enum HelloPresetArg {
 }
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Hello workload")]
 pub struct HelloArgs {
     /// Fraction of operations that insert a new dialect (the rest select)
     #[arg(long, default_value_t = 0.0)]

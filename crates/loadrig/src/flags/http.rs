@@ -27,6 +27,7 @@ pub(super) const HTTP_DEFAULTS: Defaults = Defaults {
 };
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "HTTP workload")]
 pub struct HttpArgs {
     /// The URL, as wrk takes it (the same as --target)
     #[arg(value_name = "URL")]

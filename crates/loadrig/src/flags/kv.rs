@@ -47,6 +47,7 @@ pub enum KeyChoiceArg {
 }
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Kv workload")]
 pub struct KvArgs {
     /// The guide's test (a shape of transaction)
     #[arg(long, value_enum, default_value = "mix")]

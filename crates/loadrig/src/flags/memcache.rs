@@ -18,6 +18,7 @@ pub(super) const MEMCACHE_DEFAULTS: Defaults = Defaults {
 };
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Memcache workload")]
 pub struct MemcacheArgs {
     /// The binary protocol (memaslap's -B); text otherwise
     #[arg(long)]

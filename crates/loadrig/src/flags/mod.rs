@@ -159,24 +159,24 @@ impl Command {
 #[derive(Debug, Subcommand)]
 pub enum WorkloadArgs {
     /// VoltDB's Voter: one vote is one server-side transaction
-    #[command(after_help = PRESETS_HELP)]
+    #[command(after_help = PRESETS_HELP, disable_help_flag = true)]
     Voter {
         #[command(flatten)]
-        run: RunArgs,
-        #[command(flatten)]
         voter: VoterArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// Erlvolt's hello world: the smallest procedure call
-    #[command(after_help = PRESETS_HELP)]
+    #[command(after_help = PRESETS_HELP, disable_help_flag = true)]
     Hello {
         #[command(flatten)]
-        run: RunArgs,
-        #[command(flatten)]
         hello: HelloArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// redis-benchmark's tests and flags, one test after the other
     #[command(
-        after_help = REDIS_HELP,
+        after_help = REDIS_HELP, disable_help_flag = true,
         mut_arg("target", |a| a.help(with_default("Target URL", REDIS_DEFAULTS.target))),
         mut_arg("duration", |a| a.help("Measure each test for this long instead of -n (e.g. 10, 10s, 500ms)")),
         mut_arg("requests", |a| a.help(with_default("Requests per test, over all clients", DEFAULT_REQUESTS))),
@@ -187,13 +187,13 @@ pub enum WorkloadArgs {
     )]
     Redis {
         #[command(flatten)]
-        run: RunArgs,
-        #[command(flatten)]
         redis: RedisArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// nats-bench's load: publishers, subscribers, end-to-end latency, losses
     #[command(
-        after_help = PUBSUB_HELP,
+        after_help = PUBSUB_HELP, disable_help_flag = true,
         mut_arg("target", |a| a.help(with_default("Target URL: nats://, mqtt://[?qos=1] or redis://", BROKER_DEFAULTS.target))),
         mut_arg("requests", |a| a.help(with_default("Messages in total, over all publishers", DEFAULT_REQUESTS))),
         mut_arg("clients", |a| a.hide(true)),
@@ -206,13 +206,13 @@ pub enum WorkloadArgs {
     )]
     Pubsub {
         #[command(flatten)]
-        run: RunArgs,
-        #[command(flatten)]
         pubsub: PubSubArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// Chut's chat: G groups x CPG clients messaging random peers of their group
     #[command(
-        after_help = CHAT_HELP,
+        after_help = CHAT_HELP, disable_help_flag = true,
         mut_arg("target", |a| a.help(with_default("Target URL: nats://, mqtt://[?qos=1] or redis://", BROKER_DEFAULTS.target))),
         mut_arg("duration", |a| a.help(with_default("How long clients send, Chut's T (e.g. 10, 10s, 2m)", format_args!("{CHAT_SECONDS}s")))),
         mut_arg("requests", |a| a.help("Messages in total instead of --duration")),
@@ -223,13 +223,13 @@ pub enum WorkloadArgs {
     )]
     Chat {
         #[command(flatten)]
-        run: RunArgs,
-        #[command(flatten)]
         chat: ChatArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// FoundationDB's key-value tests: write1, write10, read10, mix, range
     #[command(
-        after_help = KV_HELP,
+        after_help = KV_HELP, disable_help_flag = true,
         mut_arg("target", |a| a.help(with_default("Target URL", KV_DEFAULTS.target))),
         mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and one transaction in flight", KV_DEFAULTS.clients))),
         mut_arg("duration", |a| a.help(with_default("Run this long instead of -n (e.g. 10, 10s, 2m)", format_args!("{}s", KV_DEFAULTS.duration.unwrap_or(60.0))))),
@@ -238,9 +238,9 @@ pub enum WorkloadArgs {
     )]
     Kv {
         #[command(flatten)]
-        run: RunArgs,
-        #[command(flatten)]
         kv: KvArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// pgbench: its tables, builtin scripts and script language on PostgreSQL, the TPC-B balances verified
     #[command(
@@ -257,20 +257,20 @@ pub enum WorkloadArgs {
     /// memaslap's load on memcached: gets and sets over a window of keys per client
     #[command(
         visible_alias = "memcached",
-        after_help = MEMCACHE_HELP,
+        after_help = MEMCACHE_HELP, disable_help_flag = true,
         mut_arg("target", |a| a.help(with_default("Target URL", MEMCACHE_DEFAULTS.target))),
         mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and window of keys (memaslap's concurrency)", MEMCACHE_DEFAULTS.clients))),
         mut_arg("threads", |a| a.help(with_default("Threads driving the load, as memaslap", threads(MEMCACHE_DEFAULTS))))
     )]
     Memcache {
         #[command(flatten)]
-        run: RunArgs,
-        #[command(flatten)]
         memcache: MemcacheArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// wrk's load and output on HTTP/1.1 servers (wrk2's open loop with -R)
     #[command(
-        after_help = HTTP_HELP,
+        after_help = HTTP_HELP, disable_help_flag = true,
         mut_arg("target", |a| a.help(with_default("Target URL (or give it as the last word, as wrk)", HTTP_DEFAULTS.target))),
         mut_arg("threads", |a| a.help(with_default("Threads driving the load, as wrk's -t", threads(HTTP_DEFAULTS)))),
         mut_arg("clients", |a| a.help(with_default("Connections to keep open, as wrk's -c (each a client of the closed loop)", HTTP_DEFAULTS.clients))),
@@ -281,9 +281,9 @@ pub enum WorkloadArgs {
     )]
     Http {
         #[command(flatten)]
-        run: RunArgs,
-        #[command(flatten)]
         http: HttpArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
 }
 
@@ -435,7 +435,10 @@ pub struct VerifyArgs {
     /// The target (or $LOADRIG_TARGET), if not the one named in the report (where a password is masked)
     #[arg(long, short = 't', env = TARGET_ENV, hide_env_values = true)]
     pub target: Option<String>,
-    #[command(flatten)]
+    #[command(
+        flatten,
+        next_help_heading = "TLS (rediss://, tls://, mqtts://, ?sslmode=)"
+    )]
     pub tls: TlsArgs,
 }
 
@@ -781,7 +784,7 @@ pub(crate) mod tests {
             .collect();
         assert_eq!(
             args,
-            ["run", "voter", "--requests=3000", "--keep", "--preset=vsd"]
+            ["run", "voter", "--preset=vsd", "--requests=3000", "--keep"]
         );
         assert_eq!(line.env, [(TARGET_ENV, "null://?delay=1ms".into())]);
     }
@@ -959,6 +962,49 @@ pub(crate) mod tests {
                 .lines()
                 .any(|l| l.trim_start().starts_with(&format!("{flag} ")));
             assert!(!listed, "{}: {help}", args[0]);
+        }
+    }
+
+    /// Every `run WORKLOAD --help` leads with the workload's own flags
+    /// under its name, then the load, the output, the connections; every
+    /// flag it shows says what it does.
+    #[test]
+    fn every_workload_help_leads_with_its_own_flags() {
+        let cli = Cli::command();
+        let run = cli.find_subcommand("run").unwrap();
+        for w in run.get_subcommands() {
+            for long in [false, true] {
+                let mut cmd = w.clone().term_width(100);
+                let help = match long {
+                    false => cmd.render_help(),
+                    true => cmd.render_long_help(),
+                }
+                .to_string();
+                let headings: Vec<&str> = help
+                    .lines()
+                    .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+                    .collect();
+                let name = w.get_name();
+                assert!(
+                    headings[0].to_lowercase() == format!("{name} workload:"),
+                    "{name}: {headings:?}"
+                );
+                assert_eq!(
+                    headings[1..4],
+                    [LOAD, OUTPUT, CONNECTIONS].map(|h| format!("{h}:")),
+                    "{name}"
+                );
+                assert!(!help.contains("\nOptions:"), "{name}: {help}");
+            }
+            for arg in w.get_arguments().filter(|a| !a.is_hide_set()) {
+                let described = arg.get_help().is_some_and(|h| !h.to_string().is_empty());
+                assert!(
+                    described,
+                    "{} --{:?}: no description",
+                    w.get_name(),
+                    arg.get_long()
+                );
+            }
         }
     }
 

@@ -95,6 +95,7 @@ pub(super) fn no_managed_mode(run: &RunArgs) -> Result<(), SpecError> {
 }
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Pubsub workload")]
 pub struct PubSubArgs {
     /// Publishers, each with its connection (nats-bench -np)
     #[arg(

@@ -25,8 +25,14 @@ pub(super) const REDIS_DEFAULTS: Defaults = Defaults {
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("memtier").args(["ratio", "commands"]).multiple(true)))]
+#[command(next_help_heading = "Redis workload")]
 pub struct RedisArgs {
-    /// Tests, comma separated, as redis-benchmark names them: ping (= ping_inline,ping_mbulk), set, get, incr, lpush, rpush, lpop, rpop, sadd, hset, spop, zadd, zpopmin, lrange (= lrange_100,lrange_300,lrange_500,lrange_600), mset, xadd [default: all]
+    /// Tests, comma separated, as redis-benchmark names them [default: all]
+    ///
+    /// Tests, comma separated, as redis-benchmark names them: ping (=
+    /// ping_inline,ping_mbulk), set, get, incr, lpush, rpush, lpop, rpop,
+    /// sadd, hset, spop, zadd, zpopmin, lrange (=
+    /// lrange_100,lrange_300,lrange_500,lrange_600), mset, xadd [default: all]
     #[arg(long = "tests", value_name = "TESTS")]
     pub tests: Option<String>,
     /// Bytes of each value written (SET, LPUSH, RPUSH, HSET, MSET, XADD)
@@ -37,25 +43,48 @@ pub struct RedisArgs {
         default_value_t = 3
     )]
     pub data_size: usize,
-    /// Random keys: __rand_int__ in keys, members and scores becomes a 12-digit number below this, per command
+    /// Random keys: __rand_int__ becomes a number below this [default: fixed keys]
+    ///
+    /// Random keys: __rand_int__ in keys, members and scores becomes a
+    /// 12-digit number below this, per command [default: fixed keys].
     #[arg(short = 'r', long = "keyspace", value_name = "KEYSPACELEN")]
     pub keyspace: Option<u64>,
-    /// The logical database the workload's keys live in: SELECT is sent only when this is given
+    /// The logical database of the keys [default: the connection's, no SELECT]
+    ///
+    /// The logical database the workload's keys live in: SELECT is sent
+    /// only when this is given.
     #[arg(long, value_name = "DB")]
     pub dbnum: Option<u32>,
-    /// The target is a Redis Cluster, as redis-benchmark --cluster (the same as --target redis+cluster://...)
+    /// The target is a Redis Cluster, as redis-benchmark --cluster
+    ///
+    /// The target is a Redis Cluster, as redis-benchmark --cluster (the
+    /// same as --target redis+cluster://...).
     #[arg(long)]
     pub cluster: bool,
-    /// On a cluster, the tests' keys without redis-benchmark --cluster's hash tag: each key goes to its own slot's master, so a connection's pipeline is spread over every master
+    /// On a cluster, the keys without redis-benchmark's hash tag
+    ///
+    /// On a cluster, the tests' keys without redis-benchmark --cluster's
+    /// hash tag: each key goes to its own slot's master, so a connection's
+    /// pipeline is spread over every master.
     #[arg(long)]
     pub no_cluster_tags: bool,
-    /// A command of your own instead of the tests, after --: __rand_int__ is drawn as with -r, __data__ is the --value-size bytes
+    /// A command of your own instead of the tests, after --
+    ///
+    /// A command of your own instead of the tests, after --: __rand_int__ is
+    /// drawn as with -r, __data__ is the --value-size bytes.
     #[arg(last = true, value_name = "COMMAND", conflicts_with = "tests")]
     pub command: Vec<String>,
-    /// memtier_benchmark's load instead of the tests: SETs and GETs in this ratio (e.g. 1:10), both in one run
+    /// memtier_benchmark's load: SETs and GETs in this ratio (e.g. 1:10)
+    ///
+    /// memtier_benchmark's load instead of the tests: SETs and GETs in this
+    /// ratio (e.g. 1:10), both in one run.
     #[arg(long, value_name = "SETS:GETS", conflicts_with_all = ["tests", "command"])]
     pub ratio: Option<String>,
-    /// With --ratio: keys drawn R (uniform), S (sequential), G (Gaussian), Z (Zipf) or P (parallel: each connection its share); SET:GET for each its own
+    /// With --ratio: keys drawn R, S, G, Z or P; SET:GET for each its own
+    ///
+    /// With --ratio: keys drawn R (uniform), S (sequential), G (Gaussian),
+    /// Z (Zipf) or P (parallel: each connection its share); SET:GET for
+    /// each its own.
     #[arg(long, value_name = "P[:P]", default_value = "R:R", requires = "ratio")]
     pub key_pattern: String,
     /// With --ratio or --command: a key is this prefix and a number

@@ -28,26 +28,34 @@ pub enum ArrivalArg {
     Poisson,
 }
 
-/// Flags every workload shares.
+/// The headings of `run WORKLOAD --help`, in the order they appear (after
+/// the workload's own, which its struct names): clap orders headings by
+/// their first flag, so the fields below are grouped in this order.
+pub(super) const LOAD: &str = "Load";
+pub(super) const OUTPUT: &str = "Output";
+pub(super) const CONNECTIONS: &str = "Connections and TLS";
+pub(super) const CHECKS: &str = "Checks and exit status";
+pub(super) const PROCESSES: &str = "Processes and hosts";
+pub(super) const TIMING: &str = "Timing precision";
+
+/// Flags every workload shares, grouped by heading (see [`LOAD`]).
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Target URL (or $LOADRIG_TARGET); without one, a fresh embedded SQLite database
-    #[arg(long, short = 't', value_name = "URL", env = super::TARGET_ENV, hide_env_values = true)]
-    pub target: Option<String>,
     #[arg(
         help = with_default("Operations in total, over all clients", DEFAULT_REQUESTS),
         short = 'n',
         long = "requests",
         value_name = "N",
         value_parser = count::<u64>,
-        conflicts_with = "duration"
+        conflicts_with = "duration",
+        help_heading = LOAD
     )]
     pub requests: Option<u64>,
     /// Measure for this long instead (e.g. 10, 10s, 500ms, 2m)
-    #[arg(long, short = 'd', value_name = "TIME", value_parser = seconds)]
+    #[arg(long, short = 'd', value_name = "TIME", value_parser = seconds, help_heading = LOAD)]
     pub duration: Option<f64>,
     /// Run the load this long first, without counting it
-    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "0")]
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "0", help_heading = LOAD)]
     pub warmup: f64,
     #[arg(
         long,
@@ -56,154 +64,225 @@ pub struct RunArgs {
         help = with_default(
             "Clients (callers); in the closed loop each waits for its previous operation",
             DEFAULT_CLIENTS
-        )
+        ),
+        help_heading = LOAD
     )]
     pub clients: Option<u32>,
-    /// Connections the clients share [default: one per client]
-    #[arg(long, value_parser = count::<u32>)]
-    pub connections: Option<u32>,
     /// Requests each client keeps in flight
-    #[arg(long, short = 'P', value_parser = count::<u32>, default_value = "1")]
+    #[arg(long, short = 'P', value_parser = count::<u32>, default_value = "1", help_heading = LOAD)]
     pub pipeline: u32,
     /// Open loop: operations per second in total, whatever the target does
-    #[arg(long, short = 'R', value_name = "OPS", value_parser = amount, conflicts_with = "burst", group = "open")]
+    #[arg(long, short = 'R', value_name = "OPS", value_parser = amount, conflicts_with = "burst", group = "open", help_heading = LOAD)]
     pub rate: Option<f64>,
     /// Open-loop inter-arrival times
-    #[arg(long, value_enum, default_value_t = ArrivalArg::Regular, requires = "open")]
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Regular, requires = "open", help_heading = LOAD)]
     pub arrival: ArrivalArg,
     /// Bursts: this many operations at once per client
-    #[arg(long, value_name = "B", value_parser = count::<u32>)]
+    #[arg(long, value_name = "B", value_parser = count::<u32>, help_heading = LOAD)]
     pub burst: Option<u32>,
     #[arg(
         long,
         value_name = "MS",
         value_parser = millis,
-        help = with_default("Bursts: sleep this long between bursts (milliseconds, or with a unit: 500us, 1s)", DEFAULT_BURST_DELAY_MS)
+        help = with_default("Bursts: sleep this long between bursts (milliseconds, or 500us, 1s)", DEFAULT_BURST_DELAY_MS),
+        help_heading = LOAD
     )]
     pub burst_delay: Option<f64>,
     #[arg(
         long,
         value_name = "L",
         value_parser = count::<u32>,
-        help = with_default("Bursts: wait until at most this many per client are pending", DEFAULT_BURST_LIMIT)
+        help = with_default("Bursts: wait until at most this many per client are pending", DEFAULT_BURST_LIMIT),
+        help_heading = LOAD
     )]
     pub limit: Option<u32>,
     /// Managed mode: a queue of this many waiting operations before the connections
-    #[arg(long, value_name = "Q", value_parser = count::<u32>)]
+    #[arg(long, value_name = "Q", value_parser = count::<u32>, help_heading = LOAD)]
     pub queue: Option<u32>,
     /// Managed mode: at most this many operations in flight per connection
-    #[arg(long, value_name = "S", value_parser = count::<u32>)]
+    #[arg(long, value_name = "S", value_parser = count::<u32>, help_heading = LOAD)]
     pub slots: Option<u32>,
     /// Open loop: an operation this late when it could start is dropped and counted
-    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10", help_heading = LOAD)]
     pub max_lag: f64,
-    /// Paced loads: the load threads run under SCHED_FIFO, so operations leave on time on a busy machine (root or CAP_SYS_NICE; docs/explanations/measurement.md section 2)
-    #[arg(long)]
-    pub realtime: bool,
-    /// Paced loads: spend the last TIME before each intended start polling, not asleep, so the operation leaves on time (costs that much CPU per operation; e.g. 30us; docs/explanations/measurement.md section 2)
-    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "0")]
-    pub spin: f64,
-    /// Keep the machine's CPUs out of their idle halt while the load runs (machine-wide), so a sleeping thread wakes without the CPU's, or the VM's, wake-up delay; idle CPUs poll meanwhile (root; docs/explanations/measurement.md section 2)
-    #[arg(long)]
-    pub awake: bool,
-    /// Seed of every random choice; the same seed issues the same operations
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// This process's part of a split run, i/N
-    #[arg(long, value_name = "i/N")]
-    pub shard: Option<String>,
-    /// This process's part is i/N, i from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)
-    #[arg(long, value_name = "N", value_parser = count::<u32>, conflicts_with_all = ["shard", "processes"])]
-    pub shards: Option<u32>,
-    /// A shard of a many-host run: create nothing, drop nothing, verify nothing (`loadrig prepare`, `verify`, `teardown` do, once)
-    #[arg(long, conflicts_with = "processes")]
-    pub no_prepare: bool,
-    /// Run K local processes, each a shard, begun together and merged (clients count per process)
-    #[arg(long, value_name = "K", value_parser = count::<u32>)]
-    pub processes: Option<u32>,
-    /// Pin each process to a CPU of its own (process k of --processes to the k-th CPU it may run on)
-    #[arg(long)]
-    pub pin: bool,
-    /// Pin to these CPUs, process k to the k-th (e.g. 0,2,4-7; as taskset -c)
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
-    /// How the hand-written clients move their bytes during the load: epoll readiness, then a send and a receive per connection; or uring, every connection's requests of a turn handed to the thread's io_uring ring in one system call (plaintext TCP; docs/explanations/io-uring.md)
-    #[arg(long, value_name = "HOW", value_parser = ["epoll", "uring"], default_value = "epoll")]
-    pub io: String,
-    /// Connect from these local addresses, dealt to connections in turn (e.g. 127.0.0.2,127.0.0.3 or 127.0.0.2-127.0.0.9): past one address pair's ~28,000 ports (docs/explanations/client-cost.md)
-    #[arg(long, value_name = "ADDR,...")]
-    pub bind: Option<String>,
-    /// Begin the load at this wall-clock time (UNIX seconds), after connecting
-    #[arg(long, value_name = "UNIX_TIME", value_parser = unix_time, conflicts_with = "start_delay")]
-    pub start_at: Option<f64>,
-    /// Begin the load at the next multiple of S seconds after now + S (Erlvolt's common start)
-    #[arg(long, value_name = "S", value_parser = seconds)]
-    pub start_delay: Option<f64>,
-    /// Run as one of the processes of --processes (set by the parent)
-    #[arg(long, hide = true)]
-    pub child: bool,
-    /// Seconds between lap lines
-    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "1")]
-    pub interval: f64,
-    /// No lap lines (a progress bar on a terminal)
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    /// Lap lines end with the client's CPU, memory, bytes and connections in the lap
-    #[arg(long)]
-    pub resources: bool,
-    /// Sample the server's own statistics (and its process, when local) once per lap, into the report
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = OnOff::On)]
-    pub server_stats: OnOff,
-    /// Threads driving the load [default: the number of cores; 1 on PostgreSQL and MariaDB, as pgbench -j]
-    #[arg(long, value_parser = count::<usize>)]
-    pub threads: Option<usize>,
     /// An operation unanswered this long fails as a timeout
-    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10")]
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "10", help_heading = LOAD)]
     pub timeout: f64,
-    /// Most bytes of replies one connection holds unread: a larger reply is a protocol error (k, m, g: 1024s)
-    #[arg(long, value_name = "BYTES", value_parser = byte_size, default_value = "16m")]
-    pub max_reply: usize,
-    /// Exit 1 when failed or dropped operations exceed this fraction of all (1 turns the gate off)
-    #[arg(long, value_name = "FRACTION", default_value_t = DEFAULT_MAX_ERROR_RATE)]
-    pub max_error_rate: f64,
-    /// Exit 1 unless the run meets this: p99<5ms, vote:p99.9<20ms, avg<1ms, max<50ms, error_rate<0.01, throughput>10000 (repeatable)
-    #[arg(long, value_name = "EXPR")]
-    pub threshold: Vec<String>,
-    /// Exit 4 when the measurement is judged INVALID and nothing else failed (docs/explanations/validity.md)
-    #[arg(long)]
-    pub strict: bool,
+    /// Threads driving the load [default: the number of cores; 1 on PostgreSQL and MariaDB, as pgbench -j]
+    #[arg(long, value_parser = count::<usize>, help_heading = LOAD)]
+    pub threads: Option<usize>,
+    /// Seed of every random choice; the same seed issues the same operations
+    #[arg(long, default_value_t = 42, help_heading = LOAD)]
+    pub seed: u64,
     /// Go on until the 95% interval of a figure is this narrow, up to --duration: 'p99 ±2%', 'throughput ±1%'
-    #[arg(long, value_name = "EXPR")]
+    #[arg(long, value_name = "EXPR", help_heading = LOAD)]
     pub until: Option<String>,
-    /// Write the report (JSON, schema loadrig.report/1) to this file; or, as influxdb=URL or prometheus=URL, push the metrics there while the run goes (docs/guides/export.md); repeatable
-    #[arg(long, short = 'o', value_name = "FILE|NAME=URL", value_parser = super::out_arg)]
-    pub out: Vec<super::OutArg>,
-    /// Write the measured laps as an HdrHistogram interval log (.hlog) to this file
-    #[arg(long, value_name = "FILE")]
-    pub hdr_log: Option<PathBuf>,
-    /// Write the report as one self-contained HTML page (charts inline) to this file
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Print the results table as CSV on standard output (the rest goes to standard error)
-    #[arg(long)]
-    pub csv: bool,
-    /// Print the run's summary as one JSON object on standard output (the rest goes to standard error; docs/reference/json.md)
-    #[arg(long, conflicts_with = "csv")]
-    pub json: bool,
-    /// Do not check the target's data afterwards (check later with `loadrig verify`)
-    #[arg(long)]
-    pub no_verify: bool,
-    /// Keep the schema and data after the run
-    #[arg(long)]
-    pub keep: bool,
     #[command(flatten)]
     pub stages: super::StagesArgs,
-    #[command(flatten)]
-    pub tls: super::TlsArgs,
+    /// Seconds between lap lines
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "1", help_heading = OUTPUT)]
+    pub interval: f64,
+    /// No lap lines (a progress bar on a terminal)
+    #[arg(long, short = 'q', help_heading = OUTPUT)]
+    pub quiet: bool,
+    /// Lap lines end with the client's CPU, memory, bytes and connections in the lap
+    #[arg(long, help_heading = OUTPUT)]
+    pub resources: bool,
+    /// Sample the server's statistics once per lap, into the report
+    ///
+    /// Sample the server's own statistics (and its process, when local)
+    /// once per lap, into the report.
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = OnOff::On, help_heading = OUTPUT)]
+    pub server_stats: OnOff,
+    /// Write the report (JSON) to this file; or push metrics to NAME=URL
+    ///
+    /// Write the report (JSON, schema loadrig.report/1) to this file; or,
+    /// as influxdb=URL or prometheus=URL, push the metrics there while the
+    /// run goes (docs/guides/export.md). Repeatable: one report file, any
+    /// number of endpoints.
+    #[arg(long, short = 'o', value_name = "FILE|NAME=URL", value_parser = super::out_arg, help_heading = OUTPUT)]
+    pub out: Vec<super::OutArg>,
+    /// Write the measured laps as an HdrHistogram interval log (.hlog) to this file
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub hdr_log: Option<PathBuf>,
+    /// Write the report as one self-contained HTML page to this file
+    ///
+    /// Write the report as one self-contained HTML page (charts inline) to
+    /// this file.
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub html: Option<PathBuf>,
+    /// Print the results table as CSV on standard output (the rest on standard error)
+    #[arg(long, help_heading = OUTPUT)]
+    pub csv: bool,
+    /// Print the run's summary as one JSON object on standard output
+    ///
+    /// Print the run's summary as one JSON object on standard output (the
+    /// rest goes to standard error; docs/reference/json.md).
+    #[arg(long, conflicts_with = "csv", help_heading = OUTPUT)]
+    pub json: bool,
+    /// Print help (see more with '--help')
+    ///
+    /// Print help (see a summary with '-h').
+    #[arg(short = 'h', long = "help", action = clap::ArgAction::Help, help_heading = OUTPUT)]
+    pub help: Option<bool>,
     #[command(flatten)]
     pub dashboard: super::DashboardArgs,
     #[command(flatten)]
     pub export: super::ExportArgs,
+    /// Target URL (or $LOADRIG_TARGET); without one, a fresh embedded SQLite database
+    #[arg(long, short = 't', value_name = "URL", env = super::TARGET_ENV, hide_env_values = true, help_heading = CONNECTIONS)]
+    pub target: Option<String>,
+    /// Connections the clients share [default: one per client]
+    #[arg(long, value_parser = count::<u32>, help_heading = CONNECTIONS)]
+    pub connections: Option<u32>,
+    /// How the hand-written clients move their bytes: epoll or io_uring
+    ///
+    /// How the hand-written clients move their bytes during the load: epoll
+    /// readiness, then a send and a receive per connection; or uring, every
+    /// connection's requests of a turn handed to the thread's io_uring ring
+    /// in one system call (plaintext TCP; docs/explanations/io-uring.md).
+    #[arg(long, value_name = "HOW", value_parser = ["epoll", "uring"], default_value = "epoll", help_heading = CONNECTIONS)]
+    pub io: String,
+    /// Connect from these local addresses, dealt to connections in turn
+    ///
+    /// Connect from these local addresses, dealt to connections in turn
+    /// (e.g. 127.0.0.2,127.0.0.3 or 127.0.0.2-127.0.0.9): past one address
+    /// pair's ~28,000 ports (docs/explanations/client-cost.md).
+    #[arg(long, value_name = "ADDR,...", help_heading = CONNECTIONS)]
+    pub bind: Option<String>,
+    /// Most bytes of replies one connection holds unread (k, m, g: 1024s)
+    ///
+    /// Most bytes of replies one connection holds unread: a larger reply is
+    /// a protocol error (k, m, g: 1024s).
+    #[arg(long, value_name = "BYTES", value_parser = byte_size, default_value = "16m", help_heading = CONNECTIONS)]
+    pub max_reply: usize,
+    #[command(flatten, next_help_heading = CONNECTIONS)]
+    pub tls: super::TlsArgs,
+    /// Exit 1 when failed or dropped operations exceed this fraction of all
+    ///
+    /// Exit 1 when failed or dropped operations exceed this fraction of all
+    /// (1 turns the gate off).
+    #[arg(long, value_name = "FRACTION", default_value_t = DEFAULT_MAX_ERROR_RATE, help_heading = CHECKS)]
+    pub max_error_rate: f64,
+    /// Exit 1 unless the run meets this: p99<5ms, vote:p99.9<20ms (repeatable)
+    ///
+    /// Exit 1 unless the run meets this: p99<5ms, vote:p99.9<20ms, avg<1ms,
+    /// max<50ms, error_rate<0.01, throughput>10000 (repeatable).
+    #[arg(long, value_name = "EXPR", help_heading = CHECKS)]
+    pub threshold: Vec<String>,
+    /// Exit 4 when the measurement is judged INVALID and nothing else failed
+    ///
+    /// Exit 4 when the measurement is judged INVALID and nothing else failed
+    /// (docs/explanations/validity.md).
+    #[arg(long, help_heading = CHECKS)]
+    pub strict: bool,
+    /// Do not check the target's data afterwards (check later with `loadrig verify`)
+    #[arg(long, help_heading = CHECKS)]
+    pub no_verify: bool,
+    /// Keep the schema and data after the run
+    #[arg(long, help_heading = CHECKS)]
+    pub keep: bool,
+    /// Run K local processes, each a shard, begun together and merged (clients count per process)
+    #[arg(long, value_name = "K", value_parser = count::<u32>, help_heading = PROCESSES)]
+    pub processes: Option<u32>,
+    /// Pin each process to a CPU of its own
+    ///
+    /// Pin each process to a CPU of its own (process k of --processes to the
+    /// k-th CPU it may run on).
+    #[arg(long, help_heading = PROCESSES)]
+    pub pin: bool,
+    /// Pin to these CPUs, process k to the k-th (e.g. 0,2,4-7; as taskset -c)
+    #[arg(long, value_name = "LIST", help_heading = PROCESSES)]
+    pub cpus: Option<String>,
+    /// This process's part of a split run, i/N
+    #[arg(long, value_name = "i/N", help_heading = PROCESSES)]
+    pub shard: Option<String>,
+    /// This process's part is i/N, i from $JOB_COMPLETION_INDEX
+    ///
+    /// This process's part is i/N, i from $JOB_COMPLETION_INDEX (a Kubernetes
+    /// Indexed Job).
+    #[arg(long, value_name = "N", value_parser = count::<u32>, conflicts_with_all = ["shard", "processes"], help_heading = PROCESSES)]
+    pub shards: Option<u32>,
+    /// A shard of a many-host run: create nothing, drop nothing, verify nothing
+    ///
+    /// A shard of a many-host run: create nothing, drop nothing, verify
+    /// nothing (`loadrig prepare`, `verify`, `teardown` do, once).
+    #[arg(long, conflicts_with = "processes", help_heading = PROCESSES)]
+    pub no_prepare: bool,
+    /// Begin the load at this wall-clock time (UNIX seconds), after connecting
+    #[arg(long, value_name = "UNIX_TIME", value_parser = unix_time, conflicts_with = "start_delay", help_heading = PROCESSES)]
+    pub start_at: Option<f64>,
+    /// Begin the load at the next multiple of S seconds after now + S
+    ///
+    /// Begin the load at the next multiple of S seconds after now + S
+    /// (Erlvolt's common start).
+    #[arg(long, value_name = "S", value_parser = seconds, help_heading = PROCESSES)]
+    pub start_delay: Option<f64>,
+    /// Run as one of the processes of --processes (set by the parent)
+    #[arg(long, hide = true)]
+    pub child: bool,
+    /// Paced loads: run the load threads under SCHED_FIFO
+    ///
+    /// Paced loads: the load threads run under SCHED_FIFO, so operations
+    /// leave on time on a busy machine (root or CAP_SYS_NICE;
+    /// docs/explanations/measurement.md section 2).
+    #[arg(long, help_heading = TIMING)]
+    pub realtime: bool,
+    /// Paced loads: poll, not sleep, for the last TIME before each start
+    ///
+    /// Paced loads: spend the last TIME before each intended start polling,
+    /// not asleep, so the operation leaves on time (costs that much CPU per
+    /// operation; e.g. 30us; docs/explanations/measurement.md section 2).
+    #[arg(long, value_name = "TIME", value_parser = seconds, default_value = "0", help_heading = TIMING)]
+    pub spin: f64,
+    /// Keep the machine's CPUs out of their idle halt while the load runs
+    ///
+    /// Keep the machine's CPUs out of their idle halt while the load runs
+    /// (machine-wide), so a sleeping thread wakes without the CPU's, or the
+    /// VM's, wake-up delay; idle CPUs poll meanwhile (root;
+    /// docs/explanations/measurement.md section 2).
+    #[arg(long, help_heading = TIMING)]
+    pub awake: bool,
 }
 
 /// Default managed-mode sizes when only one of --queue/--slots is given.

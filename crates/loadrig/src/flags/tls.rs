@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+/// Its heading is the flattening struct's (`next_help_heading` there).
 #[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "TLS (rediss://, tls://, mqtts://, https://, ?sslmode=)")]
 pub struct TlsArgs {
     /// Trust the CA certificates in this PEM file instead of the web PKI roots
     #[arg(long, value_name = "FILE")]

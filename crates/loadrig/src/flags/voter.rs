@@ -47,6 +47,7 @@ pub enum GeneratorArg {
 }
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Voter workload")]
 pub struct VoterArgs {
     /// Contestants, 1 to 12
     #[arg(long, default_value_t = 6)]

@@ -478,3 +478,51 @@ fn bad_flags_get_one_line_and_exit_2() {
         assert_eq!(r.stderr.trim().lines().count(), 1, "{args:?}: {}", r.dump());
     }
 }
+
+/// Chat's lap lines through the drain: the total of the last one is the
+/// overall line's rate (a drain's laps once kept a total over the time to
+/// their own end, below the overall rate, which is over the time to the
+/// run's last event).
+#[test]
+fn chats_last_lap_total_is_the_overall_rate() {
+    need_server("nats", 4222);
+    let _brokers = hold("brokers");
+    let r = loadrig(&[
+        "run",
+        "chat",
+        "--target",
+        "nats://127.0.0.1:4222",
+        "-G",
+        "3",
+        "--cpg",
+        "4",
+        "--duration",
+        "2",
+        "--drain",
+        "1",
+        "--interval",
+        "500ms",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    let laps: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("  at "))
+        .collect();
+    assert!(laps.len() >= 5, "a lap or more in the drain: {}", r.dump());
+    let word_after = |line: &str, word: &str| -> String {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let i = words.iter().position(|w| *w == word).unwrap_or_else(|| {
+            panic!("no '{word}' in: {line}");
+        });
+        words[i + 1].to_string()
+    };
+    let last_total = word_after(laps[laps.len() - 1], "total");
+    let overall = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("overall: "))
+        .unwrap_or_else(|| panic!("no overall line: {}", r.dump()));
+    let overall_rate = overall.split_whitespace().next().unwrap_or_default();
+    assert_eq!(last_total, overall_rate, "{}", r.dump());
+}
