@@ -1,17 +1,15 @@
 //! What an unknown `--target` most likely meant: a bare `host:port` gets
 //! the scheme of the target whose example URL uses that port (or, failing
-//! that, the first target that runs the workload), and `https://` is said
-//! to be not built yet rather than unknown. Read from the registry's rows,
-//! so a new target's port is known without a list kept here.
+//! that, the first target that runs the workload). Read from the
+//! registry's rows, so a new target's port is known without a list kept
+//! here.
 
 use crate::TARGETS;
 
 /// A sentence to add to the unknown-scheme error for `url`, if any.
 pub(crate) fn scheme_hint(url: &str, workload: Option<&str>) -> Option<String> {
-    if let Some((scheme, _)) = url.split_once("://") {
-        return (scheme == "https").then(|| {
-            "HTTPS is not built yet (issue #46); a plain listener takes http://".to_string()
-        });
+    if url.contains("://") {
+        return None;
     }
     let port = port_of(url);
     let runs = |d: &&crate::Descriptor| workload.is_none_or(|w| d.runs(w));
@@ -52,7 +50,6 @@ mod tests {
         assert!(hint("127.0.0.1:11211", None).ends_with("memcache://127.0.0.1:11211?"));
         assert!(hint("127.0.0.1:5432", Some("voter")).ends_with("postgres://127.0.0.1:5432?"));
         assert!(hint("db:1234", Some("memcache")).ends_with("memcache://db:1234?"));
-        assert!(hint("https://h/", Some("http")).contains("issue #46"));
         assert_eq!(scheme_hint("ftp://h", Some("http")), None);
         assert_eq!(scheme_hint("h:1234", None), None);
     }

@@ -244,15 +244,16 @@ pub enum WorkloadArgs {
     },
     /// pgbench: its tables, builtin scripts and script language on PostgreSQL, the TPC-B balances verified
     #[command(
+        disable_help_flag = true,
         mut_arg("target", |a| a.help(with_default("Target URL", PGBENCH_DEFAULTS.target))),
         mut_arg("clients", |a| a.help(with_default("Clients, each with its connection and one transaction in flight (pgbench -c)", PGBENCH_DEFAULTS.clients))),
         mut_arg("requests", |a| a.help("Transactions in total, over all clients (pgbench -t times -c)"))
     )]
     Pgbench {
         #[command(flatten)]
-        run: RunArgs,
-        #[command(flatten)]
         pgbench: PgbenchArgs,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// memaslap's load on memcached: gets and sets over a window of keys per client
     #[command(

@@ -33,7 +33,7 @@ pub enum QueryModeArg {
 }
 
 #[derive(Debug, Args)]
-#[command(next_help_heading = "pgbench")]
+#[command(next_help_heading = "Pgbench workload")]
 pub struct PgbenchArgs {
     /// Make pgbench's four tables first (pgbench -i)
     #[arg(long)]

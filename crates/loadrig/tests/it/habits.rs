@@ -71,7 +71,7 @@ const CASES: &[(&[&str], bool)] = &[
         &["redis-benchmark", "--cluster", "-p", "7001", "-t", "set"],
         true,
     ),
-    // A target with no scheme, or one not built.
+    // A target with no scheme; a TLS server whose CA is not given.
     (&["run", "redis", "-t", "127.0.0.1:6379"], false),
     (&["run", "memcache", "-t", "127.0.0.1:11211"], false),
     (&["run", "voter", "-t", "127.0.0.1:5432"], false),

@@ -32,10 +32,12 @@ fn leads_with(workload: &str, heading: &str, flag: &str) {
     let r = help(&["run", workload, "--help"]);
     assert_eq!(r.code, 0, "{}", r.dump());
     let h = headings(&r.stdout);
-    assert_eq!(
-        h[..4],
-        [heading, "Load:", "Output:", "Connections and TLS:"],
-        "{workload}"
+    assert_eq!(h[0], heading, "{workload}: {h:?}");
+    let at = |name: &str| h.iter().position(|x| *x == name);
+    let order = ["Load:", "Output:", "Connections and TLS:"].map(at);
+    assert!(
+        order.iter().all(Option::is_some) && order.windows(2).all(|w| w[0] < w[1]),
+        "{workload}: the load, the output, then the connections: {h:?}"
     );
     let first_flag = r.stdout.lines().find(|l| l.trim_start().starts_with('-'));
     assert!(
