@@ -125,7 +125,10 @@ impl PgbenchSpec {
         {
             return Err(SpecError::new("-b", "every script has weight 0"));
         }
-        if self.latency_limit_ms.is_some_and(|l| !(l > 0.0)) {
+        if self
+            .latency_limit_ms
+            .is_some_and(|l| l.is_nan() || l <= 0.0)
+        {
             return Err(SpecError::new("--latency-limit", "must be more than 0"));
         }
         Ok(())

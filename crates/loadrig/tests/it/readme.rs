@@ -70,6 +70,12 @@ const SCALE: &[(&str, &str, &str, &str)] = &[
     ),
     ("loadrig memaslap ", "-t", "1s", "memaslap's duration"),
     (
+        "--stages",
+        "--stages",
+        "1s:2000,1s:=2000",
+        "a ramp and a hold of a second each",
+    ),
+    (
         "--warmup",
         "--warmup",
         "1s",

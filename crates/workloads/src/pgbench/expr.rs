@@ -44,7 +44,7 @@ impl Value {
         match self.number()? {
             Value::Int(i) => Ok(i),
             Value::Bool(b) => Ok(i64::from(b)),
-            Value::Double(d) if d.is_finite() && d >= -9.2e18 && d <= 9.2e18 => Ok(d as i64),
+            Value::Double(d) if d.is_finite() && (-9.2e18..=9.2e18).contains(&d) => Ok(d as i64),
             Value::Double(d) => Err(format!("double to int overflow for {d}")),
             Value::Null => Err("cannot coerce NULL to int".into()),
             Value::Text(_) => Err("not a number".into()),
