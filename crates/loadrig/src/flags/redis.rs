@@ -124,7 +124,7 @@ pub struct RedisArgs {
     #[arg(
         long = "command",
         value_name = "COMMAND",
-        help_heading = "memtier commands",
+        help_heading = "Redis workload: memtier's commands",
         conflicts_with_all = ["tests", "command", "ratio"]
     )]
     pub commands: Vec<String>,
@@ -132,7 +132,7 @@ pub struct RedisArgs {
     #[arg(
         long,
         value_name = "N",
-        help_heading = "memtier commands",
+        help_heading = "Redis workload: memtier's commands",
         requires = "commands"
     )]
     pub command_ratio: Vec<u32>,
@@ -140,7 +140,7 @@ pub struct RedisArgs {
     #[arg(
         long,
         value_name = "P",
-        help_heading = "memtier commands",
+        help_heading = "Redis workload: memtier's commands",
         requires = "commands"
     )]
     pub command_key_pattern: Vec<String>,

@@ -165,7 +165,13 @@ fn the_dashboard_shows_the_run_and_q_stops_it_with_its_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let t = Tmux::start("one", &args(db.arg, &out, &["-d", "60"]));
-    let s = t.until(|s| figure(s, "throughput ").is_some_and(|n| n > 0));
+    // The client's and the server's figures come with the first laps, a
+    // frame or two after the first throughput on a busy machine.
+    let s = t.until(|s| {
+        figure(s, "throughput ").is_some_and(|n| n > 0)
+            && s.contains("in flight: ")
+            && s.contains("redis.connected_clients: ")
+    });
     for p in PANELS {
         assert!(s.contains(p), "no {p:?} panel:\n{s}");
     }

@@ -473,12 +473,26 @@ fn rewrite(text: &str, dir: &Path) -> String {
     let sized = words[..own_end]
         .iter()
         .any(|w| SIZING.contains(&w.as_str()) || glued_size(w));
+    // `--stages` sets the run's length: of what is added, only the rest.
+    let staged = words[..own_end].iter().any(|w| w == "--stages");
     if let Some((_, add, _why)) = DEFAULT_SIZED
         .iter()
         .find(|(within, _, _)| cmd.contains(within))
         .filter(|_| !sized)
     {
-        let added = add.split_whitespace().map(String::from);
+        let mut added: Vec<String> = add.split_whitespace().map(String::from).collect();
+        if staged {
+            let pairs: Vec<[String; 2]> = added
+                .chunks(2)
+                .filter(|p| !["-n", "-d"].contains(&p[0].as_str()))
+                .map(|p| [p[0].clone(), p.get(1).cloned().unwrap_or_default()])
+                .collect();
+            added = pairs
+                .into_iter()
+                .flatten()
+                .filter(|w| !w.is_empty())
+                .collect();
+        }
         words.splice(own_end..own_end, added);
     }
     // A line of a loop run in the background (`... &`): in the foreground,

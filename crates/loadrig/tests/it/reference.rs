@@ -61,7 +61,7 @@ fn us(v: &Value) -> f64 {
 }
 
 /// A check's verdict: what missed, if anything.
-type Check = Result<(), String>;
+pub(crate) type Check = Result<(), String>;
 
 /// `got` within 1% of `want` (both in microseconds), plus what the server
 /// itself says it answered late (`late`).
@@ -137,7 +137,7 @@ fn capped(late: Duration) -> Result<Duration, String> {
 /// runs would pass seven times in eight: each miss is appended to
 /// `target/timing-misses.txt`, which `scripts/test` prints, so a retry
 /// that passed is seen.
-fn measure(what: &str, mut attempt: impl FnMut() -> Check) {
+pub(crate) fn measure(what: &str, mut attempt: impl FnMut() -> Check) {
     let mut missed = Vec::new();
     while missed.len() < 3 {
         match attempt() {

@@ -1,7 +1,8 @@
 //! Load that changes over time (docs/guides/stages.md), from the real
-//! binary: a ramp's laps each carry the ramp's mean over the lap, its send
-//! lag stays at a steady run's level, its writes verify; bad stages are one
-//! line and exit 2; a threshold broken for `--abort-after` stops the run.
+//! binary: a ramp's writes verify; bad stages are one line and exit 2; a
+//! threshold broken for `--abort-after` stops the run. Timed, alone after
+//! the suite: a ramp's laps each carry the ramp's mean over the lap at a
+//! steady run's send lag, and steps hold their rates.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -45,39 +46,17 @@ fn send_lag_p99_us(report: &Report) -> f64 {
     report.measured.kinds[0].send_lag.p99_us
 }
 
-/// 1,000/s to 5,000/s over 4 s: each 1 s lap within 2% of the ramp's mean
-/// over it (1,500, 2,500, 3,500, 4,500), 12,000 writes verified, the send
-/// lag no worse than a steady run's at the ramp's peak.
+/// 1,000/s to 5,000/s over 4 s: 12,000 writes, all acknowledged and
+/// verified; the spec keeps the stages and the summary has the stage's
+/// line. How closely the laps follow the ramp is a timing test (below).
 #[test]
-fn a_ramp_s_laps_follow_it_and_its_writes_verify() {
-    let _alone = one_at_a_time();
+fn a_ramps_writes_verify_and_its_stage_has_its_line() {
     let db = redis_db();
     let dataset = format!("it_stages_{}", db.n);
-    let (steady_run, steady) = kv_write(&dataset, &["--rate", "5000", "-d", "2s"]);
-    assert_eq!(steady_run.code, 0, "{}", steady_run.dump());
     let (r, report) = kv_write(&dataset, &["--rate", "1000", "--stages", "4s:5000"]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert_all_ok(&r, &report, 12_000);
     assert_verified(&r, &report);
-    // Four laps of the ramp, then the one of its last answers.
-    let laps: Vec<_> = report.laps.iter().filter(|l| !l.warmup).collect();
-    assert!(laps.len() >= 4, "{}", r.dump());
-    for (k, lap) in laps.iter().take(4).enumerate() {
-        let want = 1_500.0 + 1_000.0 * k as f64;
-        let got = lap.ok as f64 / lap.length_secs;
-        assert!(
-            (got / want - 1.0).abs() <= 0.02,
-            "lap {k}: {got:.0}/s, the ramp's mean {want}/s\n{}",
-            r.dump()
-        );
-    }
-    let (ramp_lag, steady_lag) = (send_lag_p99_us(&report), send_lag_p99_us(&steady));
-    assert!(
-        ramp_lag <= 2.0 * steady_lag + 2_000.0,
-        "send lag p99 {ramp_lag} us on the ramp, {steady_lag} us steady\n{}",
-        r.dump()
-    );
-    // The spec keeps the stages; the summary has the stage's line.
     let st = report
         .spec
         .load
@@ -87,52 +66,100 @@ fn a_ramp_s_laps_follow_it_and_its_writes_verify() {
     assert_eq!((st.from, st.stages.len()), (1_000.0, 1));
     assert!(
         r.stdout
-            .contains("  stage 1  0s-4s  1,000 -> 5,000/s  achieved 3,0"),
+            .contains("  stage 1  0s-4s  1,000 -> 5,000/s  achieved "),
         "{}",
         r.dump()
     );
 }
 
-/// A step and a ramp down: the stages' lines each hold their own laps.
+/// The same ramp, timed: each 1 s lap within 2% of the ramp's mean over
+/// it (1,500, 2,500, 3,500, 4,500/s), the stage achieving 3,0xx/s, and
+/// the send lag no worse than a steady run's at the ramp's peak. A lap
+/// counts completions, so a stall of the machine moves operations across
+/// a lap's boundary: taken alone with the release binary, up to three
+/// times (`crate::reference::measure`).
 #[test]
+#[ignore = "timing: scripts/test runs these alone, after the suite"]
+fn a_ramps_laps_follow_it_at_a_steady_runs_send_lag() {
+    let db = redis_db();
+    let dataset = format!("it_stages_{}", db.n);
+    crate::reference::measure("a ramp's laps", || {
+        let (steady_run, steady) = kv_write(&dataset, &["--rate", "5000", "-d", "2s"]);
+        if steady_run.code != 0 {
+            return Err(format!("the steady run: {}", steady_run.dump()));
+        }
+        let (r, report) = kv_write(&dataset, &["--rate", "1000", "--stages", "4s:5000"]);
+        if r.code != 0 {
+            return Err(format!("the ramp: {}", r.dump()));
+        }
+        let laps: Vec<_> = report.laps.iter().filter(|l| !l.warmup).collect();
+        if laps.len() < 4 {
+            return Err(format!("{} laps", laps.len()));
+        }
+        for (k, lap) in laps.iter().take(4).enumerate() {
+            let want = 1_500.0 + 1_000.0 * k as f64;
+            let got = lap.ok as f64 / lap.length_secs;
+            if (got / want - 1.0).abs() > 0.02 {
+                return Err(format!("lap {k}: {got:.0}/s, the ramp's mean {want}/s"));
+            }
+        }
+        let (ramp_lag, steady_lag) = (send_lag_p99_us(&report), send_lag_p99_us(&steady));
+        if ramp_lag > 2.0 * steady_lag + 2_000.0 {
+            return Err(format!(
+                "send lag p99 {ramp_lag} us on the ramp, {steady_lag} us steady"
+            ));
+        }
+        match r.stdout.contains("1,000 -> 5,000/s  achieved 3,0") {
+            true => Ok(()),
+            false => Err(format!("the stage's line: {}", r.stdout)),
+        }
+    });
+}
+
+/// A step and a ramp down: the stages' lines each hold their own laps
+/// and their rates, to 2% (timed: alone, up to three times).
+#[test]
+#[ignore = "timing: scripts/test runs these alone, after the suite"]
 fn steps_hold_their_rate_and_each_stage_has_its_line() {
-    let _alone = one_at_a_time();
-    let (r, report) = run_reported(&[
-        "run",
-        "hello",
-        "-c",
-        "8",
-        "--stages",
-        "2s:=400,1s:=1000,2s:0",
-    ]);
-    assert_eq!(r.code, 0, "{}", r.dump());
-    // 800 + 1,000 + 1,000 (1,000 down to 0 over 2 s).
-    assert_all_ok(&r, &report, 2_800);
-    let lines: Vec<&str> = r
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("  stage "))
-        .collect();
-    assert_eq!(lines.len(), 3, "{}", r.dump());
-    for (line, (asked, rate)) in lines.iter().zip([
-        ("0s-2s  400/s hold", 400.0),
-        ("2s-3s  1,000/s hold", 1_000.0),
-        ("3s-5s  1,000 -> 0/s", 500.0),
-    ]) {
-        assert!(line.contains(asked), "{line}\n{}", r.dump());
-        let achieved: f64 = line
-            .split("achieved ")
-            .nth(1)
-            .and_then(|a| a.split("/s").next())
-            .map(|a| a.replace(',', ""))
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("{line}"));
-        assert!(
-            (achieved / rate - 1.0).abs() <= 0.02,
-            "{line}\n{}",
-            r.dump()
-        );
-    }
+    crate::reference::measure("a step's rate", || {
+        let (r, report) = run_reported(&[
+            "run",
+            "hello",
+            "-c",
+            "8",
+            "--stages",
+            "2s:=400,1s:=1000,2s:0",
+        ]);
+        if r.code != 0 {
+            return Err(r.dump());
+        }
+        // 800 + 1,000 + 1,000 (1,000 down to 0 over 2 s).
+        assert_all_ok(&r, &report, 2_800);
+        let lines: Vec<&str> = r
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("  stage "))
+            .collect();
+        assert_eq!(lines.len(), 3, "{}", r.dump());
+        for (line, (asked, rate)) in lines.iter().zip([
+            ("0s-2s  400/s hold", 400.0),
+            ("2s-3s  1,000/s hold", 1_000.0),
+            ("3s-5s  1,000 -> 0/s", 500.0),
+        ]) {
+            assert!(line.contains(asked), "{line}\n{}", r.dump());
+            let achieved: f64 = line
+                .split("achieved ")
+                .nth(1)
+                .and_then(|a| a.split("/s").next())
+                .map(|a| a.replace(',', ""))
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| panic!("{line}"));
+            if (achieved / rate - 1.0).abs() > 0.02 {
+                return Err(line.to_string());
+            }
+        }
+        Ok(())
+    });
 }
 
 /// Zero length, negative, no unit, nothing to issue, with -n: one line, exit 2.
